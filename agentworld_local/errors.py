@@ -1,0 +1,44 @@
+"""One exception family. Every message names the next step for the user."""
+
+from __future__ import annotations
+
+
+class AwlError(Exception):
+    """Base of every error `awl` reports to a user (exit code 2, no traceback)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        """The message and its next step, on one line."""
+        return f"{self.message} {self.hint}".strip() if self.hint else self.message
+
+
+class InputError(AwlError):
+    """Bad user input: an action, a script line, an option value."""
+
+
+class ActionError(InputError):
+    """An agent action the domain cannot accept."""
+
+
+class ModelError(AwlError):
+    """A model file that is missing, not a GGUF, or that llama.cpp refuses."""
+
+
+class ModelLoadError(ModelError):
+    """llama.cpp failed to load a file that looked like a GGUF."""
+
+
+class TrajectoryError(AwlError):
+    """A trajectory file that cannot be read or written."""
+
+
+class GenerationCancelled(AwlError):
+    """The user cancelled a turn; completed turns are kept."""
+
+    exit_code = 130
