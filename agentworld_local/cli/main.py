@@ -1,0 +1,69 @@
+"""The `awl` entry point and the CLI's one error boundary."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from agentworld_local import __version__
+from agentworld_local.errors import AwlError
+
+app = typer.Typer(
+    name="awl",
+    help="A local sandbox for language world models: simulated terminals, file systems, "
+    "web pages and tool APIs, predicted by a GGUF world model on your machine.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"awl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    pass
+
+
+def _register_commands() -> None:
+    # Each module adds its commands to `app`; imported here so `--help` lists them all.
+    from agentworld_local.cli import replay  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI. AwlError becomes one line on stderr and its exit code; nothing else is caught."""
+    _register_commands()
+    try:
+        app(args=argv, standalone_mode=False)
+    except AwlError as error:
+        typer.echo(f"awl: error: {error.one_line()}", err=True)
+        return error.exit_code
+    except KeyboardInterrupt:
+        typer.echo("awl: interrupted.", err=True)
+        return 130
+    except typer.Exit as done:
+        return done.exit_code
+    except typer.Abort:
+        typer.echo("awl: aborted.", err=True)
+        return 130
+    except Exception as error:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            return 2
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
