@@ -36,7 +36,7 @@ def _root(
 
 def _register_commands() -> None:
     # Each module adds its commands to `app`; imported here so `--help` lists them all.
-    from agentworld_local.cli import replay  # noqa: F401
+    from agentworld_local.cli import demo, replay, run  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,15 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("awl: aborted.", err=True)
         return 130
-    except Exception as error:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
-            return 2
-        raise
+    except typer.TyperException as error:  # usage errors (bad option, missing argument)
+        error.show()
+        return 2
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Re-import so `python -m` uses the same `app` that the command modules register on.
+    from agentworld_local.cli.main import main as _main
+
+    sys.exit(_main())

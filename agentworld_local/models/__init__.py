@@ -1,0 +1,1 @@
+"""Model files: GGUF checks and identity (registry and downloads come later)."""

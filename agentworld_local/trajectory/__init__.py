@@ -1,0 +1,33 @@
+"""Saved sessions: versioned, append-only JSONL trajectories.
+
+The replay renderer (`agentworld_local.trajectory.replay`) needs rich and is not imported here,
+so reading and writing trajectories pulls in no UI library.
+"""
+
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.schema import (
+    MIGRATIONS,
+    SCHEMA_NAME,
+    SCHEMA_VERSION,
+    Header,
+    ModelRef,
+    TurnRecord,
+    migrate,
+    utc_now,
+)
+from agentworld_local.trajectory.writer import TrajectoryWriter, fork_trajectory
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "Header",
+    "ModelRef",
+    "Trajectory",
+    "TrajectoryWriter",
+    "TurnRecord",
+    "fork_trajectory",
+    "migrate",
+    "read_trajectory",
+    "utc_now",
+]

@@ -1,0 +1,64 @@
+"""`awl demo`: the offline tour. Replays a bundled session, or runs it live with `--model`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from agentworld_local.cli.main import app
+from agentworld_local.cli.run import MODEL_HELP, THINK_HELP, ensure_new_file, load_backend, run_session
+from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path
+from agentworld_local.domains import get_domain
+from agentworld_local.engine.types import ThinkBudget
+from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.errors import InputError
+from agentworld_local.paths import package_assets
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.replay import replay
+
+DEMO_FILE = "examples/terminal-demo.jsonl"
+
+
+def demo_path() -> Path:
+    path = package_assets() / DEMO_FILE
+    if not path.exists():
+        raise InputError(f"The bundled demo session is missing ({path}).", "Reinstall with `pip install -e .` from the repository.")
+    return path
+
+
+@app.command()
+def demo(
+    model: Path = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
+    speed: float = typer.Option(None, "--speed", help="Seconds between turns when replaying (default 0.6 on a terminal, 0 in a pipe)."),
+    plain: bool = typer.Option(False, "--plain", help="No colours or box characters."),
+    think: str = typer.Option("off", "--think", help=THINK_HELP),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed for the live run."),
+    out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
+    ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens for the live run."),
+    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
+) -> None:
+    """Show what awl does, without any model: a hand-written terminal session, replayed.
+
+    With `--model PATH`, the same scenario (task, starting screen, actions) runs live on your model.
+    """
+    recorded = read_trajectory(demo_path())
+    console = Console()
+    if model is None:
+        pause = speed if speed is not None else (0.6 if console.is_terminal and not plain else 0.0)
+        replay(recorded, console, plain=plain or not console.is_terminal, speed=pause)
+        console.print("\nThis was a hand-written example. Run it live with: awl demo --model PATH/TO/model.gguf")
+        return
+    header = recorded.header
+    domain = get_domain(header.domain)
+    lines = [ScriptLine(record.turn, domain.parse_action(record.action)) for record in recorded.current_branch()]
+    destination = out or default_session_path(header.domain)
+    ensure_new_file(destination)
+    backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=None, verbose=False, quiet=False)
+    settings = SessionSettings(think=ThinkBudget.parse(think), seed=seed, task=header.task, initial_state=header.initial_state)
+    world = World(backend, domain, settings)
+    printer = TurnPrinter(as_json=False, show_thinking=False)
+    code = run_session(world, lines, out=destination, printer=printer, scenario=header.scenario)
+    backend.close()
+    raise typer.Exit(code)

@@ -1,0 +1,180 @@
+"""What `awl run` and `awl demo` share: action scripts, model loading, the turn loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from agentworld_local import __version__
+from agentworld_local.domains.base import Action, Domain
+from agentworld_local.engine.types import ThinkingDelta
+from agentworld_local.engine.world import (
+    ObservationDelta,
+    ObservationReplaced,
+    TurnCancelled,
+    TurnFinished,
+    World,
+)
+from agentworld_local.errors import AwlError, InputError
+from agentworld_local.paths import sessions_dir
+from agentworld_local.trajectory.schema import Header, ModelRef
+from agentworld_local.trajectory.writer import TrajectoryWriter
+
+UNDO = ":undo"
+
+
+@dataclass(frozen=True)
+class ScriptLine:
+    number: int
+    action: Action | None  # None for a session command
+    command: str = ""
+
+
+def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:
+    """One action per line; blank lines and `#` comments are skipped; `:undo` drops a turn."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    if stripped.startswith(":"):
+        if stripped != UNDO:
+            raise InputError(f"{source}:{number}: unknown session command `{stripped}`.", f"The only one is `{UNDO}`.")
+        return ScriptLine(number, None, UNDO)
+    try:
+        return ScriptLine(number, domain.parse_action(stripped))
+    except AwlError as error:
+        # The line number is what the user needs to find the mistake.
+        raise InputError(f"{source}:{number}: {error.message}", error.hint) from None
+
+
+def read_script(domain: Domain, path: Path) -> list[ScriptLine]:
+    """Parse a whole script before the model loads, so a typo costs seconds, not a load."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"Script file not found: {path}.", "Check the path, or pipe actions on stdin.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"Cannot read the script {path} ({error}).", "Pass a UTF-8 text file, one action per line.") from None
+    lines = [parse_script_line(domain, line, number, str(path)) for number, line in enumerate(text.splitlines(), 1)]
+    return [line for line in lines if line is not None]
+
+
+def default_session_path(domain: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return sessions_dir() / f"{stamp}-{domain}.jsonl"
+
+
+def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: str = "") -> Header:
+    info = world.backend.info
+    settings = world.settings
+    return Header(
+        awl_version=__version__,
+        model=ModelRef(
+            name=info.name,
+            path=info.path,
+            file_size=info.file_size,
+            sha256=info.sha256,
+            sha256_scope=info.sha256_scope,
+            architecture=info.architecture,
+        ),
+        sampling=settings.sampling.to_dict(),
+        seed=settings.seed,
+        think=settings.think.label(),
+        domain=world.domain.name,
+        scenario=scenario,
+        initial_state=world.initial_state,
+        task=settings.task,
+        system_prompt=world.system_prompt(),
+        note=note,
+    )
+
+
+class TurnPrinter:
+    """Writes a turn's events: plain text for people, or JSON lines for programs."""
+
+    def __init__(self, *, as_json: bool, show_thinking: bool, out: IO[str] | None = None) -> None:
+        self.as_json = as_json
+        self.show_thinking = show_thinking
+        self.out = out or sys.stdout
+        self.err = Console(stderr=True, highlight=False)
+        self._thinking_open = False
+
+    def _json(self, **fields: Any) -> None:
+        self.out.write(json.dumps(fields, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def start(self, turn: int, action: Action) -> None:
+        if self.as_json:
+            self._json(event="action", turn=turn, action=action.text, payload=action.payload)
+        else:
+            self.err.print(f"[dim]── turn {turn} ── {action.text}[/dim]")
+
+    def event(self, turn: int, event: object) -> None:
+        if isinstance(event, ThinkingDelta):
+            if self.as_json:
+                self._json(event="thinking", turn=turn, text=event.text)
+            elif self.show_thinking:
+                sys.stderr.write(event.text)
+                sys.stderr.flush()
+                self._thinking_open = True
+        elif isinstance(event, (ObservationDelta, ObservationReplaced)):
+            kind = "observation" if isinstance(event, ObservationDelta) else "observation_replaced"
+            if self.as_json:
+                self._json(event=kind, turn=turn, text=event.text)
+                return
+            if self._thinking_open:
+                sys.stderr.write("\n")
+                self._thinking_open = False
+            if isinstance(event, ObservationReplaced):
+                self.out.write("\n[the final observation differs from the streamed text]\n")
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, TurnFinished):
+            record = event.record
+            if self.as_json:
+                self._json(event="turn_done", turn=turn, record=record.to_dict())
+                return
+            self.out.write("\n")
+            self.out.flush()
+            tokens, timings = record.tokens, record.timings
+            self.err.print(
+                f"[dim]   {tokens.get('prompt_evaluated', 0)} prompt tokens evaluated, "
+                f"{tokens.get('generated', 0)} generated ({tokens.get('thinking', 0)} thinking), "
+                f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
+            )
+        elif isinstance(event, TurnCancelled):
+            if self.as_json:
+                self._json(event="cancelled", turn=turn)
+            else:
+                self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
+
+    def undo(self, turns_left: int) -> None:
+        if self.as_json:
+            self._json(event="undo", turns=turns_left)
+        else:
+            self.err.print(f"[dim]── undo: back to turn {turns_left}[/dim]")
+
+
+def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
+    """Run one script line; False when the turn was cancelled."""
+    if line.action is None:
+        world.undo()
+        printer.undo(len(world.history))
+        return True
+    turn = len(world.history) + 1
+    printer.start(turn, line.action)
+    for event in world.step(line.action, cancel):
+        printer.event(turn, event)
+        if isinstance(event, TurnCancelled):
+            return False
+    return True
+
+
+def open_writer(path: Path, header: Header) -> TrajectoryWriter:
+    return TrajectoryWriter.create(path, header)

@@ -1,0 +1,36 @@
+"""What every domain provides: a system prompt, an action parser, a starting state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Action:
+    """An agent action: what was typed, its parsed form, and how the prompt writes it."""
+
+    text: str
+    payload: Any
+    prompt_text: str
+
+
+def action_json(payload: Any) -> str:
+    """Actions are written into prompts as compact JSON with spaces, like the official data."""
+    return json.dumps(payload, ensure_ascii=False)
+
+
+class Domain(Protocol):
+    name: str
+    title: str
+    #: pygments lexer name for the state/observation view ("text", "json", "html", ...)
+    state_lexer: str
+
+    def system_prompt(self) -> str: ...
+
+    def parse_action(self, text: str) -> Action: ...
+
+    def initial_state(self) -> str: ...
+
+    def action_help(self) -> str: ...

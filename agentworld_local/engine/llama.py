@@ -1,0 +1,438 @@
+"""The in-process llama.cpp backend: the only module that imports `llama_cpp`.
+
+Performance core (DESIGN.md section 2): the session is one token list that only grows,
+with a checkpoint at every turn boundary (the end of the last user message, before the
+generation prompt). Hybrid models (recurrent + attention layers) cannot drop tokens from
+the middle of their recurrent state, so a checkpoint stores the recurrent state alone
+(partial sequence state, a few KB) and a restore trims the attention cache to match.
+A turn restores the newest checkpoint that is a prefix of the new prompt and evaluates
+only the tokens after it; undo and fork are the same restore.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import ctypes
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp import Llama
+from llama_cpp import _internals as llama_internals
+
+from agentworld_local.contract.parse import OBS_CLOSE, THINK_CLOSE, THINK_OPEN
+from agentworld_local.engine.template import FALLBACK_CHATML, ChatTemplate
+from agentworld_local.engine.types import (
+    AnswerDelta,
+    GenerationDone,
+    GenerationEvent,
+    GenerationStats,
+    ModelInfo,
+    SamplingConfig,
+    ThinkBudget,
+    ThinkingDelta,
+)
+from agentworld_local.errors import AwlError, ModelError, ModelLoadError
+from agentworld_local.models.gguf_file import check_gguf_path, file_identity
+
+_PARTIAL = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+_SEQ = 0
+# Written when a thinking budget runs out: the model continues to the observation.
+_FORCED_THINK_END = "\n" + THINK_CLOSE + "\n\n"
+
+
+def supports_gpu_offload() -> bool:
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+def llama_cpp_version() -> str:
+    return getattr(llama_cpp, "__version__", "unknown")
+
+
+def resolve_gpu_layers(value: str | int) -> int:
+    """`auto`: every layer when this build can offload, else none. -1 means all."""
+    if isinstance(value, int):
+        return value
+    text = value.strip().lower()
+    if text == "auto":
+        return -1 if supports_gpu_offload() else 0
+    if text == "all":
+        return -1
+    if text.lstrip("-").isdigit():
+        return int(text)
+    raise AwlError(f"Invalid GPU layer count `{value}`.", "Use `auto`, `all`, or a number such as `--gpu-layers 20`.")
+
+
+class _LogCapture:
+    """Route llama.cpp's log lines to a buffer, so load errors become one clear message."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=400)
+        self.echo = False
+        self._callback = llama_cpp.llama_log_callback(self._on_log)  # keep a reference alive
+        llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+    def _on_log(self, level: int, text: bytes, user_data: Any) -> None:
+        line = text.decode("utf-8", errors="replace")
+        self.lines.append(line)
+        if self.echo:
+            import sys
+
+            sys.stderr.write(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+_LOGS = _LogCapture()
+_LOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _load_progress(progress: Callable[[float], None] | None) -> Iterator[None]:
+    """Llama() has no progress hook; hand llama.cpp a callback through its default params."""
+    if progress is None:
+        yield
+        return
+    # `Llama` calls the binding module's function, not the package re-export.
+    bindings = llama_cpp.llama_cpp
+    original = bindings.llama_model_default_params
+
+    def report(value: float, user_data: Any) -> bool:
+        progress(float(value))
+        return True
+
+    callback = llama_cpp.llama_progress_callback(report)
+
+    def params_with_progress() -> Any:
+        params = original()
+        params.progress_callback = callback
+        return params
+
+    bindings.llama_model_default_params = params_with_progress
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = original
+
+
+def _explain_load_failure(path: Path, log: str) -> AwlError:
+    for line in log.splitlines():
+        if "unknown model architecture" in line:
+            arch = line.split("unknown model architecture:")[-1].strip().strip("'\"")
+            return ModelLoadError(
+                f"This llama.cpp build (llama-cpp-python {llama_cpp_version()}) does not know the "
+                f"architecture `{arch}` of {path.name}.",
+                "Upgrade with `pip install -U llama-cpp-python`, or pick a model of a supported architecture.",
+            )
+    for line in log.splitlines():
+        if "failed to allocate" in line or "out of memory" in line.lower():
+            return ModelLoadError(
+                f"Not enough memory to load {path.name}.",
+                "Try a smaller quantization, fewer `--gpu-layers`, or a smaller `--ctx`.",
+            )
+    detail = next((line.strip() for line in reversed(log.splitlines()) if "error" in line.lower()), "")
+    return ModelLoadError(
+        f"llama.cpp could not load {path.name}" + (f": {detail}" if detail else "."),
+        "Check that the download is complete; run with `--verbose` to see llama.cpp's log.",
+    )
+
+
+@dataclass
+class _Checkpoint:
+    n_tokens: int
+    state: bytes | None  # recurrent state for hybrid models; None for attention-only ones
+
+
+class LlamaBackend:
+    """A GGUF model in this process, with an append-only context and turn checkpoints."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        gpu_layers: str | int = "auto",
+        n_ctx: int = 16384,
+        threads: int | None = None,
+        n_batch: int = 512,
+        progress: Callable[[float], None] | None = None,
+        verbose: bool = False,
+        name: str | None = None,
+    ) -> None:
+        path = check_gguf_path(model_path)
+        self.gpu_layers = resolve_gpu_layers(gpu_layers)
+        identity = file_identity(path)
+        with _LOAD_LOCK, _load_progress(progress):
+            _LOGS.lines.clear()
+            _LOGS.echo = verbose
+            try:
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_gpu_layers=self.gpu_layers,
+                    n_ctx=n_ctx,
+                    n_batch=n_batch,
+                    n_ubatch=n_batch,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    # Sliding-window caches drop old positions; keep them so checkpoints can restore.
+                    swa_full=True,
+                    verbose=verbose,
+                )
+            except (ValueError, RuntimeError, OSError):
+                raise _explain_load_failure(path, _LOGS.text()) from None
+        llm = self._llm
+        self._ctx = llm.ctx
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._stateful = bool(
+            llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
+        )
+        self.n_ctx = llm.n_ctx()
+        self.n_batch = n_batch
+        metadata = llm.metadata
+        template_source = metadata.get("tokenizer.chat_template")
+        self.template = ChatTemplate(
+            template_source or FALLBACK_CHATML,
+            bos_token=self._token_text(llm.token_bos()),
+            eos_token=self._token_text(llm.token_eos()),
+        )
+        self.info = ModelInfo(
+            name=name or path.name,
+            path=str(path),
+            architecture=metadata.get("general.architecture"),
+            file_size=identity.size,
+            sha256=identity.sha256,
+            sha256_scope=identity.scope,
+            n_ctx=self.n_ctx,
+            gpu_layers=self.gpu_layers,
+            chat_template_source="gguf" if template_source else "fallback-chatml",
+        )
+        self._tokens: list[int] = []
+        self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]
+        self.last_restore_s = 0.0
+
+    # -- tokens ---------------------------------------------------------------------
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    @property
+    def evaluated_tokens(self) -> list[int]:
+        """The tokens in the context right now (a copy)."""
+        return list(self._tokens)
+
+    @property
+    def is_stateful(self) -> bool:
+        return self._stateful
+
+    def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
+        """(text up to the turn boundary, full prompt text with the generation prompt)."""
+        base = self.template.render(messages, add_generation_prompt=False)
+        full = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
+        return base, full
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    def _save_checkpoint(self) -> None:
+        n = len(self._tokens)
+        if self._checkpoints[-1].n_tokens == n:
+            return
+        state = None
+        if self._stateful:
+            size = llama_cpp.llama_state_seq_get_size_ext(self._ctx, _SEQ, _PARTIAL)
+            buffer = (ctypes.c_uint8 * size)()
+            written = llama_cpp.llama_state_seq_get_data_ext(self._ctx, buffer, size, _SEQ, _PARTIAL)
+            state = bytes(buffer[:written])
+        self._checkpoints.append(_Checkpoint(n, state))
+
+    def _restore(self, target: int) -> None:
+        """Make the context hold exactly self._tokens[:n] for the best reachable n <= target."""
+        started = time.perf_counter()
+        if self._stateful:
+            checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
+            n = checkpoint.n_tokens
+            if n == len(self._tokens):
+                pass  # nothing was evaluated after this checkpoint
+            elif n == 0 or checkpoint.state is None:
+                llama_cpp.llama_memory_clear(self._memory, True)
+                n = 0
+            else:
+                buffer = (ctypes.c_uint8 * len(checkpoint.state)).from_buffer_copy(checkpoint.state)
+                if llama_cpp.llama_state_seq_set_data_ext(self._ctx, buffer, len(checkpoint.state), _SEQ, _PARTIAL) == 0:
+                    llama_cpp.llama_memory_clear(self._memory, True)
+                    n = 0
+                else:
+                    llama_cpp.llama_memory_seq_rm(self._memory, _SEQ, n, -1)
+        else:
+            n = min(target, len(self._tokens))
+            llama_cpp.llama_memory_seq_rm(self._memory, _SEQ, n, -1)
+        del self._tokens[n:]
+        self._checkpoints = [c for c in self._checkpoints if c.n_tokens <= n]
+        self._llm.n_tokens = n
+        self.last_restore_s = time.perf_counter() - started
+
+    def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
+        """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
+        for start in range(0, len(tokens), self.n_batch):
+            if cancel is not None and cancel.is_set():
+                return False
+            chunk = tokens[start : start + self.n_batch]
+            self._llm.eval(chunk)
+            self._tokens.extend(chunk)
+        return True
+
+    def reset(self) -> None:
+        """Forget the whole context (a new session on the same loaded model)."""
+        self._restore(0)
+
+    # -- generation -----------------------------------------------------------------
+
+    def _make_sampler(self, sampling: SamplingConfig, seed: int) -> Any:
+        sampler = llama_internals.LlamaSampler()
+        if sampling.temperature <= 0:
+            sampler.add_greedy()
+            return sampler
+        sampler.add_top_k(sampling.top_k)
+        sampler.add_top_p(sampling.top_p, 1)
+        sampler.add_min_p(sampling.min_p, 1)
+        sampler.add_temp(sampling.temperature)
+        sampler.add_dist(seed & 0xFFFFFFFF)
+        return sampler
+
+    def generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[GenerationEvent]:
+        """Stream the model's answer to `messages` (which end with the current user turn)."""
+        stats = GenerationStats()
+        started = time.perf_counter()
+        base_text, full_text = self.render(messages, think=think)
+        full = self.tokenize(full_text)
+        base = self.tokenize(base_text)
+        # The checkpoint goes where the next turn's prompt will diverge from this one. If the
+        # template or tokenizer does not keep the base a prefix, evaluate without a checkpoint.
+        boundary = len(base) if full_text.startswith(base_text) and full[: len(base)] == base else 0
+        if len(full) + 8 > self.n_ctx:
+            raise AwlError(
+                f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
+                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+            )
+        common = 0
+        limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
+        while common < limit and self._tokens[common] == full[common]:
+            common += 1
+        self._restore(common)
+        stats.restore_s = self.last_restore_s
+        stats.reused_tokens = len(self._tokens)
+        stats.prompt_tokens_total = len(full)
+        stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
+        if boundary > len(self._tokens):
+            if not self._evaluate(full[len(self._tokens) : boundary], cancel):
+                yield self._cancelled(stats, "", started)
+                return
+            self._save_checkpoint()
+        if not self._evaluate(full[len(self._tokens) :], cancel):
+            yield self._cancelled(stats, "", started)
+            return
+        stats.prompt_s = time.perf_counter() - started
+        think_open = full_text.rstrip().endswith(THINK_OPEN)
+        yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+
+    def _cancelled(self, stats: GenerationStats, raw: str, started: float) -> GenerationDone:
+        stats.finish = "cancelled"
+        stats.prompt_s = stats.prompt_s or time.perf_counter() - started
+        return GenerationDone(raw_output=raw, think_open=False, stats=stats)
+
+    def _sample_loop(
+        self,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None,
+        think_open: bool,
+        stats: GenerationStats,
+    ) -> Iterator[GenerationEvent]:
+        sampler = self._make_sampler(sampling, seed)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        raw: list[str] = []
+        thinking = think_open
+        pending_think = ""  # thinking text not yet streamed (may hold half of `</think>`)
+        answer_tokens = 0
+        started = time.perf_counter()
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    stats.finish = "cancelled"
+                    break
+                if len(self._tokens) >= self.n_ctx:
+                    stats.finish = "length"
+                    break
+                token = sampler.sample(self._llm._ctx, -1)
+                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                    stats.finish = "stop"
+                    break
+                self._llm.eval([token])
+                self._tokens.append(token)
+                stats.generated_tokens += 1
+                text = decoder.decode(self._llm.detokenize([token], special=True))
+                if not raw and not thinking and text.lstrip().startswith(THINK_OPEN):
+                    thinking = True  # a template without a think prompt, the model opened one itself
+                raw.append(text)
+                if thinking:
+                    stats.thinking_tokens += 1
+                    pending_think += text
+                    if THINK_CLOSE in pending_think:
+                        before, _, after = pending_think.partition(THINK_CLOSE)
+                        if before:
+                            yield ThinkingDelta(before)
+                        thinking, pending_think = False, ""
+                        if after:
+                            yield AnswerDelta(after)
+                        continue
+                    safe = len(pending_think) - len(THINK_CLOSE)
+                    if safe > 0:
+                        yield ThinkingDelta(pending_think[:safe])
+                        pending_think = pending_think[safe:]
+                    if think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
+                        if pending_think:
+                            yield ThinkingDelta(pending_think)
+                        pending_think = ""
+                        forced = self.tokenize(_FORCED_THINK_END)
+                        self._evaluate(forced, None)
+                        raw.append(_FORCED_THINK_END)
+                        thinking = False
+                    continue
+                answer_tokens += 1
+                yield AnswerDelta(text)
+                if OBS_CLOSE in "".join(raw[-8:]):
+                    stats.finish = "stop"  # the observation is complete; anything after it is noise
+                    break
+                if answer_tokens >= sampling.max_tokens:
+                    stats.finish = "length"
+                    break
+        finally:
+            sampler.close()
+        if pending_think:
+            yield ThinkingDelta(pending_think)
+        stats.generate_s = time.perf_counter() - started
+        yield GenerationDone(raw_output="".join(raw) + decoder.decode(b"", final=True), think_open=think_open, stats=stats)
+
+    def close(self) -> None:
+        self._llm.close()

@@ -1,0 +1,105 @@
+"""Engine vocabulary shared by every backend and the World: settings and events."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from agentworld_local.errors import InputError
+
+#: Interactive default: long enough for a useful plan, short enough to wait for.
+DEFAULT_THINK_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """The model card's recommended sampling; `max_tokens` caps the answer after thinking."""
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    min_p: float = 0.0
+    max_tokens: int = 4096
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ThinkBudget:
+    """`off`: empty think block; `budget`: end thinking after `tokens`; `full`: the model decides."""
+
+    mode: Literal["off", "budget", "full"]
+    tokens: int | None = None
+
+    @classmethod
+    def parse(cls, value: str | int | None) -> "ThinkBudget":
+        if value is None:
+            return cls("budget", DEFAULT_THINK_TOKENS)
+        text = str(value).strip().lower()
+        if text in ("off", "0", "none", "no"):
+            return cls("off")
+        if text in ("full", "unlimited", "on"):
+            return cls("full")
+        if text.isdigit():
+            return cls("budget", int(text))
+        raise InputError(
+            f"Invalid thinking budget `{value}`.",
+            "Use `--think off`, `--think full`, or a number of tokens such as `--think 512`.",
+        )
+
+    def label(self) -> str:
+        return str(self.tokens) if self.mode == "budget" else self.mode
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerDelta:
+    """Raw answer text after thinking (tags included); the World turns it into observation text."""
+
+    text: str
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens_total: int = 0
+    prompt_tokens_evaluated: int = 0
+    reused_tokens: int = 0
+    thinking_tokens: int = 0
+    generated_tokens: int = 0
+    prompt_s: float = 0.0
+    generate_s: float = 0.0
+    restore_s: float = 0.0
+    finish: str = "stop"  # stop | length | cancelled
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.generate_s if self.generate_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class GenerationDone:
+    raw_output: str
+    #: True when the prompt itself opened `<think>`, so raw_output starts inside thinking.
+    think_open: bool
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+
+GenerationEvent = ThinkingDelta | AnswerDelta | GenerationDone
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: str | None
+    architecture: str | None
+    file_size: int | None
+    sha256: str | None
+    sha256_scope: str
+    n_ctx: int
+    gpu_layers: int
+    chat_template_source: str  # "gguf" | "fallback-chatml"

@@ -1,0 +1,257 @@
+"""A session with a simulated world: domain + backend + trajectory.
+
+`World.step(action)` streams events; the CLI and the TUI consume the same stream.
+Every observation comes from the model: the World never runs an action on the host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from agentworld_local.contract.parse import OBS_CLOSE, OBS_OPEN, parse_output
+from agentworld_local.contract.turns import TurnPrompt, build_messages
+from agentworld_local.domains.base import Action, Domain
+from agentworld_local.engine.base import Backend
+from agentworld_local.engine.types import (
+    AnswerDelta,
+    GenerationDone,
+    SamplingConfig,
+    ThinkBudget,
+    ThinkingDelta,
+)
+from agentworld_local.errors import InputError
+from agentworld_local.trajectory.schema import TurnRecord
+
+
+@dataclass(frozen=True)
+class ObservationDelta:
+    """Observation text as it streams (inside the observation tags only)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ObservationReplaced:
+    """The parsed observation differs from what streamed (e.g. a later block won)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class TurnCancelled:
+    """The turn was stopped; it is not part of the history and was not saved."""
+
+    partial_output: str
+
+
+WorldEvent = ThinkingDelta | ObservationDelta | ObservationReplaced | TurnFinished | TurnCancelled
+
+
+class ObservationStream:
+    """Pick the text inside the first `<predicted_observation>` block out of streamed chunks."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._inside = False
+        self._done = False
+        self.emitted = ""
+
+    def feed(self, text: str) -> str:
+        if self._done:
+            return ""
+        self._buffer += text
+        if not self._inside:
+            start = self._buffer.find(OBS_OPEN)
+            if start == -1:
+                return ""
+            self._buffer = self._buffer[start + len(OBS_OPEN) :].lstrip("\n")
+            self._inside = True
+        end = self._buffer.find(OBS_CLOSE)
+        if end != -1:
+            out, self._done = self._buffer[:end], True
+        else:
+            # Hold back what could be the start of the closing tag.
+            keep = len(OBS_CLOSE) - 1
+            out = self._buffer[:-keep] if len(self._buffer) > keep else ""
+        self._buffer = self._buffer[len(out) :]
+        self.emitted += out
+        return out
+
+
+@dataclass
+class SessionSettings:
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    think: ThinkBudget = field(default_factory=lambda: ThinkBudget.parse(None))
+    seed: int = 0
+    task: str = ""
+    initial_state: str | None = None  # None: the domain's default
+
+
+class World:
+    """One simulated environment session. Not thread-safe: step from one thread at a time."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        domain: Domain,
+        settings: SessionSettings | None = None,
+        *,
+        on_turn: Callable[[TurnRecord], None] | None = None,
+        next_id: int = 1,
+    ) -> None:
+        self.backend = backend
+        self.domain = domain
+        self.settings = settings or SessionSettings()
+        self.on_turn = on_turn
+        self.history: list[TurnRecord] = []
+        self._next_id = next_id
+
+    # -- prompts --------------------------------------------------------------------
+
+    @property
+    def initial_state(self) -> str:
+        state = self.settings.initial_state
+        return self.domain.initial_state() if state is None else state
+
+    def system_prompt(self) -> str:
+        return self.domain.system_prompt()
+
+    def turn_prompt(self, action: Action) -> str:
+        turn = len(self.history) + 1
+        first = turn == 1
+        return TurnPrompt(
+            turn=turn,
+            action=action.prompt_text,
+            task=self.settings.task if first else "",
+            current_state=self.initial_state if first else "",
+        ).render()
+
+    def messages_for(self, prompt: str) -> list[dict[str, str]]:
+        history = [(record.prompt, record.observation) for record in self.history]
+        return build_messages(self.system_prompt(), history, prompt)
+
+    # -- turns ----------------------------------------------------------------------
+
+    def step(self, action: str | Action, cancel: threading.Event | None = None) -> Iterator[WorldEvent]:
+        """Send one agent action; stream thinking and observation; record the finished turn."""
+        parsed = self.domain.parse_action(action) if isinstance(action, str) else action
+        prompt = self.turn_prompt(parsed)
+        turn = len(self.history) + 1
+        started = time.perf_counter()
+        stream = ObservationStream()
+        done: GenerationDone | None = None
+        for event in self.backend.generate(
+            self.messages_for(prompt),
+            sampling=self.settings.sampling,
+            think=self.settings.think,
+            seed=self.settings.seed + turn,
+            cancel=cancel,
+        ):
+            if isinstance(event, ThinkingDelta):
+                yield event
+            elif isinstance(event, AnswerDelta):
+                text = stream.feed(event.text)
+                if text:
+                    yield ObservationDelta(text)
+            else:
+                done = event
+        assert done is not None, "a backend must finish with GenerationDone"
+        if done.stats.finish == "cancelled":
+            yield TurnCancelled(done.raw_output)
+            return
+        parsed_output = parse_output(done.raw_output, think_open=done.think_open)
+        observation = parsed_output.observation
+        if observation.startswith(stream.emitted):
+            rest = observation[len(stream.emitted) :]
+            if rest:
+                yield ObservationDelta(rest)
+        else:
+            yield ObservationReplaced(observation)
+        stats = done.stats
+        record = TurnRecord(
+            id=self._next_id,
+            parent=self.history[-1].id if self.history else None,
+            turn=turn,
+            action=parsed.text,
+            action_payload=parsed.payload,
+            prompt=prompt,
+            raw_output=done.raw_output,
+            thinking=parsed_output.thinking,
+            observation=observation,
+            parse_method=parsed_output.method,
+            tokens={
+                "prompt_total": stats.prompt_tokens_total,
+                "prompt_evaluated": stats.prompt_tokens_evaluated,
+                "thinking": stats.thinking_tokens,
+                "generated": stats.generated_tokens,
+            },
+            timings={
+                "prompt_s": round(stats.prompt_s, 4),
+                "generate_s": round(stats.generate_s, 4),
+                "restore_s": round(stats.restore_s, 6),
+                "total_s": round(time.perf_counter() - started, 4),
+                "tokens_per_s": round(stats.tokens_per_s, 2),
+            },
+            finish=stats.finish,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        self._next_id += 1
+        self.history.append(record)
+        if self.on_turn is not None:
+            self.on_turn(record)
+        yield TurnFinished(record)
+
+    def run_turn(self, action: str | Action, cancel: threading.Event | None = None) -> TurnRecord | None:
+        """Step and drain the events; the finished record, or None when cancelled."""
+        for event in self.step(action, cancel):
+            if isinstance(event, TurnFinished):
+                return event.record
+        return None
+
+    def undo(self, to_turn: int | None = None) -> list[TurnRecord]:
+        """Drop the last turn (or every turn after `to_turn`); returns what was dropped.
+
+        The trajectory file keeps the dropped turns: the next turn's parent points back.
+        """
+        keep = len(self.history) - 1 if to_turn is None else to_turn
+        if not 0 <= keep <= len(self.history) or not self.history:
+            raise InputError(
+                f"Cannot undo to turn {keep}: the session has {len(self.history)} turns.",
+                "Give a turn number between 0 and the current turn.",
+            )
+        dropped = self.history[keep:]
+        del self.history[keep:]
+        return dropped
+
+    def fork(self, at_turn: int, *, on_turn: Callable[[TurnRecord], None] | None = None) -> "World":
+        """A new World sharing the backend, with this session's first `at_turn` turns."""
+        if not 0 <= at_turn <= len(self.history):
+            raise InputError(
+                f"Cannot fork at turn {at_turn}: the session has {len(self.history)} turns.",
+                "Give a turn number between 0 and the current turn.",
+            )
+        child = World(self.backend, self.domain, replace(self.settings), on_turn=on_turn, next_id=at_turn + 1)
+        child.history = [
+            replace(record, id=index, parent=index - 1 or None)
+            for index, record in enumerate(self.history[:at_turn], start=1)
+        ]
+        return child
+
+    def stats(self) -> dict[str, float | int]:
+        """Totals over the current history."""
+        return {
+            "turns": len(self.history),
+            "prompt_tokens_evaluated": sum(r.tokens.get("prompt_evaluated", 0) for r in self.history),
+            "generated_tokens": sum(r.tokens.get("generated", 0) for r in self.history),
+            "thinking_tokens": sum(r.tokens.get("thinking", 0) for r in self.history),
+            "seconds": round(sum(r.timings.get("total_s", 0.0) for r in self.history), 3),
+        }

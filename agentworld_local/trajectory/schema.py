@@ -1,0 +1,215 @@
+"""The trajectory file format: one JSON header line, then one JSON line per turn.
+
+Files are append-only JSONL. A reader upgrades older versions through MIGRATIONS;
+keys it does not know are kept in `extra`, so a newer awl's additions survive a round trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from agentworld_local import __version__
+
+SCHEMA_NAME = "agentworld-local/trajectory"
+SCHEMA_VERSION = 1
+
+# MIGRATIONS[i] upgrades one line dict (header or turn, told apart by its "type")
+# from version i + 1 to i + 2. Empty while only v1 exists; the reader still goes through it.
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+MIGRATIONS: list[Migration] = []
+
+
+def migrate(record: dict[str, Any], from_version: int) -> dict[str, Any]:
+    """Upgrade one line dict from `from_version` to SCHEMA_VERSION."""
+    for version in range(from_version, SCHEMA_VERSION):
+        record = MIGRATIONS[version - 1](dict(record))
+        if record.get("type") == "header":
+            record["version"] = version + 1
+    return record
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp, seconds precision, `Z` suffix."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+_MISSING = object()
+
+
+def _get(data: dict[str, Any], key: str, kinds: tuple[type, ...], default: Any = _MISSING) -> Any:
+    """One field of a line dict, type-checked; ValueError names the field (the reader adds the line)."""
+    if key not in data:
+        if default is _MISSING:
+            raise ValueError(f"field '{key}' is missing")
+        return default() if callable(default) else default
+    value = data[key]
+    # bool is an int subclass; a boolean where a number belongs is a damaged line.
+    if isinstance(value, bool) and bool not in kinds:
+        raise ValueError(f"field '{key}' should be {'/'.join(k.__name__ for k in kinds)}, not a boolean")
+    if not isinstance(value, kinds):
+        names = "/".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ValueError(f"field '{key}' should be {names}, not {type(value).__name__}")
+    return value
+
+
+def _extra(data: dict[str, Any], cls: type) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)} | {"type"}
+    return {k: v for k, v in data.items() if k not in known}
+
+
+def _check_type(data: dict[str, Any], expected: str) -> None:
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    if data.get("type", expected) != expected:
+        raise ValueError(f"expected a '{expected}' line, got type '{data.get('type')}'")
+
+
+NoneT = type(None)
+
+
+@dataclass
+class ModelRef:
+    """Which GGUF produced the turns. `sha256_scope` says how much of the file was hashed."""
+
+    name: str
+    path: str | None = None
+    file_size: int | None = None
+    sha256: str | None = None
+    sha256_scope: str = "none"  # "first-8MiB", "file" or "none"
+    architecture: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.extra)
+        out.update(
+            name=self.name, path=self.path, file_size=self.file_size, sha256=self.sha256,
+            sha256_scope=self.sha256_scope, architecture=self.architecture,
+        )
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelRef:
+        if not isinstance(data, dict):
+            raise ValueError("field 'model' should be an object or null")
+        return cls(
+            name=_get(data, "name", (str,)),
+            path=_get(data, "path", (str, NoneT), None),
+            file_size=_get(data, "file_size", (int, NoneT), None),
+            sha256=_get(data, "sha256", (str, NoneT), None),
+            sha256_scope=_get(data, "sha256_scope", (str,), "none"),
+            architecture=_get(data, "architecture", (str, NoneT), None),
+            extra=_extra(data, cls),
+        )
+
+
+@dataclass
+class Header:
+    """The first line of a trajectory: everything needed to understand or re-run the session."""
+
+    schema: str = SCHEMA_NAME
+    version: int = SCHEMA_VERSION
+    awl_version: str = __version__
+    created: str = field(default_factory=utc_now)
+    model: ModelRef | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)  # temperature, top_p, top_k, min_p, max_tokens
+    seed: int = 0
+    think: str = "off"  # "off", "full", or a thinking-token budget such as "512"
+    domain: str = ""
+    scenario: dict[str, Any] | None = None  # {"name": ..., "title": ...}
+    initial_state: str = ""
+    task: str = ""
+    system_prompt: str = ""
+    hand_written: bool = False  # True for bundled demos: not model output
+    note: str = ""
+    forked_from: dict[str, Any] | None = None  # {"file": ..., "turn": ...}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "header"}
+        out.update(self.extra)
+        for f in fields(self):
+            if f.name != "extra":
+                out[f.name] = getattr(self, f.name)
+        out["model"] = self.model.to_dict() if self.model else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Header:
+        _check_type(data, "header")
+        model = _get(data, "model", (dict, NoneT), None)
+        return cls(
+            schema=_get(data, "schema", (str,)),
+            version=_get(data, "version", (int,)),
+            awl_version=_get(data, "awl_version", (str,), ""),
+            created=_get(data, "created", (str,), ""),
+            model=ModelRef.from_dict(model) if model is not None else None,
+            sampling=_get(data, "sampling", (dict,), dict),
+            seed=_get(data, "seed", (int,), 0),
+            think=str(_get(data, "think", (str, int), "off")),
+            domain=_get(data, "domain", (str,), ""),
+            scenario=_get(data, "scenario", (dict, NoneT), None),
+            initial_state=_get(data, "initial_state", (str,), ""),
+            task=_get(data, "task", (str,), ""),
+            system_prompt=_get(data, "system_prompt", (str,), ""),
+            hand_written=_get(data, "hand_written", (bool,), False),
+            note=_get(data, "note", (str,), ""),
+            forked_from=_get(data, "forked_from", (dict, NoneT), None),
+            extra=_extra(data, cls),
+        )
+
+
+@dataclass
+class TurnRecord:
+    """One agent action and the model's predicted observation.
+
+    `id` is the 1-based order of turn lines in the file; `parent` links a turn to the
+    previous turn of its branch (after an undo it points further back); `turn` is the
+    1-based position in that branch. The writer fills in `id` (and `turn` when it is 0).
+    """
+
+    action: str
+    observation: str = ""
+    id: int = 0
+    parent: int | None = None
+    turn: int = 0
+    action_payload: Any = None
+    prompt: str = ""
+    raw_output: str = ""
+    thinking: str = ""
+    parse_method: str = ""
+    tokens: dict[str, Any] = field(default_factory=dict)  # prompt_evaluated, prompt_total, thinking, generated
+    timings: dict[str, Any] = field(default_factory=dict)  # prompt_s, generate_s, total_s, tokens_per_s
+    finish: str = "stop"  # "stop" | "length" | "cancelled"
+    created: str = field(default_factory=utc_now)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "turn"}
+        out.update(self.extra)
+        for name in ("id", "parent", "turn", "action", "action_payload", "prompt", "raw_output",
+                     "thinking", "observation", "parse_method", "tokens", "timings", "finish", "created"):
+            out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
+        _check_type(data, "turn")
+        return cls(
+            id=_get(data, "id", (int,)),
+            parent=_get(data, "parent", (int, NoneT), None),
+            turn=_get(data, "turn", (int,)),
+            action=_get(data, "action", (str,)),
+            action_payload=data.get("action_payload"),
+            prompt=_get(data, "prompt", (str,), ""),
+            raw_output=_get(data, "raw_output", (str,), ""),
+            thinking=_get(data, "thinking", (str,), ""),
+            observation=_get(data, "observation", (str,), ""),
+            parse_method=_get(data, "parse_method", (str,), ""),
+            tokens=_get(data, "tokens", (dict,), dict),
+            timings=_get(data, "timings", (dict,), dict),
+            finish=_get(data, "finish", (str,), "stop"),
+            created=_get(data, "created", (str,), ""),
+            extra=_extra(data, cls),
+        )

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentworld_local.fixtures.tiny_gguf import ensure_fixture
+
+# Versioned file names make a stale cache harmless; `tests/.cache/` is git-ignored.
+GGUF_CACHE = Path(__file__).parent / ".cache" / "gguf"
+
+
+@pytest.fixture(scope="session")
+def llama_gguf() -> Path:
+    """Tiny random-weight `llama` GGUF (plain attention, ChatML template)."""
+    return ensure_fixture("llama", GGUF_CACHE)
+
+
+@pytest.fixture(scope="session")
+def qwen_gguf() -> Path:
+    """Tiny random-weight `qwen35moe` GGUF (hybrid DeltaNet/attention, MoE, Qwen3.5 template)."""
+    return ensure_fixture("qwen35moe", GGUF_CACHE)

@@ -1,0 +1,51 @@
+"""Terminal actions: friendly commands, control keys, raw JSON, clear errors."""
+
+import pytest
+
+from agentworld_local.domains import get_domain
+from agentworld_local.errors import ActionError, InputError
+
+
+@pytest.fixture
+def terminal():
+    return get_domain("terminal")
+
+
+def test_plain_command_becomes_keystrokes(terminal):
+    action = terminal.parse_action("ls -la")
+    assert action.payload == [{"keystrokes": "ls -la\n", "duration": 1.0}]
+    assert action.prompt_text == '[{"keystrokes": "ls -la\\n", "duration": 1.0}]'
+
+
+def test_control_keys(terminal):
+    assert terminal.parse_action("C-c").payload == [{"keystrokes": "C-c", "duration": 0.5}]
+    assert [k["keystrokes"] for k in terminal.parse_action("C-c C-d").payload] == ["C-c", "C-d"]
+
+
+def test_raw_json_action(terminal):
+    action = terminal.parse_action('[{"keystrokes": "vim a.txt\\n", "duration": 2}, {"keystrokes": ":q\\n"}]')
+    assert action.payload == [{"keystrokes": "vim a.txt\n", "duration": 2.0}, {"keystrokes": ":q\n", "duration": 1.0}]
+    assert terminal.parse_action('{"keystrokes": "pwd\\n"}').payload == [{"keystrokes": "pwd\n", "duration": 1.0}]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ('[{"keystrokes": "ls"', "Invalid JSON action"),
+        ('[{"keys": "ls"}]', '"keystrokes"'),
+        ("[]", "non-empty array"),
+        ('[{"keystrokes": "ls", "duration": -1}]', "duration"),
+        ("   ", "empty"),
+    ],
+)
+def test_invalid_actions_say_what_is_accepted(terminal, text, fragment):
+    with pytest.raises(ActionError) as caught:
+        terminal.parse_action(text)
+    assert fragment in caught.value.message
+    assert "Accepted forms" in caught.value.one_line()
+
+
+def test_unknown_domain_suggests_a_close_name():
+    with pytest.raises(InputError) as caught:
+        get_domain("termnal")
+    assert "terminal" in caught.value.one_line()
