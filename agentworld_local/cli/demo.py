@@ -11,7 +11,7 @@ from agentworld_local.cli.main import app
 from agentworld_local.cli.run import MODEL_HELP, THINK_HELP, ensure_new_file, load_backend, run_session
 from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path
 from agentworld_local.domains import get_domain
-from agentworld_local.engine.types import ThinkBudget
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.errors import InputError
 from agentworld_local.paths import package_assets
@@ -38,6 +38,7 @@ def demo(
     out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
     ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens for the live run."),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
+    max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
 ) -> None:
     """Show what awl does, without any model: a hand-written terminal session, replayed.
 
@@ -56,7 +57,9 @@ def demo(
     destination = out or default_session_path(header.domain)
     ensure_new_file(destination)
     backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=None, verbose=False, quiet=False)
-    settings = SessionSettings(think=ThinkBudget.parse(think), seed=seed, task=header.task, initial_state=header.initial_state)
+    settings = SessionSettings(
+        sampling=SamplingConfig(max_tokens=max_tokens),
+        think=ThinkBudget.parse(think), seed=seed, task=header.task, initial_state=header.initial_state)
     world = World(backend, domain, settings)
     printer = TurnPrinter(as_json=False, show_thinking=False)
     code = run_session(world, lines, out=destination, printer=printer, scenario=header.scenario)

@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI. AwlError becomes one line on stderr and its exit code; nothing else is caught."""
     _register_commands()
     try:
-        app(args=argv, standalone_mode=False)
+        # Outside standalone mode click returns the code of `typer.Exit` instead of raising it.
+        result = app(args=argv, standalone_mode=False)
     except AwlError as error:
         typer.echo(f"awl: error: {error.one_line()}", err=True)
         return error.exit_code
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.TyperException as error:  # usage errors (bad option, missing argument)
         error.show()
         return 2
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from agentworld_local.cli.session import (
     open_writer,
     parse_script_line,
     play,
+    stderr_console,
     read_script,
 )
 from agentworld_local.domains import get_domain
@@ -85,7 +86,7 @@ def run_session(
     scenario: dict[str, Any] | None = None,
 ) -> int:
     """Play every line, saving each finished turn; Ctrl+C keeps the completed turns."""
-    err = Console(stderr=True, highlight=False)
+    err = stderr_console()
     cancel = threading.Event()
     with open_writer(out, header_for(world, scenario=scenario)) as writer:
         world.on_turn = writer.append

@@ -30,6 +30,11 @@ from agentworld_local.trajectory.writer import TrajectoryWriter
 UNDO = ":undo"
 
 
+def stderr_console() -> Console:
+    """Status lines for people; never wrapped, so paths stay copyable."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 @dataclass(frozen=True)
 class ScriptLine:
     number: int
@@ -102,7 +107,7 @@ class TurnPrinter:
         self.as_json = as_json
         self.show_thinking = show_thinking
         self.out = out or sys.stdout
-        self.err = Console(stderr=True, highlight=False)
+        self.err = stderr_console()
         self._thinking_open = False
 
     def _json(self, **fields: Any) -> None:

@@ -1,0 +1,183 @@
+"""`awl run` and `awl demo` through the real entry point, on the tiny GGUF fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gguf
+import pytest
+
+from agentworld_local.trajectory.reader import read_trajectory
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["--think", "4", "--max-tokens", "12", "--ctx", "4096", "--seed", "3"]
+
+
+def awl(*args: str, home: Path, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "AWL_HOME": str(home), "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "agentworld_local.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("awl: error:"), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_run_script_writes_a_trajectory_that_replays(tmp_path, qwen_gguf):
+    script = tmp_path / "actions.txt"
+    script.write_text("# explore the repo\nls -la\n\ncat README.md\nC-c\n", encoding="utf-8")
+    out = tmp_path / "session.jsonl"
+    result = awl("run", str(script), "--model", str(qwen_gguf), "--out", str(out), "--task", "look around", *FAST, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trajectory = read_trajectory(out)
+    assert [t.action for t in trajectory.turns] == ["ls -la", "cat README.md", "C-c"]
+    assert trajectory.header.model.architecture == "qwen35moe"
+    assert trajectory.header.model.sha256 and trajectory.header.model.file_size == qwen_gguf.stat().st_size
+    assert trajectory.header.think == "4" and trajectory.header.seed == 3 and trajectory.header.task == "look around"
+    assert trajectory.turns[0].tokens["thinking"] == 4
+    assert f"saved 3 turns to {out}" in result.stderr
+
+    replayed = awl("replay", str(out), "--plain", home=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.index("ls -la") < replayed.stdout.index("cat README.md")
+
+
+def test_run_reads_stdin_and_prints_json_events(tmp_path, llama_gguf):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "--model", str(llama_gguf), "--json", "--out", str(out), *FAST, home=tmp_path, stdin="pwd\nls\n")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("action") == 2 and kinds.count("turn_done") == 2
+    done = [e for e in events if e["event"] == "turn_done"]
+    assert done[0]["record"]["action_payload"] == [{"keystrokes": "pwd\n", "duration": 1.0}]
+    assert "timings" in done[1]["record"] and done[1]["record"]["tokens"]["generated"] > 0
+    assert len(read_trajectory(out).turns) == 2
+
+
+def test_undo_in_a_script_branches_the_file(tmp_path, qwen_gguf):
+    script = tmp_path / "a.txt"
+    script.write_text("ls\npwd\n:undo\nwhoami\n", encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    result = awl("run", str(script), "-m", str(qwen_gguf), "-o", str(out), *FAST, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trajectory = read_trajectory(out)
+    assert [t.action for t in trajectory.turns] == ["ls", "pwd", "whoami"]
+    assert [t.action for t in trajectory.current_branch()] == ["ls", "whoami"]
+
+
+def test_no_action_is_executed_on_the_host(tmp_path, qwen_gguf):
+    """The sandbox is a simulator: actions go to the model as text, never to a shell."""
+    victim = tmp_path / "created-by-agent"
+    script = tmp_path / "a.txt"
+    script.write_text(f"touch {victim}\nmkdir {victim}-dir && echo x > {victim}.txt\n", encoding="utf-8")
+    result = awl("run", str(script), "-m", str(qwen_gguf), "-o", str(tmp_path / "s.jsonl"), *FAST, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not victim.exists() and not Path(f"{victim}-dir").exists() and not Path(f"{victim}.txt").exists()
+
+
+def test_a_malformed_script_line_fails_before_loading_with_its_line_number(tmp_path, qwen_gguf):
+    script = tmp_path / "bad.txt"
+    script.write_text('ls\n# fine\n[{"keystrokes": "ls"\n', encoding="utf-8")
+    result = awl("run", str(script), "-m", str(qwen_gguf), "-o", str(tmp_path / "s.jsonl"), home=tmp_path)
+    assert_one_line_error(result, f"{script}:3", "Invalid JSON action")
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_missing_model(tmp_path):
+    result = awl("run", "--model", str(tmp_path / "nope.gguf"), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "Model file not found")
+
+
+def test_file_that_is_not_gguf(tmp_path):
+    fake = tmp_path / "model.gguf"
+    fake.write_text("<html>404</html>")
+    result = awl("run", "--model", str(fake), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "is not a GGUF file")
+
+
+def test_architecture_this_llama_cpp_does_not_know(tmp_path):
+    path = tmp_path / "alien.gguf"
+    writer = gguf.GGUFWriter(str(path), "frobnicator")
+    writer.add_block_count(1)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    result = awl("run", "--model", str(path), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "does not know the architecture `frobnicator`", "pip install -U llama-cpp-python")
+
+
+def test_bad_think_value_and_existing_output(tmp_path, qwen_gguf):
+    assert_one_line_error(awl("run", "-m", str(qwen_gguf), "--think", "lots", home=tmp_path, stdin=""), "--think")
+    existing = tmp_path / "kept.jsonl"
+    existing.write_text("precious\n")
+    result = awl("run", "-m", str(qwen_gguf), "-o", str(existing), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "already exists")
+    assert existing.read_text() == "precious\n"
+
+
+def test_unreadable_trajectory(tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text("hello world\n")
+    assert_one_line_error(awl("replay", str(bad), home=tmp_path), "not an awl trajectory")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_keeps_every_completed_turn(tmp_path, qwen_gguf):
+    script = tmp_path / "long.txt"
+    script.write_text("\n".join(f"echo {n}" for n in range(200)) + "\n", encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    env = {**os.environ, "AWL_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    args = ["run", str(script), "-m", str(qwen_gguf), "-o", str(out), "--think", "full", "--max-tokens", "400"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentworld_local.cli.main", *args, "--ctx", "32768"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text(encoding="utf-8").count('"type": "turn"') >= 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "completed turns are saved" in stderr
+    trajectory = read_trajectory(out)
+    assert len(trajectory.turns) >= 2 and not trajectory.warnings
+    assert all(t.finish in ("stop", "length") for t in trajectory.turns)
+
+
+def test_demo_replays_the_bundled_session_without_a_model(tmp_path):
+    result = awl("demo", "--plain", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "hand-written example, not model output" in result.stdout
+    assert "python -m pytest -q" in result.stdout and "4 passed" in result.stdout
+
+
+def test_demo_runs_the_scenario_live_with_a_model(tmp_path, qwen_gguf):
+    out = tmp_path / "live.jsonl"
+    result = awl("demo", "--model", str(qwen_gguf), "--out", str(out), "--ctx", "8192", "--max-tokens", "16", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    live = read_trajectory(out)
+    assert not live.header.hand_written
+    assert [t.action for t in live.turns][:2] == ["ls -la", "git status"]
+    assert "Flask" in live.header.initial_state
