@@ -30,7 +30,7 @@ def demo_path() -> Path:
 
 @app.command()
 def demo(
-    model: Path = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
+    model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
     speed: float = typer.Option(None, "--speed", help="Seconds between turns when replaying (default 0.6 on a terminal, 0 in a pipe)."),
     plain: bool = typer.Option(False, "--plain", help="No colours or box characters."),
     think: str = typer.Option("off", "--think", help=THINK_HELP),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -34,9 +35,17 @@ def _root(
     pass
 
 
+# Each module adds its commands to `app` when imported; all are imported so `--help` lists them.
+COMMAND_MODULES = (
+    "demo",
+    "replay",
+    "run",
+)
+
+
 def _register_commands() -> None:
-    # Each module adds its commands to `app`; imported here so `--help` lists them all.
-    from agentworld_local.cli import demo, replay, run  # noqa: F401
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"agentworld_local.cli.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,28 +29,26 @@ from agentworld_local.domains.base import Domain
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.errors import InputError
+from agentworld_local.models.resolve import resolve_model
 
-MODEL_HELP = "Path to a GGUF world model (e.g. Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf)."
+MODEL_HELP = "A GGUF world model: a file path (e.g. Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf)."
 THINK_HELP = "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides)."
 
 
-def load_backend(model: Path, *, gpu_layers: str, ctx: int, threads: int | None, verbose: bool, quiet: bool) -> Any:
+def load_backend(model: str, *, gpu_layers: str, ctx: int, threads: int | None, verbose: bool, quiet: bool) -> Any:
     """Load the model with a progress bar on stderr (llama_cpp is imported only here)."""
     from agentworld_local.engine.llama import LlamaBackend
 
+    resolved = resolve_model(model)
+    options = dict(gpu_layers=gpu_layers, n_ctx=ctx, threads=threads, verbose=verbose, name=resolved.name)
     console = Console(stderr=True)
     if quiet or not console.is_terminal:
-        return LlamaBackend(model, gpu_layers=gpu_layers, n_ctx=ctx, threads=threads, verbose=verbose)
+        return LlamaBackend(resolved.path, **options)
     columns = (TextColumn("loading {task.description}"), BarColumn(), TaskProgressColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(model.name, total=1.0)
+        task = progress.add_task(resolved.name, total=1.0)
         return LlamaBackend(
-            model,
-            gpu_layers=gpu_layers,
-            n_ctx=ctx,
-            threads=threads,
-            verbose=verbose,
-            progress=lambda value: progress.update(task, completed=value),
+            resolved.path, progress=lambda value: progress.update(task, completed=value), **options
         )
 
 
@@ -105,7 +103,7 @@ def run_session(
 @app.command()
 def run(
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`). Omit or `-` to read stdin."),
-    model: Path = typer.Option(..., "--model", "-m", help=MODEL_HELP),
+    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     domain: str = typer.Option("terminal", "--domain", "-d", help="Which world to simulate."),
     initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen)."),
     task: str = typer.Option("", "--task", help="The agent's task, given to the world model as context."),

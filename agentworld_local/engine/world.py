@@ -217,6 +217,14 @@ class World:
                 return event.record
         return None
 
+    def probe(self, action: str | Action, cancel: threading.Event | None = None) -> TurnRecord | None:
+        """Run a hidden action on a throwaway fork; it never enters the history or the file.
+
+        Cheap: the fork starts from this session's latest checkpoint, which the next real
+        turn restores as well.
+        """
+        return self.fork(len(self.history)).run_turn(action, cancel)
+
     def undo(self, to_turn: int | None = None) -> list[TurnRecord]:
         """Drop the last turn (or every turn after `to_turn`); returns what was dropped.
 
