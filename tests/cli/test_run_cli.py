@@ -14,31 +14,8 @@ import gguf
 import pytest
 
 from agentworld_local.trajectory.reader import read_trajectory
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.cli.helpers import REPO, assert_one_line_error, awl, awl_env
 FAST = ["--think", "4", "--max-tokens", "12", "--ctx", "4096", "--seed", "3"]
-
-
-def awl(*args: str, home: Path, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "AWL_HOME": str(home), "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "agentworld_local.cli.main", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=timeout,
-    )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("awl: error:"), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_run_script_writes_a_trajectory_that_replays(tmp_path, qwen_gguf):
@@ -146,7 +123,7 @@ def test_ctrl_c_keeps_every_completed_turn(tmp_path, qwen_gguf):
     script = tmp_path / "long.txt"
     script.write_text("\n".join(f"echo {n}" for n in range(200)) + "\n", encoding="utf-8")
     out = tmp_path / "s.jsonl"
-    env = {**os.environ, "AWL_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env = awl_env(tmp_path)
     args = ["run", str(script), "-m", str(qwen_gguf), "-o", str(out), "--think", "full", "--max-tokens", "400"]
     process = subprocess.Popen(
         [sys.executable, "-m", "agentworld_local.cli.main", *args, "--ctx", "32768"],

@@ -1,0 +1,36 @@
+"""Run the real `awl` entry point in a subprocess, and check its error contract."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def awl_env(home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "AWL_HOME": str(home), "PYTHONPATH": str(REPO), **extra}
+
+
+def awl(*args: str, home: Path, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agentworld_local.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env or awl_env(home),
+        cwd=REPO,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit code 2, exactly one `awl: error:` line on stderr, no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("awl: error:"), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
