@@ -153,6 +153,9 @@ class _Checkpoint:
 class LlamaBackend:
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
+    #: Memory for turn checkpoints; the real model's recurrent state is about 60 MB per turn.
+    checkpoint_budget = 2 * 1024**3
+
     def __init__(
         self,
         model_path: str | Path,
@@ -256,6 +259,24 @@ class LlamaBackend:
             written = llama_cpp.llama_state_seq_get_data_ext(self._ctx, buffer, size, _SEQ, _PARTIAL)
             state = bytes(buffer[:written])
         self._checkpoints.append(_Checkpoint(n, state))
+        self._thin_checkpoints()
+
+    def checkpoint_bytes(self) -> int:
+        return sum(len(c.state or b"") for c in self._checkpoints)
+
+    def _thin_checkpoints(self) -> None:
+        """Keep checkpoints within the memory budget (a real model's state is tens of MB).
+
+        The recent turns stay; older ones are dropped where their neighbours are closest,
+        so undo to any turn stays cheap-ish (re-evaluates at most one widened gap).
+        """
+        keep_recent = 4
+        while self.checkpoint_bytes() > self.checkpoint_budget and len(self._checkpoints) > keep_recent + 1:
+            candidates = range(1, len(self._checkpoints) - keep_recent)
+            if not candidates:
+                break
+            gap = lambda i: self._checkpoints[i + 1].n_tokens - self._checkpoints[i - 1].n_tokens  # noqa: E731
+            del self._checkpoints[min(candidates, key=gap)]
 
     def _restore(self, target: int) -> None:
         """Make the context hold exactly self._tokens[:n] for the best reachable n <= target."""

@@ -122,3 +122,21 @@ def test_different_seeds_give_different_output(backend):
     first = make_world(backend, seed=1).run_turn("ls")
     second = make_world(backend, seed=2).run_turn("ls")
     assert first.raw_output != second.raw_output
+
+
+def test_checkpoints_stay_within_their_memory_budget_and_undo_still_works(backend):
+    world = make_world(backend, seed=5)
+    records = [world.run_turn(action) for action in ACTIONS[:8]]
+    state_size = len(backend._checkpoints[-1].state)
+    backend.checkpoint_budget = state_size * 5  # room for five turns of state
+    try:
+        more = [world.run_turn(action) for action in ACTIONS[8:]]
+        assert backend.checkpoint_bytes() <= backend.checkpoint_budget
+        # Undo to a turn whose checkpoint was thinned: still the same result, a bit more evaluation.
+        world.undo(to_turn=3)
+        again = world.run_turn(ACTIONS[3])
+        assert again.raw_output == records[3].raw_output
+        # Recent turns kept their checkpoints.
+        assert more[-1].tokens["prompt_evaluated"] < more[-1].tokens["prompt_total"] // 5
+    finally:
+        backend.checkpoint_budget = LlamaBackend.checkpoint_budget

@@ -1,0 +1,109 @@
+"""Turn cost over a long session: awl's append-only context vs. plain chat completion.
+
+Prints numbers measured in one run (no pass/fail): for a 30-turn terminal session on a
+hybrid `qwen35moe` fixture (wider than the test fixture), the time of turn 30 relative to
+turn 1, and what an undo to turn 10 costs. The baseline is llama-cpp-python's
+`create_chat_completion` with the full message list each turn, which is what users get
+from a chat API: every turn re-evaluates the whole history on a hybrid model.
+
+    .venv/bin/python bench/turn_cost.py [--turns 30] [--tokens 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from agentworld_local.domains import get_domain
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
+
+# Hidden 512 like the fixture DESIGN.md's measurements used; 8 layers of (3 DeltaNet + 1 attention) x 2.
+BENCH_SIZES = dict(n_embd=512, head_dim=64, n_rot=16, rope_sections=[4, 2, 2, 0], ssm_d_state=64, n_ff_exp=256, n_ff_shexp=512)
+ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
+
+
+def bench_model(directory: Path) -> Path:
+    return write_qwen35moe_fixture(directory / "bench-qwen35moe.gguf", **BENCH_SIZES)
+
+
+def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
+    backend = LlamaBackend(model, n_ctx=32768, gpu_layers=0, threads=threads)
+    settings = SessionSettings(sampling=SamplingConfig(temperature=0.6, max_tokens=tokens), think=ThinkBudget.parse("off"), seed=1)
+    world = World(backend, get_domain("terminal"), settings)
+    records = [world.run_turn(ACTIONS[i % len(ACTIONS)]) for i in range(turns)]
+    first, last = records[0], records[-1]
+    world.undo(to_turn=10)
+    redo = world.run_turn(ACTIONS[10 % len(ACTIONS)])
+    backend.close()
+    return {
+        "turn1_s": first.timings["total_s"],
+        "turnN_s": last.timings["total_s"],
+        "turnN_prompt_evaluated": last.tokens["prompt_evaluated"],
+        "turnN_prompt_total": last.tokens["prompt_total"],
+        "undo_reevaluated": redo.tokens["prompt_evaluated"],
+        "undo_restore_ms": redo.timings["restore_s"] * 1000,
+        "same_after_undo": float(redo.raw_output == records[10].raw_output),
+    }
+
+
+def chat_completion_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
+    from llama_cpp import Llama  # the baseline only; the package itself imports llama_cpp in engine/llama.py
+
+    llm = Llama(model_path=str(model), n_ctx=32768, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
+    # Same prompts as awl sends, so only the context handling differs.
+    shadow = World(_NoBackend(), get_domain("terminal"), SessionSettings())
+    times = []
+    for i in range(turns):
+        action = get_domain("terminal").parse_action(ACTIONS[i % len(ACTIONS)])
+        messages = shadow.messages_for(shadow.turn_prompt(action))
+        started = time.perf_counter()
+        reply = llm.create_chat_completion(messages=messages, max_tokens=tokens, temperature=0.6, top_p=0.95, top_k=20)
+        times.append(time.perf_counter() - started)
+        shadow.history.append(_record(shadow, messages[-1]["content"], reply["choices"][0]["message"]["content"] or ""))
+    llm.close()
+    return {"turn1_s": times[0], "turnN_s": times[-1]}
+
+
+class _NoBackend:
+    """Only for rendering prompts in the baseline; never generates."""
+
+    def generate(self, *args, **kwargs):  # pragma: no cover - never called
+        raise RuntimeError("the baseline renders prompts only")
+
+
+def _record(world: World, prompt: str, observation: str):
+    from agentworld_local.trajectory.schema import TurnRecord
+
+    return TurnRecord(action="", prompt=prompt, observation=observation, id=len(world.history) + 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--tokens", type=int, default=24, help="tokens generated per turn (both methods)")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--skip-baseline", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        model = bench_model(Path(tmp))
+        ours = awl_session(model, args.turns, args.tokens, args.threads)
+        print(f"awl append-only context, {args.turns} turns, {args.tokens} tokens per turn:")
+        print(f"  turn 1 {ours['turn1_s']:.3f}s, turn {args.turns} {ours['turnN_s']:.3f}s, "
+              f"ratio {ours['turnN_s'] / ours['turn1_s']:.2f}x")
+        print(f"  turn {args.turns} evaluated {ours['turnN_prompt_evaluated']} of {ours['turnN_prompt_total']} prompt tokens")
+        print(f"  undo to turn 10 + re-run turn 11: {ours['undo_reevaluated']} tokens re-evaluated, "
+              f"restore {ours['undo_restore_ms']:.2f} ms, same output as before: {bool(ours['same_after_undo'])}")
+        if not args.skip_baseline:
+            base = chat_completion_session(model, args.turns, args.tokens, args.threads)
+            print("llama-cpp-python create_chat_completion (full message list each turn):")
+            print(f"  turn 1 {base['turn1_s']:.3f}s, turn {args.turns} {base['turnN_s']:.3f}s, "
+                  f"ratio {base['turnN_s'] / base['turn1_s']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
