@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agentworld_local import __version__
 from agentworld_local.domains.base import Action, Domain
-from agentworld_local.engine.types import ThinkingDelta
+from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
 from agentworld_local.engine.world import (
     ObservationDelta,
     ObservationReplaced,
@@ -128,6 +128,9 @@ class TurnPrinter:
                 sys.stderr.write(event.text)
                 sys.stderr.flush()
                 self._thinking_open = True
+        elif isinstance(event, AnswerDelta):
+            if self.as_json:  # raw model text; people read the observation instead
+                self._json(event="answer", turn=turn, text=event.text)
         elif isinstance(event, (ObservationDelta, ObservationReplaced)):
             kind = "observation" if isinstance(event, ObservationDelta) else "observation_replaced"
             if self.as_json:

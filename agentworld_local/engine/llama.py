@@ -27,7 +27,7 @@ from llama_cpp import Llama
 from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import OBS_CLOSE, THINK_CLOSE, THINK_OPEN
-from agentworld_local.engine.template import FALLBACK_CHATML, ChatTemplate
+from agentworld_local.engine.template import ChatTemplate, fallback_template
 from agentworld_local.engine.types import (
     AnswerDelta,
     GenerationDone,
@@ -201,7 +201,7 @@ class LlamaBackend:
         metadata = llm.metadata
         template_source = metadata.get("tokenizer.chat_template")
         self.template = ChatTemplate(
-            template_source or FALLBACK_CHATML,
+            template_source or fallback_template(metadata.get("general.architecture")),
             bos_token=self._token_text(llm.token_bos()),
             eos_token=self._token_text(llm.token_eos()),
         )
@@ -214,7 +214,7 @@ class LlamaBackend:
             sha256_scope=identity.scope,
             n_ctx=self.n_ctx,
             gpu_layers=self.gpu_layers,
-            chat_template_source="gguf" if template_source else "fallback-chatml",
+            chat_template_source="gguf" if template_source else "fallback",
         )
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]

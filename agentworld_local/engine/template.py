@@ -15,6 +15,23 @@ FALLBACK_CHATML = (
     "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content | trim }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Gemma has no system role: the system text opens the first user turn.
+FALLBACK_GEMMA = (
+    "{{ bos_token }}{% set ns = namespace(system='') %}"
+    "{% for message in messages %}{% if message.role == 'system' %}"
+    "{% set ns.system = message.content | trim ~ '\n\n' %}"
+    "{% else %}<start_of_turn>{{ 'model' if message.role == 'assistant' else 'user' }}\n"
+    "{{ ns.system if message.role == 'user' else '' }}{{ message.content | trim }}<end_of_turn>\n"
+    "{% if message.role == 'user' %}{% set ns.system = '' %}{% endif %}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+def fallback_template(architecture: str | None) -> str:
+    """A template in the family's own chat format, for GGUFs that ship without one."""
+    if architecture and architecture.startswith("gemma"):
+        return FALLBACK_GEMMA
+    return FALLBACK_CHATML
 
 
 def _raise_exception(message: str) -> None:

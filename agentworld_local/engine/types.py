@@ -102,4 +102,4 @@ class ModelInfo:
     sha256_scope: str
     n_ctx: int
     gpu_layers: int
-    chat_template_source: str  # "gguf" | "fallback-chatml"
+    chat_template_source: str  # "gguf", or "fallback" when the file carries no template
