@@ -40,6 +40,11 @@ COMMAND_MODULES = (
     "demo",
     "replay",
     "run",
+    "scenarios",
+    "bench",
+    "models",
+    "models_info",
+    "doctor",
 )
 
 

@@ -24,14 +24,21 @@ from agentworld_local.cli.session import (
     stderr_console,
     read_script,
 )
+from agentworld_local.cli.resimulate import run_bench_row
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
+from agentworld_local.engine.session_context import with_session_tools
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.errors import InputError
 from agentworld_local.models.resolve import resolve_model
+from agentworld_local.scenarios import load_scenario
+from agentworld_local.trajectory.agentworldbench import read_bench_row
 
-MODEL_HELP = "A GGUF world model: a file path (e.g. Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf)."
+MODEL_HELP = (
+    "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
+    "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf)."
+)
 THINK_HELP = "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides)."
 
 
@@ -102,11 +109,15 @@ def run_session(
 
 @app.command()
 def run(
-    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`). Omit or `-` to read stdin."),
+    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
-    domain: str = typer.Option("terminal", "--domain", "-d", help="Which world to simulate."),
-    initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen)."),
-    task: str = typer.Option("", "--task", help="The agent's task, given to the world model as context."),
+    domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
+    scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
+    initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
+    task: str = typer.Option(None, "--task", help="The agent's task, given to the world model as context; overrides the scenario's.", show_default=False),
+    control: list[str] = typer.Option(None, "--control", "-c", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
+    from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
+    row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
     think: str = typer.Option(None, "--think", help=THINK_HELP + " Default: 1024."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
@@ -122,25 +133,72 @@ def run(
     """Run a simulated session headless: actions in, predicted observations out.
 
     Example: `echo "ls -la" | awl run --model world.gguf` or `awl run actions.txt -m world.gguf --out s.jsonl`.
+
+    With a scenario and a perturbation: `awl run -s issue-tracker-rate-limit -c "the server is read-only" -m world.gguf`.
+    In a script or at the prompt, `:control TEXT` adds a control instruction for the next turn.
+
+    Re-simulate a benchmark turn: `awl run --from-bench terminal_test.jsonl --row 2 -m world.gguf`.
     """
-    world_domain = get_domain(domain)
     budget = ThinkBudget.parse(think)
+    sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
+    load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
+    if from_bench is not None or row is not None:
+        conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task,
+                     "--initial-state": initial_state, "--control": control or None}
+        _bench_session(from_bench, row, conflicts, model=model, load=load, out=out, as_json=as_json,
+                       show_thinking=show_thinking, settings=SessionSettings(sampling=sampling, think=budget, seed=seed))
+    chosen = load_scenario(scenario) if scenario else None
+    if chosen and domain and domain != chosen.domain:
+        raise InputError(
+            f"--domain {domain} conflicts with scenario `{chosen.name}`, which is a {chosen.domain} world.",
+            f"Drop --domain, or pick a {domain} scenario: `awl scenarios list --domain {domain}`.",
+        )
+    domain_name = domain or (chosen.domain if chosen else "terminal")
+    settings = SessionSettings(sampling=sampling, think=budget, seed=seed)
+    if chosen is not None:
+        settings = chosen.apply(settings)
+    if task is not None:
+        settings.task = task
     state = _read_initial_state(initial_state)
-    out = out or default_session_path(domain)
+    if state is not None:
+        settings.initial_state = state
+    if any(not text.strip() for text in control or []):
+        raise InputError("--control needs a text.", 'Write e.g. `--control "the disk is full"`.')
+    settings.controls = [*settings.controls, *(text.strip() for text in control or [])]
+    # Built with the session's tools, so script actions are checked against them before loading.
+    world_domain = with_session_tools(get_domain(domain_name), settings.tools)
+    out = out or default_session_path(domain_name)
     ensure_new_file(out)
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(world_domain) if from_stdin else read_script(world_domain, script)
-    backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
-    settings = SessionSettings(
-        sampling=SamplingConfig(temperature=temperature, max_tokens=max_tokens),
-        think=budget,
-        seed=seed,
-        task=task,
-        initial_state=state,
-    )
+    backend = load_backend(model, **load)
     world = World(backend, world_domain, settings)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    code = run_session(world, lines, out=out, printer=printer)
+    code = run_session(world, lines, out=out, printer=printer, scenario=chosen.ref() if chosen else None)
+    backend.close()
+    raise typer.Exit(code)
+
+
+def _bench_session(
+    path: Path | None, row: int | None, conflicts: dict[str, Any], *, model: str, load: dict[str, Any],
+    out: Path | None, as_json: bool, show_thinking: bool, settings: SessionSettings,
+) -> None:
+    """`--from-bench FILE --row N`; always ends the command (typer.Exit)."""
+    if path is None:
+        raise InputError("--row only works with --from-bench.", "Add `--from-bench BENCH.jsonl`.")
+    if row is None:
+        raise InputError("--from-bench needs --row N, the row to re-simulate.", "E.g. `--row 1` for the first line of the file.")
+    given = [name for name, value in conflicts.items() if value is not None]
+    if given:
+        raise InputError(
+            f"--from-bench re-simulates a row exactly as the benchmark wrote it; {given[0]} cannot change it.",
+            f"Drop {given[0]}.",
+        )
+    bench_row = read_bench_row(path, row)  # checked before the model loads
+    out = out or default_session_path(f"bench-{bench_row.domain}")
+    ensure_new_file(out)
+    backend = load_backend(model, **load)
+    code = run_bench_row(bench_row, path, backend, settings, out=out, as_json=as_json, show_thinking=show_thinking)
     backend.close()
     raise typer.Exit(code)
 

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from agentworld_local import __version__
 from agentworld_local.domains.base import Action, Domain
+from agentworld_local.engine.session_context import domain_tools
 from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
 from agentworld_local.engine.world import (
     ObservationDelta,
@@ -28,6 +30,7 @@ from agentworld_local.trajectory.schema import Header, ModelRef
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
 UNDO = ":undo"
+CONTROL = ":control"
 
 
 def stderr_console() -> Console:
@@ -40,16 +43,29 @@ class ScriptLine:
     number: int
     action: Action | None  # None for a session command
     command: str = ""
+    text: str = ""  # the command's argument (`:control TEXT`)
 
 
 def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:
-    """One action per line; blank lines and `#` comments are skipped; `:undo` drops a turn."""
+    """One action per line; blank lines and `#` comments are skipped; `:undo` drops a turn;
+    `:control TEXT` adds a control instruction (a perturbation) for the next turn."""
     stripped = text.strip()
     if not stripped or stripped.startswith("#"):
         return None
     if stripped.startswith(":"):
+        command, _, argument = stripped.partition(" ")
+        if command == CONTROL:
+            if not argument.strip():
+                raise InputError(
+                    f"{source}:{number}: `{CONTROL}` needs a text.",
+                    f"Write e.g. `{CONTROL} the next tool call fails with a rate limit`.",
+                )
+            return ScriptLine(number, None, CONTROL, argument.strip())
         if stripped != UNDO:
-            raise InputError(f"{source}:{number}: unknown session command `{stripped}`.", f"The only one is `{UNDO}`.")
+            raise InputError(
+                f"{source}:{number}: unknown session command `{stripped}`.",
+                f"Known: `{UNDO}`, `{CONTROL} TEXT`.",
+            )
         return ScriptLine(number, None, UNDO)
     try:
         return ScriptLine(number, domain.parse_action(stripped))
@@ -97,6 +113,9 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
         task=settings.task,
         system_prompt=world.system_prompt(),
         note=note,
+        controls=list(settings.controls),
+        tools=domain_tools(world.domain) or None,  # the tools in effect (a domain's defaults included)
+        world=settings.world_description,
     )
 
 
@@ -162,6 +181,13 @@ class TurnPrinter:
             else:
                 self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
 
+    def control(self, text: str) -> None:
+        if self.as_json:
+            self._json(event="control", text=text)
+        else:
+            # Text, not markup: the user's words may contain brackets.
+            self.err.print(Text(f"── control for the next turn: {text}", style="dim"))
+
     def undo(self, turns_left: int) -> None:
         if self.as_json:
             self._json(event="undo", turns=turns_left)
@@ -171,6 +197,10 @@ class TurnPrinter:
 
 def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
     """Run one script line; False when the turn was cancelled."""
+    if line.command == CONTROL:
+        world.add_control(line.text)
+        printer.control(line.text)
+        return True
     if line.action is None:
         world.undo()
         printer.undo(len(world.history))

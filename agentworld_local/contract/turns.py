@@ -23,7 +23,8 @@ class TurnPrompt:
     current_state: str = ""
 
     def render(self) -> str:
-        sections = [f"### Turn {self.turn}"]
+        # As the official user template: the heading, then sections split by blank lines.
+        sections = []
         for title, body in (
             ("Task Instruction", self.task),
             ("Historical Context", self.historical_context),
@@ -32,7 +33,7 @@ class TurnPrompt:
         ):
             if body and body.strip():
                 sections.append(f"**{title}:**\n{body.strip(chr(10))}")
-        return "\n\n".join(sections)
+        return f"### Turn {self.turn}\n" + "\n\n".join(sections)
 
 
 def history_observation(observation: str) -> str:

@@ -90,6 +90,9 @@ class TerminalDomain:
     def action_help(self) -> str:
         return ACTION_HELP
 
+    def tools(self) -> list[dict[str, Any]]:
+        return []
+
     def parse_action(self, text: str) -> Action:
         stripped = text.strip()
         if not stripped:

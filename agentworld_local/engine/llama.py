@@ -14,6 +14,8 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
+import functools
+import gc
 import threading
 import time
 from collections import deque
@@ -40,6 +42,10 @@ from agentworld_local.engine.types import (
 )
 from agentworld_local.errors import AwlError, ModelError, ModelLoadError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
+from agentworld_local.models.hardware import GpuInfo, Hardware, detect_hardware
+from agentworld_local.models.inspect import inspect_gguf
+from agentworld_local.models.memory import estimate_memory, format_bytes
+from agentworld_local.models.plan import OffloadPlan, plan_offload, smaller_plan
 
 _PARTIAL = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 _SEQ = 0
@@ -55,8 +61,144 @@ def llama_cpp_version() -> str:
     return getattr(llama_cpp, "__version__", "unknown")
 
 
+# -- what this llama.cpp build can do (ggml's device registry, through its C API) -------------
+
+# ggml registry names -> the backend names users know.
+_BACKEND_NAMES = {"MTL": "Metal", "CUDA": "CUDA", "ROCm": "ROCm", "Vulkan": "Vulkan", "SYCL": "SYCL",
+                  "CANN": "CANN", "OpenCL": "OpenCL", "BLAS": "BLAS", "RPC": "RPC", "CPU": "CPU"}
+_GPU_DEVICE_TYPES = {1: False, 2: True}  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU (-> shares host memory)
+
+
+@functools.cache
+def _ggml() -> Any | None:
+    """libggml with the device-registry functions typed, or None if the bindings lack them."""
+    try:
+        from llama_cpp import _ggml as ggml_module
+
+        lib = ggml_module.libggml
+        c_void = ctypes.c_void_p
+        for name, restype, argtypes in (
+            ("ggml_backend_reg_count", ctypes.c_size_t, []),
+            ("ggml_backend_reg_get", c_void, [ctypes.c_size_t]),
+            ("ggml_backend_reg_name", ctypes.c_char_p, [c_void]),
+            ("ggml_backend_dev_count", ctypes.c_size_t, []),
+            ("ggml_backend_dev_get", c_void, [ctypes.c_size_t]),
+            ("ggml_backend_dev_name", ctypes.c_char_p, [c_void]),
+            ("ggml_backend_dev_description", ctypes.c_char_p, [c_void]),
+            ("ggml_backend_dev_type", ctypes.c_int, [c_void]),
+            ("ggml_backend_dev_backend_reg", c_void, [c_void]),
+            ("ggml_backend_dev_memory", None, [c_void, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]),
+        ):
+            function = getattr(lib, name)
+            function.restype, function.argtypes = restype, argtypes
+        return lib
+    except (ImportError, AttributeError, OSError):
+        return None
+
+
+def build_backends() -> list[str]:
+    """Backends compiled into this llama.cpp build, e.g. ["CUDA", "CPU"] or ["Metal", "BLAS", "CPU"]."""
+    lib = _ggml()
+    if lib is not None:
+        names = [lib.ggml_backend_reg_name(lib.ggml_backend_reg_get(i)).decode() for i in range(lib.ggml_backend_reg_count())]
+    else:  # older bindings: "CUDA : ARCHS = 890 | ... | CPU : SSE3 = 1 | ..."
+        info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+        names = [part.rsplit("|", 1)[-1].strip() for part in info.split(" : ")[:-1]]
+    return [_BACKEND_NAMES.get(name, name) for name in names if name]
+
+
+def gpu_backend() -> str | None:
+    """The backend `--gpu-layers` offloads to (CUDA, Metal, Vulkan, ...), None for a CPU-only build."""
+    if not supports_gpu_offload():
+        return None
+    return next((name for name in build_backends() if name not in ("CPU", "BLAS", "RPC")), "GPU")
+
+
+def build_devices() -> list[GpuInfo]:
+    """GPUs this build can offload to, with the free memory llama.cpp itself sees."""
+    lib = _ggml()
+    if lib is None or not supports_gpu_offload():
+        return []
+    devices = []
+    for i in range(lib.ggml_backend_dev_count()):
+        device = lib.ggml_backend_dev_get(i)
+        unified = _GPU_DEVICE_TYPES.get(lib.ggml_backend_dev_type(device))
+        if unified is None:
+            continue  # the CPU and accelerators that work beside it (BLAS)
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        lib.ggml_backend_dev_memory(device, ctypes.byref(free), ctypes.byref(total))
+        registry = lib.ggml_backend_reg_name(lib.ggml_backend_dev_backend_reg(device)).decode()
+        unified = unified or registry == "MTL"  # Apple Silicon: the GPU's memory is the system RAM
+        name = lib.ggml_backend_dev_description(device) or lib.ggml_backend_dev_name(device)
+        devices.append(GpuInfo(
+            name=f"{lib.ggml_backend_dev_name(device).decode()} ({name.decode()})",
+            total_bytes=total.value or None,
+            free_bytes=free.value or None,
+            source="llama.cpp",
+            backend=_BACKEND_NAMES.get(registry, registry),
+            unified=unified,
+        ))
+    return devices
+
+
+@dataclass(frozen=True)
+class VocabCheck:
+    known_architecture: bool
+    error: str | None  # llama.cpp's own words when the header did not load
+    seconds: float
+
+
+def vocab_check(path: str | Path) -> VocabCheck:
+    """Load only the header and vocabulary (`vocab_only`: no tensor is read) to see if llama.cpp accepts it."""
+    file = check_gguf_path(path)
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    with _LOAD_LOCK:
+        _LOGS.lines.clear()
+        started = time.perf_counter()
+        model = llama_cpp.llama_model_load_from_file(str(file).encode("utf-8"), params)
+        seconds = time.perf_counter() - started
+        log = _LOGS.text()
+    if model:
+        llama_cpp.llama_model_free(model)
+        return VocabCheck(True, None, seconds)
+    error = next((line.split("error loading model:")[-1].strip() for line in log.splitlines()
+                  if "error loading model" in line), "llama.cpp could not read the file")
+    return VocabCheck("unknown model architecture" not in log, error, seconds)
+
+
+def knows_architecture(path: str | Path) -> bool:
+    """Whether this llama.cpp build knows the file's architecture (fast: no weights are read)."""
+    return vocab_check(path).known_architecture
+
+
+def machine_hardware() -> Hardware:
+    """This machine's facts, with the GPUs this build can use (see models.hardware)."""
+    return detect_hardware(build_devices())
+
+
+def plan_for(path: str | Path, n_ctx: int) -> OffloadPlan:
+    """The offload plan for this model, this build and this machine's free memory now."""
+    estimate = estimate_memory(inspect_gguf(path), n_ctx)
+    return plan_offload(estimate, machine_hardware(), n_ctx_wanted=n_ctx)
+
+
+def _layout(gpu_layers: int, n_ctx: int) -> str:
+    if gpu_layers == 0:
+        return f"a {n_ctx:,}-token context on the CPU"
+    return f"{'all' if gpu_layers < 0 else gpu_layers} GPU layers and a {n_ctx:,}-token context"
+
+
+def _print_notice(text: str) -> None:
+    import sys
+
+    sys.stderr.write(f"awl: {text}\n")
+    sys.stderr.flush()
+
+
 def resolve_gpu_layers(value: str | int) -> int:
-    """`auto`: every layer when this build can offload, else none. -1 means all."""
+    """A layer count for llama.cpp: N, `all` (-1). `auto` here means all when the build can offload;
+    LlamaBackend resolves `auto` with an offload plan instead (see `plan_for`)."""
     if isinstance(value, int):
         return value
     text = value.strip().lower()
@@ -131,17 +273,50 @@ def _explain_load_failure(path: Path, log: str) -> AwlError:
                 f"architecture `{arch}` of {path.name}.",
                 "Upgrade with `pip install -U llama-cpp-python`, or pick a model of a supported architecture.",
             )
-    for line in log.splitlines():
-        if "failed to allocate" in line or "out of memory" in line.lower():
-            return ModelLoadError(
-                f"Not enough memory to load {path.name}.",
-                "Try a smaller quantization, fewer `--gpu-layers`, or a smaller `--ctx`.",
-            )
+    if _is_out_of_memory(log):
+        return ModelLoadError(
+            f"Not enough memory to load {path.name}.",
+            "Try a smaller quantization, fewer `--gpu-layers`, or a smaller `--ctx` "
+            "(`awl models info FILE --plan` shows what fits).",
+        )
     detail = next((line.strip() for line in reversed(log.splitlines()) if "error" in line.lower()), "")
     return ModelLoadError(
         f"llama.cpp could not load {path.name}" + (f": {detail}" if detail else "."),
         "Check that the download is complete; run with `--verbose` to see llama.cpp's log.",
     )
+
+
+class _OutOfMemory(Exception):
+    """llama.cpp could not allocate the model's buffers: worth one retry with a smaller plan."""
+
+
+def _is_out_of_memory(log: str) -> bool:
+    return any("failed to allocate" in line or "out of memory" in line.lower() for line in log.splitlines())
+
+
+def _open_llama(
+    path: Path, gpu_layers: int, n_ctx: int, *, n_batch: int, threads: int | None, verbose: bool, retrying: bool = False
+) -> Llama:
+    _LOGS.lines.clear()
+    _LOGS.echo = verbose
+    try:
+        return Llama(
+            model_path=str(path),
+            n_gpu_layers=gpu_layers,
+            n_ctx=n_ctx,
+            n_batch=n_batch,
+            n_ubatch=n_batch,
+            n_threads=threads,
+            n_threads_batch=threads,
+            # Sliding-window caches drop old positions; keep them so checkpoints can restore.
+            swa_full=True,
+            verbose=verbose,
+        )
+    except (ValueError, RuntimeError, OSError):
+        log = _LOGS.text()
+        if _is_out_of_memory(log) and not retrying:
+            raise _OutOfMemory() from None
+        raise _explain_load_failure(path, log) from None
 
 
 @dataclass
@@ -167,28 +342,23 @@ class LlamaBackend:
         progress: Callable[[float], None] | None = None,
         verbose: bool = False,
         name: str | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         path = check_gguf_path(model_path)
-        self.gpu_layers = resolve_gpu_layers(gpu_layers)
+        # Messages for the user before and around the load (the plan, an out-of-memory retry).
+        self.notice = notice or _print_notice
+        self.plan: OffloadPlan | None = None
+        self.gpu_layers, n_ctx = self._choose_layers(path, gpu_layers, n_ctx)
         identity = file_identity(path)
+        options = dict(n_batch=n_batch, threads=threads, verbose=verbose)
         with _LOAD_LOCK, _load_progress(progress):
-            _LOGS.lines.clear()
-            _LOGS.echo = verbose
             try:
-                self._llm = Llama(
-                    model_path=str(path),
-                    n_gpu_layers=self.gpu_layers,
-                    n_ctx=n_ctx,
-                    n_batch=n_batch,
-                    n_ubatch=n_batch,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    # Sliding-window caches drop old positions; keep them so checkpoints can restore.
-                    swa_full=True,
-                    verbose=verbose,
-                )
-            except (ValueError, RuntimeError, OSError):
-                raise _explain_load_failure(path, _LOGS.text()) from None
+                self._llm = _open_llama(path, self.gpu_layers, n_ctx, **options)
+            except _OutOfMemory:
+                gc.collect()  # free what the failed attempt allocated before trying again
+                retry = self._smaller_after_oom(path, n_ctx)
+                self.gpu_layers, n_ctx = retry.gpu_layers, retry.n_ctx
+                self._llm = _open_llama(path, self.gpu_layers, n_ctx, retrying=True, **options)
         llm = self._llm
         self._ctx = llm.ctx
         self._memory = llama_cpp.llama_get_memory(self._ctx)
@@ -219,6 +389,31 @@ class LlamaBackend:
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]
         self.last_restore_s = 0.0
+
+    def _choose_layers(self, path: Path, gpu_layers: str | int, n_ctx: int) -> tuple[int, int]:
+        """`auto`: the offload plan when this build has a GPU backend (0 layers on a CPU-only build)."""
+        if not (isinstance(gpu_layers, str) and gpu_layers.strip().lower() == "auto"):
+            return resolve_gpu_layers(gpu_layers), n_ctx
+        if not supports_gpu_offload():
+            return 0, n_ctx
+        plan = self.plan = plan_for(path, n_ctx)
+        self.notice(
+            f"offload plan: {plan.layers_label} layers on the GPU, a {plan.n_ctx:,}-token context, "
+            f"{format_bytes(plan.gpu_bytes)} GPU + {format_bytes(plan.cpu_bytes)} RAM. {plan.reason}"
+        )
+        return plan.gpu_layers, plan.n_ctx
+
+    def _smaller_after_oom(self, path: Path, n_ctx: int) -> OffloadPlan:
+        """The one retry after llama.cpp ran out of memory, announced through `notice`."""
+        estimate = estimate_memory(inspect_gguf(path), n_ctx)
+        retry = smaller_plan(estimate, machine_hardware(), failed_layers=self.gpu_layers, failed_ctx=n_ctx)
+        if retry is None:
+            raise _explain_load_failure(path, _LOGS.text())
+        self.notice(
+            f"not enough memory for {_layout(self.gpu_layers, n_ctx)}; retrying once with "
+            f"{_layout(retry.gpu_layers, retry.n_ctx)} (about {format_bytes(retry.gpu_bytes + retry.cpu_bytes)})."
+        )
+        return retry
 
     # -- tokens ---------------------------------------------------------------------
 

@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Any
 
 from agentworld_local.contract.parse import OBS_CLOSE, OBS_OPEN, parse_output
 from agentworld_local.contract.turns import TurnPrompt, build_messages
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.base import Backend
+from agentworld_local.engine.session_context import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine.types import (
     AnswerDelta,
     GenerationDone,
@@ -53,7 +55,7 @@ class TurnCancelled:
     partial_output: str
 
 
-WorldEvent = ThinkingDelta | ObservationDelta | ObservationReplaced | TurnFinished | TurnCancelled
+WorldEvent = ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplaced | TurnFinished | TurnCancelled
 
 
 class ObservationStream:
@@ -94,6 +96,14 @@ class SessionSettings:
     seed: int = 0
     task: str = ""
     initial_state: str | None = None  # None: the domain's default
+    #: Control instructions (perturbations) from the start: they enter turn 1's Task Instruction.
+    controls: list[str] = field(default_factory=list)
+    #: A fictional-world description: it enters the system prompt.
+    world_description: str = ""
+    #: Tool definitions (swe, mcp, search): the domain is rebuilt with them (they enter its prompt).
+    tools: list[dict[str, Any]] | None = None
+    #: Replaces the whole system prompt (an imported benchmark row carries its own).
+    system_prompt: str | None = None
 
 
 class World:
@@ -107,13 +117,17 @@ class World:
         *,
         on_turn: Callable[[TurnRecord], None] | None = None,
         next_id: int = 1,
+        history: list[TurnRecord] | None = None,
     ) -> None:
+        """`history`: turns that happened before this World (e.g. imported benchmark turns)."""
         self.backend = backend
-        self.domain = domain
         self.settings = settings or SessionSettings()
+        self.domain = with_session_tools(domain, self.settings.tools)
         self.on_turn = on_turn
-        self.history: list[TurnRecord] = []
-        self._next_id = next_id
+        self.history: list[TurnRecord] = list(history or [])
+        self._next_id = max(next_id, max((r.id for r in self.history), default=0) + 1)
+        # Added mid-session; they enter the next turn's prompt and are recorded on that turn.
+        self._pending_controls: list[str] = []
 
     # -- prompts --------------------------------------------------------------------
 
@@ -123,28 +137,62 @@ class World:
         return self.domain.initial_state() if state is None else state
 
     def system_prompt(self) -> str:
-        return self.domain.system_prompt()
+        settings = self.settings
+        if settings.system_prompt is not None:
+            return settings.system_prompt
+        return compose_system_prompt(self.domain.system_prompt(), world=settings.world_description)
+
+    @property
+    def pending_controls(self) -> list[str]:
+        """Control instructions that the next turn's prompt will carry."""
+        return list(self._pending_controls)
+
+    def add_control(self, text: str) -> None:
+        """Add a perturbation mid-session, e.g. "the next tool call fails with a rate limit".
+
+        It enters the next turn's Task Instruction; earlier prompts never change.
+        """
+        control = text.strip()
+        if not control:
+            raise InputError(
+                "The control instruction is empty.",
+                "Say what should happen, e.g. `:control the disk is full`.",
+            )
+        self._pending_controls.append(control)
 
     def turn_prompt(self, action: Action) -> str:
         turn = len(self.history) + 1
         first = turn == 1
+        controls = (list(self.settings.controls) if first else []) + self._pending_controls
         return TurnPrompt(
             turn=turn,
             action=action.prompt_text,
-            task=self.settings.task if first else "",
+            task=task_with_controls(self.settings.task if first else "", controls),
             current_state=self.initial_state if first else "",
         ).render()
 
     def messages_for(self, prompt: str) -> list[dict[str, str]]:
         history = [(record.prompt, record.observation) for record in self.history]
-        return build_messages(self.system_prompt(), history, prompt)
+        messages = build_messages(self.system_prompt(), history, prompt)
+        for index, record in enumerate(self.history):
+            if record.history_message is not None:
+                messages[2 + 2 * index]["content"] = record.history_message
+        # The official evaluation sends no system message when a row's system prompt is empty.
+        return messages if messages[0]["content"] else messages[1:]
 
     # -- turns ----------------------------------------------------------------------
 
-    def step(self, action: str | Action, cancel: threading.Event | None = None) -> Iterator[WorldEvent]:
-        """Send one agent action; stream thinking and observation; record the finished turn."""
+    def step(
+        self, action: str | Action, cancel: threading.Event | None = None, *, prompt: str | None = None
+    ) -> Iterator[WorldEvent]:
+        """Send one agent action; stream thinking and observation; record the finished turn.
+
+        `prompt` sends a ready-made turn prompt verbatim (re-simulating a benchmark row);
+        pending control instructions then stay pending.
+        """
         parsed = self.domain.parse_action(action) if isinstance(action, str) else action
-        prompt = self.turn_prompt(parsed)
+        controls_added = list(self._pending_controls) if prompt is None else []
+        prompt = self.turn_prompt(parsed) if prompt is None else prompt
         turn = len(self.history) + 1
         started = time.perf_counter()
         stream = ObservationStream()
@@ -159,6 +207,7 @@ class World:
             if isinstance(event, ThinkingDelta):
                 yield event
             elif isinstance(event, AnswerDelta):
+                yield event  # raw answer text, for views that show the model's output as it comes
                 text = stream.feed(event.text)
                 if text:
                     yield ObservationDelta(text)
@@ -203,16 +252,20 @@ class World:
             },
             finish=stats.finish,
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            controls_added=controls_added,
         )
+        del self._pending_controls[: len(controls_added)]
         self._next_id += 1
         self.history.append(record)
         if self.on_turn is not None:
             self.on_turn(record)
         yield TurnFinished(record)
 
-    def run_turn(self, action: str | Action, cancel: threading.Event | None = None) -> TurnRecord | None:
+    def run_turn(
+        self, action: str | Action, cancel: threading.Event | None = None, *, prompt: str | None = None
+    ) -> TurnRecord | None:
         """Step and drain the events; the finished record, or None when cancelled."""
-        for event in self.step(action, cancel):
+        for event in self.step(action, cancel, prompt=prompt):
             if isinstance(event, TurnFinished):
                 return event.record
         return None
@@ -221,14 +274,19 @@ class World:
         """Run a hidden action on a throwaway fork; it never enters the history or the file.
 
         Cheap: the fork starts from this session's latest checkpoint, which the next real
-        turn restores as well.
+        turn restores as well. Pending control instructions are meant for the agent's next
+        real action, so the probe does not see them (they stay pending here).
         """
-        return self.fork(len(self.history)).run_turn(action, cancel)
+        child = self.fork(len(self.history))
+        child._pending_controls = []
+        return child.run_turn(action, cancel)
 
     def undo(self, to_turn: int | None = None) -> list[TurnRecord]:
         """Drop the last turn (or every turn after `to_turn`); returns what was dropped.
 
         The trajectory file keeps the dropped turns: the next turn's parent points back.
+        Control instructions added with the dropped turns become pending again, so the
+        next turn receives them, as the dropped turn did.
         """
         keep = len(self.history) - 1 if to_turn is None else to_turn
         if not 0 <= keep <= len(self.history) or not self.history:
@@ -238,6 +296,8 @@ class World:
             )
         dropped = self.history[keep:]
         del self.history[keep:]
+        restored = [control for record in dropped for control in record.controls_added]
+        self._pending_controls[:0] = restored
         return dropped
 
     def fork(self, at_turn: int, *, on_turn: Callable[[TurnRecord], None] | None = None) -> "World":
@@ -252,6 +312,9 @@ class World:
             replace(record, id=index, parent=index - 1 or None)
             for index, record in enumerate(self.history[:at_turn], start=1)
         ]
+        # The child is at the moment before turn at_turn + 1, pending controls included.
+        later = self.history[at_turn:]
+        child._pending_controls = list(later[0].controls_added) if later else list(self._pending_controls)
         return child
 
     def stats(self) -> dict[str, float | int]:

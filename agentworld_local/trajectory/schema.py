@@ -69,6 +69,20 @@ def _check_type(data: dict[str, Any], expected: str) -> None:
 NoneT = type(None)
 
 
+def _str_list(data: dict[str, Any], key: str) -> list[str]:
+    value = _get(data, key, (list,), list)
+    if not all(isinstance(item, str) for item in value):
+        raise ValueError(f"field '{key}' should be a list of strings")
+    return list(value)
+
+
+def _tool_list(data: dict[str, Any], key: str) -> list[dict[str, Any]] | None:
+    value = _get(data, key, (list, NoneT), None)
+    if value is not None and not all(isinstance(item, dict) for item in value):
+        raise ValueError(f"field '{key}' should be a list of objects")
+    return value
+
+
 @dataclass
 class ModelRef:
     """Which GGUF produced the turns. `sha256_scope` says how much of the file was hashed."""
@@ -124,6 +138,10 @@ class Header:
     hand_written: bool = False  # True for bundled demos: not model output
     note: str = ""
     forked_from: dict[str, Any] | None = None  # {"file": ..., "turn": ...}
+    # Added within v1 (optional, with defaults, so older files still read):
+    controls: list[str] = field(default_factory=list)  # control instructions given at the start
+    tools: list[dict[str, Any]] | None = None  # tool definitions the world was given (JSON schema)
+    world: str = ""  # fictional-world description the world was given
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +174,9 @@ class Header:
             hand_written=_get(data, "hand_written", (bool,), False),
             note=_get(data, "note", (str,), ""),
             forked_from=_get(data, "forked_from", (dict, NoneT), None),
+            controls=_str_list(data, "controls"),
+            tools=_tool_list(data, "tools"),
+            world=_get(data, "world", (str,), ""),
             extra=_extra(data, cls),
         )
 
@@ -183,6 +204,11 @@ class TurnRecord:
     timings: dict[str, Any] = field(default_factory=dict)  # prompt_s, generate_s, total_s, tokens_per_s
     finish: str = "stop"  # "stop" | "length" | "cancelled"
     created: str = field(default_factory=utc_now)
+    # Added within v1, written only when set:
+    controls_added: list[str] = field(default_factory=list)  # control instructions added before this turn
+    # The exact assistant message later turns see, when it is not the canonical
+    # `**Environment Observation:**` + newline + observation (e.g. an imported benchmark row).
+    history_message: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,6 +217,10 @@ class TurnRecord:
         for name in ("id", "parent", "turn", "action", "action_payload", "prompt", "raw_output",
                      "thinking", "observation", "parse_method", "tokens", "timings", "finish", "created"):
             out[name] = getattr(self, name)
+        if self.controls_added:
+            out["controls_added"] = list(self.controls_added)
+        if self.history_message is not None:
+            out["history_message"] = self.history_message
         return out
 
     @classmethod
@@ -211,5 +241,7 @@ class TurnRecord:
             timings=_get(data, "timings", (dict,), dict),
             finish=_get(data, "finish", (str,), "stop"),
             created=_get(data, "created", (str,), ""),
+            controls_added=_str_list(data, "controls_added"),
+            history_message=_get(data, "history_message", (str, NoneT), None),
             extra=_extra(data, cls),
         )

@@ -8,7 +8,7 @@ def test_turn_prompt_sections_in_order_and_empty_ones_left_out():
     assert text.index("### Turn 1") < text.index("**Task Instruction:**") < text.index("**Current State:**") < text.index("**Action:**")
     assert "**Historical Context:**" not in text
     later = TurnPrompt(turn=2, action="pwd").render()
-    assert later == "### Turn 2\n\n**Action:**\npwd"
+    assert later == "### Turn 2\n**Action:**\npwd"
 
 
 def test_history_carries_observations_with_the_marker_and_no_thinking():

@@ -1,0 +1,121 @@
+"""`awl doctor`: what this machine and this llama.cpp build can do, and how to fix a CPU-only build."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentworld_local import __version__
+from agentworld_local.cli.main import app
+from agentworld_local.models.hardware import GpuInfo, rebuild_advice, system_gpus
+from agentworld_local.models.memory import format_bytes
+
+SCHEMA = "agentworld-local/doctor"
+VERSION = 1
+
+
+def collect() -> dict[str, Any]:
+    """Every fact `awl doctor` reports, as plain data (the `--json` output)."""
+    from agentworld_local.engine import llama  # llama_cpp loads only for commands that need it
+
+    devices = llama.build_devices()
+    hardware = llama.machine_hardware()
+    visible = system_gpus()
+    backend = llama.gpu_backend()
+    advice = rebuild_advice(backend, visible, version=llama.llama_cpp_version())
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "awl_version": __version__,
+        "llama_cpp_python": llama.llama_cpp_version(),
+        "build": {
+            "backends": llama.build_backends(),
+            "gpu_offload": llama.supports_gpu_offload(),
+            "gpu_backend": backend,
+            "devices": [_gpu(gpu) for gpu in devices],
+        },
+        "system_gpus": [_gpu(gpu) for gpu in visible],
+        "ram": {"total_bytes": hardware.ram_total, "available_bytes": hardware.ram_available},
+        "cpu": {"threads": hardware.cpu_threads, "cores": hardware.cpu_cores, "machine": hardware.machine,
+                "system": hardware.system},
+        "advice": {"why": advice[0], "command": advice[1]} if advice else None,
+    }
+
+
+def _gpu(gpu: GpuInfo) -> dict[str, Any]:
+    return {"name": gpu.name, "total_bytes": gpu.total_bytes, "free_bytes": gpu.free_bytes, "source": gpu.source,
+            "backend": gpu.backend, "unified": gpu.unified, "driver": gpu.driver}
+
+
+def _gpu_line(gpu: dict[str, Any]) -> str:
+    memory = (f"{format_bytes(gpu['free_bytes'])} free of {format_bytes(gpu['total_bytes'])}"
+              if gpu["total_bytes"] else "memory unknown")
+    shared = ", shared with the system RAM" if gpu["unified"] else ""
+    driver = f", driver {gpu['driver']}" if gpu["driver"] else ""
+    return f"{gpu['name']}: {memory}{shared}{driver}"
+
+
+def render(facts: dict[str, Any], console: Console) -> None:
+    build = facts["build"]
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Python", f"{facts['python']['version']} ({facts['python']['executable']})")
+    table.add_row("awl", facts["awl_version"])
+    table.add_row("llama-cpp-python", facts["llama_cpp_python"])
+    offload = f"yes, {build['gpu_backend']}" if build["gpu_offload"] else "no (CPU-only build)"
+    table.add_row("GPU offload", offload)
+    table.add_row("build backends", ", ".join(build["backends"]) or "unknown")
+    table.add_row("GPUs (llama.cpp)", "\n".join(_gpu_line(g) for g in build["devices"]) or "none")
+    table.add_row("GPUs (system)", "\n".join(_gpu_line(g) for g in facts["system_gpus"])
+                  or "none found (no nvidia-smi, not Apple Silicon)")
+    ram = facts["ram"]
+    table.add_row("RAM", f"{format_bytes(ram['available_bytes'])} available of {format_bytes(ram['total_bytes'])}")
+    cpu = facts["cpu"]
+    cores = f", {cpu['cores']} cores" if cpu["cores"] else ""
+    table.add_row("CPU", f"{cpu['threads']} threads{cores} ({cpu['system']} {cpu['machine']})")
+    console.print(table)
+    console.print()
+    advice = facts["advice"]
+    if advice:
+        console.print(f"[yellow]{advice['why']}[/yellow]")
+        console.print(advice["command"], markup=False)
+    elif build["gpu_offload"]:
+        console.print(f"Ready for GPU offload ({build['gpu_backend']}): `--gpu-layers auto` plans layers and "
+                      "context from free memory; `awl models info MODEL --plan` shows the plan.", markup=False)
+    else:
+        console.print("No GPU found: models run on the CPU. `awl models info MODEL --plan` shows what fits in RAM.",
+                      markup=False)
+
+
+DOCTOR_HELP = (
+    "Check this machine for running world models: Python, llama-cpp-python and its GPU backend "
+    "(CUDA, Metal, Vulkan or CPU only), GPUs and their free memory, RAM, CPU threads.\n\n"
+    "When llama-cpp-python was built for the CPU only on a machine with an NVIDIA GPU (or Apple Silicon), "
+    "it prints the exact command that rebuilds it with CUDA (or Metal).\n\n"
+    "Example: `awl doctor`, or `awl doctor --json`."
+)
+
+
+@app.command(help=DOCTOR_HELP)
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print the facts as one JSON object."),
+) -> None:
+    facts = collect()
+    if as_json:
+        typer.echo(json.dumps(facts, indent=2))
+        return
+    render(facts, _console())
+
+
+def _console() -> Console:
+    """Wrap to the terminal; into a pipe or a file, keep each fact on one line for grep."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=400)

@@ -1,0 +1,219 @@
+"""`awl models list|pull|rm|add`: the model registry and hub downloads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from agentworld_local.cli.main import app
+from agentworld_local.errors import InputError
+from agentworld_local.models.registry import ModelChoice, add_local_file, load_registry, remove_user_entry
+
+if TYPE_CHECKING:
+    from agentworld_local.models.hub import PullProgress
+
+# models.hub imports huggingface_hub (a third of a second): only the commands that need it import it,
+# so `awl run` and friends start as fast as before.
+
+models_app = typer.Typer(
+    help="Named models: list what is known and downloaded, pull from the Hugging Face hub, "
+    "register a GGUF you already have, remove downloads. "
+    "Example: `awl models pull qwen-agentworld-35b-a3b` then `awl run --model qwen-agentworld-35b-a3b`.",
+    no_args_is_help=True,
+)
+app.add_typer(models_app, name="models")
+
+SPEC_HELP = "A registry name, or NAME:QUANT for another quantization (e.g. qwen-agentworld-35b-a3b:UD-Q2_K_XL)."
+
+
+def _size_text(choice: ModelChoice) -> str:
+    from agentworld_local.models.hub import format_size
+
+    if choice.size is not None:
+        return format_size(choice.size)
+    return f"~{format_size(choice.approx_size)}" if choice.approx_size is not None else "?"
+
+
+def _row(choice: ModelChoice) -> dict[str, Any]:
+    from agentworld_local.models.hub import cached_path
+
+    path = cached_path(choice)
+    return {
+        "spec": choice.spec,
+        "name": choice.name,
+        "quant": choice.quant,
+        "default": choice.is_default,
+        "title": choice.title,
+        "repo": choice.repo or None,
+        "revision": choice.revision,
+        "file": choice.filename,
+        "size": choice.size,
+        "approx_size": choice.approx_size,
+        "sha256": choice.sha256,
+        "verified": choice.verified,
+        "unverified": list(choice.unverified),
+        "context_length": choice.context_length,
+        "sampling": choice.sampling,
+        "license": choice.license,
+        "notes": choice.notes,
+        "source": choice.source,
+        "local_file": str(choice.local_file) if choice.local_file else None,
+        "downloaded": path is not None,
+        "path": str(path) if path else None,
+    }
+
+
+@models_app.command("list")
+def list_models(as_json: bool = typer.Option(False, "--json", help="Print a JSON list (one object per model file).")) -> None:
+    """What awl knows, what is downloaded, and sizes.
+
+    `*` marks a model's default quantization and `~` an estimated size; `verified: no` means the file
+    name and size were not checked against the hub (the pull checks them). Example: `awl models list --json`.
+    """
+    from agentworld_local.models.hub import hub_cache_dir
+
+    registry = load_registry()
+    rows = [_row(choice) for choice in registry.choices()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("model", "size", "downloaded", "verified", box=None, pad_edge=False)
+    for choice, row in zip(registry.choices(), rows):
+        where = f"[green]yes[/green] {row['path']}" if row["downloaded"] else "[dim]no[/dim]"
+        table.add_row(("* " if choice.is_default else "  ") + choice.spec, _size_text(choice), where, "yes" if choice.verified else "no")
+    console = Console()
+    console.print(table)
+    console.print("[dim]* default quantization, ~ estimated size.  Get one: awl models pull NAME[:QUANT][/dim]")
+    console.print(f"[dim]Your registry: {registry.user_file}.  Downloads: {hub_cache_dir()}[/dim]", soft_wrap=True)
+
+
+class _PullDisplay:
+    """A rich progress bar (bytes, speed, ETA) when stderr is a terminal; silent otherwise (logs, scripts)."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        console = Console(stderr=True)
+        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        self.progress = Progress(*columns, console=console) if console.is_terminal else None
+        self.tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> _PullDisplay:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def __call__(self, event: PullProgress) -> None:
+        if self.progress is None:
+            return
+        if event.phase not in self.tasks:
+            label = self.spec if event.phase == "download" else "verifying sha256"
+            self.tasks[event.phase] = self.progress.add_task(label, total=event.total, completed=event.done)
+        else:
+            self.progress.update(self.tasks[event.phase], completed=event.done, total=event.total)
+
+
+def _quiet_hub_logs() -> None:
+    """huggingface_hub logs multi-line warnings while it retries; our progress and errors say enough."""
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.set_verbosity_error()
+
+
+@models_app.command("pull")
+def pull_model(spec: str = typer.Argument(..., help=SPEC_HELP, metavar="NAME[:QUANT]")) -> None:
+    """Download a model into the Hugging Face cache, verified by size and sha256; resumes an interrupted pull.
+
+    Honours HF_ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE and your hub token (HF_TOKEN or `hf auth login`).
+    Example: `awl models pull qwen-agentworld-35b-a3b` (the default 4-bit file, 22.1 GB).
+    """
+    from agentworld_local.models.hub import DownloadInterrupted, format_size, pull
+
+    choice = load_registry().find(spec)
+    _quiet_hub_logs()
+    try:
+        with _PullDisplay(choice.spec) as display:
+            result = pull(choice, on_progress=display)
+    except DownloadInterrupted as stopped:
+        typer.echo(f"awl: {stopped.one_line()}", err=True)
+        raise typer.Exit(stopped.exit_code) from None
+    if result.already_present:
+        typer.echo(f"`{choice.spec}` is already downloaded: {result.path}")
+    else:
+        checked = "sha256 verified" if result.sha256 else "size verified"
+        resumed = f", resumed after {format_size(result.resumed_from)}" if result.resumed_from else ""
+        typer.echo(f"Downloaded `{choice.spec}` to {result.path} ({format_size(result.size)}, {checked}{resumed}).")
+    typer.echo(f"Use it: awl run --model {choice.spec}")
+
+
+@models_app.command("rm")
+def remove_model(
+    spec: str = typer.Argument(..., help="NAME (every quantization) or NAME:QUANT (one file).", metavar="NAME[:QUANT]"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Delete a model's downloaded files from the Hugging Face cache and forget what `awl models add` registered.
+
+    A file you registered with `awl models add` is never deleted, only forgotten. Files another
+    cached revision still uses are kept. Example: `awl models rm qwen-agentworld-35b-a3b:Q8_0 --yes`.
+    """
+    from agentworld_local.models.hub import format_size
+    from agentworld_local.models.removal import plan_removal
+
+    registry = load_registry()
+    name, _, quant = spec.partition(":")
+    whole_model = not quant.strip()
+    choices = list(registry.entry(name).choices) if whole_model else [registry.find(spec)]
+    removal = plan_removal(choices, include_partials=whole_model)
+    # What the user file says: the whole user entry (NAME), or one registered local copy (NAME:QUANT).
+    user_entry = any(c.source != "packaged" for c in choices) if whole_model else (
+        choices[0].source != "packaged" and choices[0].local_file is not None
+    )
+    if not removal.files and not removal.partials and not user_entry:
+        raise InputError(
+            f"Nothing to remove for `{spec}`: it is not downloaded and your models.toml has no entry for it.",
+            "See `awl models list`.",
+        )
+    for path in removal.files:
+        typer.echo(f"delete {path}")
+    for path in removal.partials:
+        typer.echo(f"delete partial download {path}")
+    if user_entry:
+        own = [str(c.local_file) for c in choices if c.local_file]
+        stays = f" (your file{'s' if len(own) > 1 else ''} {', '.join(own)} stay{'' if len(own) > 1 else 's'})" if own else ""
+        typer.echo(f"forget `{spec}` in {registry.user_file}{stays}")
+    if not yes and not typer.confirm(f"Remove `{spec}` and free {format_size(removal.freed)}?", default=False):
+        typer.echo("Nothing removed.")
+        raise typer.Exit(1)
+    removal.execute()
+    if user_entry:
+        remove_user_entry(choices[0], whole_model=whole_model, user_file=registry.user_file)
+    note = f"; updated {registry.user_file}" if user_entry else ""
+    typer.echo(f"Removed `{spec}`: freed {format_size(removal.freed)}{note}.")
+
+
+@models_app.command("add")
+def add_model(
+    spec: str = typer.Argument(..., help="A new name, or a registry name (NAME or NAME:QUANT) this file is a copy of.", metavar="NAME[:QUANT]"),
+    path: Path = typer.Argument(..., help="The .gguf file you already have (it is not copied or moved)."),
+) -> None:
+    """Register a GGUF you already have, so `--model NAME` finds it.
+
+    Examples: `awl models add my-world ~/models/world.gguf`, or, for a copy of a registry file,
+    `awl models add qwen-agentworld-35b-a3b ~/Downloads/Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf`.
+    """
+    registry = load_registry()
+    choice = add_local_file(spec, path, registry)
+    size = choice.local_file.stat().st_size if choice.local_file else None
+    if choice.size is not None and size is not None and size != choice.size:
+        typer.echo(f"note: {path} has {size} bytes, the registry's `{choice.spec}` has {choice.size}; awl will use your file.", err=True)
+    typer.echo(f"Registered `{choice.spec}` -> {choice.local_file} in {registry.user_file}.")
+    typer.echo(f"Use it: awl run --model {choice.spec}")

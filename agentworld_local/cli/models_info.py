@@ -1,0 +1,211 @@
+"""`awl models info NAME|PATH [--plan]`: what a GGUF holds, what it needs, and what fits here."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentworld_local.cli.models import models_app
+from agentworld_local.models.gguf_file import check_gguf_path
+from agentworld_local.models.inspect import inspect_gguf
+from agentworld_local.models.memory import estimate_memory, format_bytes
+from agentworld_local.models.plan import plan_offload
+from agentworld_local.models.registry import ModelChoice, load_registry
+from agentworld_local.models.resolve import looks_like_path
+
+SCHEMA = "agentworld-local/model-info"
+VERSION = 1
+DEFAULT_CTX = 16384  # `awl run --ctx` default
+
+
+def _locate(spec: str) -> tuple[Path | None, ModelChoice | None]:
+    if looks_like_path(spec):
+        return check_gguf_path(spec), None
+    from agentworld_local.models.hub import cached_path  # huggingface_hub only for registry names
+
+    choice = load_registry().find(spec)
+    return cached_path(choice), choice
+
+
+def _registry_facts(choice: ModelChoice) -> dict[str, Any]:
+    return {
+        "spec": choice.spec, "name": choice.name, "quant": choice.quant, "repo": choice.repo,
+        "filename": choice.filename, "size": choice.size, "approx_size": choice.approx_size,
+        "sha256": choice.sha256, "context_length": choice.context_length, "sampling": choice.sampling,
+        "license": choice.license, "notes": choice.notes, "verified": choice.verified,
+    }
+
+
+def collect(spec: str, *, plan: bool, ctx: int) -> dict[str, Any]:
+    """Everything `awl models info` shows, as plain data (the `--json` output)."""
+    path, choice = _locate(spec)
+    facts: dict[str, Any] = {
+        "schema": SCHEMA, "version": VERSION, "model": spec,
+        "registry": _registry_facts(choice) if choice else None,
+        "downloaded": path is not None, "path": str(path) if path else None,
+        "gguf": None, "llama_cpp": None, "memory": None, "plan": None,
+    }
+    if choice and path is None:
+        facts["next_step"] = f"awl models pull {choice.spec}"
+        return facts
+    assert path is not None
+    summary = inspect_gguf(path, name=choice.spec if choice else None)
+    facts["gguf"] = summary.to_dict()
+    from agentworld_local.engine import llama  # llama_cpp loads only once the file is known to be sound
+
+    check = llama.vocab_check(path)
+    facts["llama_cpp"] = {"version": llama.llama_cpp_version(), "knows_architecture": check.known_architecture,
+                          "error": check.error}
+    if plan:
+        estimate = estimate_memory(summary, ctx)
+        hardware = llama.machine_hardware()
+        offload = plan_offload(estimate, hardware, n_ctx_wanted=ctx)
+        facts["memory"] = estimate.to_dict()
+        facts["plan"] = offload.to_dict() | {"gpus": [gpu.name for gpu in hardware.gpus]}
+        facts["run_command"] = (f"awl run --model {choice.spec if choice else path} "
+                                f"--gpu-layers {offload.gpu_layers} --ctx {offload.n_ctx}")
+    return facts
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _table() -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # paths and hub file names stay whole
+    return table
+
+
+def _count(n: int) -> str:
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= size:
+            return f"{n / size:.1f}{suffix}"
+    return str(n)
+
+
+def _per_layer_weights(estimate: dict[str, Any]) -> str:
+    sizes: dict[str, list[int]] = defaultdict(list)
+    for layer in estimate["layers"]:
+        sizes[layer["kind"]].append(layer["weight_bytes"])
+    return ", ".join(f"{len(v)} {kind} x {format_bytes(sum(v) / len(v))}" for kind, v in sizes.items() if kind != "mtp")
+
+
+def _render_registry(table: Table, registry: dict[str, Any]) -> None:
+    table.add_row("registry", f"{registry['spec']}" + ("" if registry["verified"] else "  (file name/size not verified)"))
+    table.add_row("hub file", f"{registry['repo']}/{registry['filename']}" if registry["repo"] else registry["filename"])
+    size = registry["size"] or registry["approx_size"]
+    if size:
+        table.add_row("download size", ("" if registry["size"] else "about ") + f"{size:,} bytes ({format_bytes(size)})")
+    if registry["notes"]:
+        table.add_row("notes", registry["notes"])
+
+
+def _render_gguf(table: Table, facts: dict[str, Any]) -> None:
+    gguf, llama_cpp = facts["gguf"], facts["llama_cpp"]
+    table.add_row("file", f"{facts['path']}  ({gguf['file_size']:,} bytes, {format_bytes(gguf['file_size'])})")
+    table.add_row("architecture", gguf["architecture"] + (f"  ({gguf['name']})" if gguf["name"] else ""))
+    if llama_cpp["knows_architecture"] and not llama_cpp["error"]:
+        support = f"yes, llama-cpp-python {llama_cpp['version']} loads it"
+    elif llama_cpp["knows_architecture"]:
+        support = f"knows the architecture, but refuses the file: {llama_cpp['error']}"
+    else:
+        support = (f"no: llama-cpp-python {llama_cpp['version']} does not know `{gguf['architecture']}`; "
+                   "upgrade it (`pip install -U llama-cpp-python`)")
+    table.add_row("llama.cpp", support)
+    summary_line = f"{gguf['block_count']} blocks: {gguf['attention_layers']} attention"
+    if gguf["recurrent_layers"]:
+        summary_line += f", {gguf['recurrent_layers']} recurrent"
+    if gguf["nextn_layers"]:
+        summary_line += f", {gguf['nextn_layers']} MTP/nextn (skipped when loading)"
+    table.add_row("layers", summary_line)
+    if gguf["expert_count"]:
+        shared = f" + {gguf['expert_shared_count']} shared" if gguf["expert_shared_count"] else ""
+        table.add_row("experts", f"{gguf['expert_count']} ({gguf['expert_used_count']} routed per token{shared})")
+    table.add_row("attention", f"{gguf['head_count']} heads, {gguf['kv_heads']} KV heads of dim {gguf['key_length']}")
+    table.add_row("context", f"{gguf['context_length']:,} tokens (trained)" if gguf["context_length"] else "unknown")
+    table.add_row("quantization", f"{gguf['quantization']}  ({gguf['bits_per_weight']} bits/weight, "
+                                  f"{_count(gguf['n_params'])} parameters)")
+    table.add_row("chat template", "embedded" if gguf["chat_template"] else "none (a plain ChatML fallback is used)")
+
+
+def _render_plan(table: Table, facts: dict[str, Any]) -> None:
+    memory, plan = facts["memory"], facts["plan"]
+    n_ctx = memory["n_ctx"]
+    table.add_row("", "")
+    table.add_row(f"memory at {n_ctx:,} tokens", "(estimate, before loading)")
+    mtp = f"; MTP layer skipped: {format_bytes(memory['skipped_mtp_bytes'])}" if memory["skipped_mtp_bytes"] else ""
+    table.add_row("  weights", f"{format_bytes(memory['weights_bytes'])}  ({_per_layer_weights(memory)}{mtp})")
+    attention = sum(layer["kind"] == "attention" for layer in memory["layers"])
+    table.add_row("  KV cache", f"{format_bytes(memory['kv_bytes'])}  ({attention} attention layers, "
+                                f"{format_bytes(memory['kv_bytes_per_token'])} per token)")
+    recurrent = sum(layer["kind"] == "recurrent" for layer in memory["layers"])
+    if recurrent:
+        table.add_row("  recurrent state", f"{format_bytes(memory['recurrent_bytes'])}  ({recurrent} layers, fixed size)")
+    table.add_row("  compute buffers", format_bytes(memory["compute_bytes"]))
+    table.add_row("  total", format_bytes(memory["total_bytes"]))
+    table.add_row("", "")
+    devices = ", ".join(plan["gpus"]) or "no GPU"
+    table.add_row("offload plan", f"{plan['gpu_layers']}/{plan['max_layers']} layers on the GPU ({devices}), "
+                                  f"{plan['n_ctx']:,}-token context")
+    if plan["gpus"]:
+        table.add_row("  GPU memory", f"{format_bytes(plan['gpu_bytes'])} of {format_bytes(plan['gpu_budget'])} usable")
+    table.add_row("  RAM", f"{format_bytes(plan['cpu_bytes'])} of {format_bytes(plan['ram_budget'])} usable")
+    table.add_row("  fits", ("yes" if plan["fits"] else "no") + f"  ({format_bytes(plan['margin'])} margin kept free)")
+    table.add_row("  why", plan["reason"])
+    table.add_row("  run with", facts["run_command"])
+
+
+def render(facts: dict[str, Any], console: Console) -> None:
+    table = _table()
+    if facts["registry"]:
+        _render_registry(table, facts["registry"])
+    if not facts["downloaded"]:
+        registry = facts["registry"]
+        size = registry["size"] or registry["approx_size"]
+        size_text = f" ({'' if registry['size'] else 'about '}{format_bytes(size)})" if size else ""
+        table.add_row("downloaded", f"no. Run `{facts['next_step']}`{size_text}, or "
+                                    f"`awl models add {registry['spec']} PATH` for a copy you have.")
+    else:
+        _render_gguf(table, facts)
+        if facts["plan"]:
+            _render_plan(table, facts)
+    console.print(table)
+
+
+INFO_HELP = (
+    "Show what a GGUF holds (read from its header, no weights loaded), and with --plan what fits here.\n\n"
+    "Architecture, layers (MTP/nextn included), experts, trained context, quantization, file size, chat "
+    "template, and whether this llama.cpp build knows the architecture. --plan adds the memory estimate "
+    "(weights + KV cache + recurrent state + compute buffers) and the GPU layers and context that fit this "
+    "machine's free memory with a margin: the plan `awl run --gpu-layers auto` uses.\n\n"
+    "Example: `awl models info qwen-agentworld-35b-a3b --plan --ctx 32768`, or "
+    "`awl models info ~/models/model.gguf --json`."
+)
+
+
+@models_app.command("info", help=INFO_HELP)
+def info(
+    model: str = typer.Argument(..., help="A registry name (`NAME` or `NAME:QUANT`) or a path to a .gguf file.",
+                                metavar="NAME|PATH"),
+    plan: bool = typer.Option(False, "--plan", help="Estimate memory for --ctx and plan GPU layers on this machine."),
+    ctx: int = typer.Option(DEFAULT_CTX, "--ctx", min=1, help="Context size (tokens) for the estimate and the plan."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    facts = collect(model, plan=plan, ctx=ctx)
+    if as_json:
+        typer.echo(json.dumps(facts, indent=2))
+        return
+    render(facts, _console())
+
+
+def _console() -> Console:
+    """Wrap to the terminal; into a pipe or a file, keep each fact on one line for grep."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=400)

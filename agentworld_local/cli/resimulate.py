@@ -1,0 +1,84 @@
+"""`awl run --from-bench FILE --row N`: re-simulate one benchmark turn, show it beside the truth."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agentworld_local.cli.session import header_for, open_writer, stderr_console
+from agentworld_local.engine.bench import bench_world, resimulate
+from agentworld_local.engine.types import ThinkingDelta
+from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
+from agentworld_local.trajectory.agentworldbench import FORMAT, BenchRow, bench_ref
+from agentworld_local.trajectory.schema import TurnRecord
+
+
+def run_bench_row(
+    row: BenchRow, source: Path, backend: Any, settings: SessionSettings, *, out: Path, as_json: bool, show_thinking: bool
+) -> int:
+    """Predict the row's turn, save the trajectory (ground-truth turns, then the prediction), print both."""
+    err = stderr_console()
+    world = bench_world(row, backend, settings)
+    note = (
+        f"re-simulated AgentWorldBench row {row.line} of {source}: the turns before it are the benchmark's "
+        "ground truth, the last turn is the model's prediction"
+    )
+    header = header_for(world, note=note)
+    header.extra[FORMAT] = bench_ref(row, source)
+    cancel = threading.Event()
+    if not as_json:
+        err.print(f"[dim]── row {row.line}: {row.task} id {row.id}, turn {row.turn_idx} "
+                  f"(after {len(world.history)} ground-truth turns)[/dim]")
+    record: TurnRecord | None = None
+    with open_writer(out, header) as writer:
+        for turn in world.history:
+            writer.append(turn)
+        try:
+            for event in resimulate(world, row, cancel):
+                if isinstance(event, ThinkingDelta) and show_thinking:
+                    sys.stderr.write(event.text)
+                    sys.stderr.flush()
+                elif isinstance(event, TurnFinished):
+                    record = replace(event.record, extra={**event.record.extra, "ground_truth": row.ground_truth})
+                    writer.append(record)
+                elif isinstance(event, TurnCancelled):
+                    err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
+                    return 130
+        except KeyboardInterrupt:
+            err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {out}")
+            return 130
+    assert record is not None
+    if show_thinking:
+        sys.stderr.write("\n")
+    if as_json:
+        payload = {
+            "row": row.line, "task": row.task, "id": row.id, "turn_idx": row.turn_idx,
+            "prediction": record.observation, "ground_truth": row.ground_truth, "record": record.to_dict(),
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    else:
+        show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
+        err.print(f"[dim]saved to {out}  (replay: awl replay {out})[/dim]")
+    return 0
+
+
+def show_comparison(console: Console, prediction: str, truth: str, *, plain: bool) -> None:
+    """Prediction and ground truth side by side; stacked plain text in a pipe."""
+    if plain:  # exact text (rich would drop control characters and wrap long lines)
+        console.file.write(f"== prediction (model) ==\n{prediction}\n\n== ground truth (benchmark) ==\n{truth}\n")
+        console.file.flush()
+        return
+    table = Table(expand=True, show_lines=False)
+    table.add_column("prediction (model)", ratio=1, overflow="fold")
+    table.add_column("ground truth (benchmark)", ratio=1, overflow="fold")
+    # Text, not str: brackets in observations are not rich markup.
+    table.add_row(Text(prediction), Text(truth))
+    console.print(table)

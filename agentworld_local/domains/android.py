@@ -1,0 +1,216 @@
+"""The android domain: UI actions (AndroidWorld-style JSON) in, the UI hierarchy XML out."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from agentworld_local.domains.base import Action, action_json
+from agentworld_local.domains.prompting import PromptSpec, compose_prompt
+from agentworld_local.domains.syntax import load_json, parse_int, split_words, strip_fence
+from agentworld_local.errors import ActionError
+
+DIRECTIONS = ("up", "down", "left", "right")
+GOAL_STATUSES = ("complete", "infeasible")
+_TARGET = ("index", "x", "y")
+# action_type -> (required fields, optional fields); a target is index, or x and y.
+ACTION_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "click": ((), _TARGET),
+    "double_tap": ((), _TARGET),
+    "long_press": ((), _TARGET),
+    "input_text": (("text",), _TARGET),
+    "swipe": (("direction",), _TARGET),
+    "scroll": (("direction",), _TARGET),
+    "navigate_back": ((), ()),
+    "navigate_home": ((), ()),
+    "keyboard_enter": ((), ()),
+    "open_app": (("app_name",), ()),
+    "wait": ((), ()),
+    "status": (("goal_status",), ()),
+    "answer": (("text",), ()),
+}
+_TARGETED = ("click", "double_tap", "long_press")
+# Other names for action types, accepted in JSON as well (normalized in the payload).
+TYPE_ALIASES = {"type": "input_text", "tap": "click", "back": "navigate_back", "home": "navigate_home"}
+_FIELD_ORDER = ("action_type", "text", "direction", "app_name", "goal_status", "index", "x", "y")
+
+ACTION_HELP = (
+    "Accepted forms: a shortcut (`tap 540 1200`, `tap 5` for element 5, `long_press X Y`, `type \"hi\"`, "
+    "`type 5 \"hi\"`, `swipe up`, `scroll down`, `back`, `home`, `enter`, `open Settings`, `wait`, "
+    "`done`, `answer \"...\"`) or a JSON action (`{\"action_type\": \"click\", \"x\": 540, \"y\": 1200}`). "
+    f"Action types: {', '.join(ACTION_TYPES)}."
+)
+
+DEFAULT_INITIAL_STATE = """\
+<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
+<hierarchy rotation="0">
+  <node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.android.settings" content-desc="" clickable="false" bounds="[0,0][1080,2400]">
+    <node index="0" text="Settings" resource-id="com.android.settings:id/homepage_title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="false" bounds="[63,271][1017,427]" />
+    <node index="1" text="Search settings" resource-id="com.android.settings:id/search_action_bar" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[42,490][1038,637]" />
+    <node index="2" text="" resource-id="com.android.settings:id/recycler_view" class="androidx.recyclerview.widget.RecyclerView" package="com.android.settings" content-desc="" clickable="false" bounds="[0,679][1080,2337]">
+      <node index="0" text="Network &amp; internet" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,721][640,779]" />
+      <node index="1" text="Connected devices" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,931][598,989]" />
+      <node index="2" text="Apps" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,1141][301,1199]" />
+      <node index="3" text="Notifications" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,1351][478,1409]" />
+      <node index="4" text="Battery" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,1561][357,1619]" />
+      <node index="5" text="Display" resource-id="android:id/title" class="android.widget.TextView" package="com.android.settings" content-desc="" clickable="true" bounds="[189,1771][352,1829]" />
+    </node>
+  </node>
+</hierarchy>
+"""
+
+
+def _error(message: str) -> ActionError:
+    return ActionError(message, ACTION_HELP)
+
+
+def _non_negative_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _error(f"`{field}` must be a whole number >= 0, not {json.dumps(value)}.")
+    return value
+
+
+def validate(raw: Any) -> dict[str, Any]:
+    """Check one action object and put it in canonical form (field order, alias names)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("action_type"), str):
+        raise _error('A JSON action needs an "action_type", e.g. {"action_type": "navigate_back"}.')
+    kind = TYPE_ALIASES.get(raw["action_type"], raw["action_type"])
+    if kind not in ACTION_TYPES:
+        close = difflib.get_close_matches(kind, [*ACTION_TYPES, *TYPE_ALIASES], n=1)
+        raise _error(f"Unknown action_type `{kind}`." + (f" Did you mean `{close[0]}`?" if close else ""))
+    required, optional = ACTION_TYPES[kind]
+    fields = {key: value for key, value in raw.items() if key != "action_type"}
+    unknown = [key for key in fields if key not in required + optional]
+    if unknown:
+        allowed = ", ".join(required + optional) or "no other fields"
+        raise _error(f"`{kind}` does not take {', '.join(f'`{k}`' for k in unknown)} (it takes: {allowed}).")
+    missing = [key for key in required if key not in fields]
+    if missing:
+        raise _error(f"`{kind}` needs {', '.join(f'`{k}`' for k in missing)}.")
+    for key in ("index", "x", "y"):
+        if key in fields:
+            fields[key] = _non_negative_int(fields[key], key)
+    if ("x" in fields) != ("y" in fields):
+        raise _error(f"`{kind}`: give both `x` and `y`, or an element `index`.")
+    if "index" in fields and "x" in fields:
+        raise _error(f"`{kind}`: give either an element `index` or `x` and `y`, not both.")
+    if kind in _TARGETED and not fields:
+        raise _error(f"`{kind}` needs a target: an element `index`, or `x` and `y`.")
+    for key in ("text", "app_name"):
+        if key in fields and not isinstance(fields[key], str):
+            raise _error(f"`{key}` must be text.")
+    if "direction" in fields and fields["direction"] not in DIRECTIONS:
+        raise _error(f"`direction` must be one of {', '.join(DIRECTIONS)}.")
+    if "goal_status" in fields and fields["goal_status"] not in GOAL_STATUSES:
+        raise _error(f"`goal_status` must be one of {', '.join(GOAL_STATUSES)}.")
+    fields["action_type"] = kind
+    return {key: fields[key] for key in _FIELD_ORDER if key in fields}
+
+
+def _target(words: list[str], name: str) -> dict[str, Any]:
+    numbers = [parse_int(word, "A position or element index", ACTION_HELP) for word in words]
+    if len(numbers) == 1:
+        return {"index": numbers[0]}
+    if len(numbers) == 2:
+        return {"x": numbers[0], "y": numbers[1]}
+    if not numbers:
+        return {}
+    raise _error(f"`{name}` takes `X Y` or an element index.")
+
+
+def _friendly(text: str) -> dict[str, Any]:
+    word, _, rest = text.partition(" ")
+    word, rest = word.lower(), rest.strip()
+    words = split_words(rest, ACTION_HELP) if rest else []
+    simple = {"back": "navigate_back", "home": "navigate_home", "enter": "keyboard_enter", "wait": "wait"}
+    if word in simple and not words:
+        return {"action_type": simple[word]}
+    if word in ("tap", "click", "double_tap", "long_press", "long"):
+        kind = {"tap": "click", "long": "long_press"}.get(word, word)
+        return {"action_type": kind, **_target(words, word)}
+    if word == "type":
+        if len(words) >= 2 and words[0].isdigit():
+            return {"action_type": "input_text", "index": int(words[0]), "text": " ".join(words[1:])}
+        return {"action_type": "input_text", "text": " ".join(words)}
+    if word in ("swipe", "scroll"):
+        if not words:
+            raise _error(f"`{word}` needs a direction: `{word} up`.")
+        return {"action_type": word, "direction": words[0].lower(), **_target(words[1:], word)}
+    if word == "open":
+        return {"action_type": "open_app", "app_name": " ".join(words)} if words else {"action_type": "open_app"}
+    if word in ("done", "infeasible") and not words:
+        return {"action_type": "status", "goal_status": "complete" if word == "done" else "infeasible"}
+    if word == "answer":
+        return {"action_type": "answer", "text": " ".join(words)}
+    close = difflib.get_close_matches(word, ["tap", "long_press", "type", "swipe", "scroll", "back", "home", "open", "wait"], n=1)
+    raise _error(f"Unknown android action `{word}`." + (f" Did you mean `{close[0]}`?" if close else ""))
+
+
+class AndroidDomain:
+    name = "android"
+    title = "Android phone"
+    state_lexer = "xml"
+
+    def tools(self) -> list[dict[str, Any]]:
+        return []
+
+    def action_help(self) -> str:
+        return ACTION_HELP
+
+    def initial_state(self) -> str:
+        return DEFAULT_INITIAL_STATE
+
+    def parse_action(self, text: str) -> Action:
+        stripped = text.strip()
+        if not stripped:
+            raise _error("The action is empty.")
+        body = strip_fence(stripped)
+        raw = load_json(body, ACTION_HELP) if body[:1] in "{[" else _friendly(body)
+        payload = validate(raw)
+        return Action(text=stripped, payload=payload, prompt_text=action_json(payload))
+
+    def system_prompt(self) -> str:
+        values = {"direction": f"direction ({'/'.join(DIRECTIONS)})", "goal_status": f"goal_status ({'/'.join(GOAL_STATUSES)})"}
+
+        def describe(kind: str, required: tuple[str, ...], optional: tuple[str, ...]) -> str:
+            fields = [values.get(field, field) for field in required]
+            if "index" in optional:
+                target = "element `index`, or `x` and `y`"
+                fields.append(f"target: {target}" if kind in _TARGETED else f"optional target: {target}")
+            return f"- `{kind}`" + (f": {'; '.join(fields)}" if fields else "")
+
+        reference = "\n".join(describe(kind, *fields) for kind, fields in ACTION_TYPES.items())
+        return compose_prompt(
+            PromptSpec(
+                role="Android World Model",
+                objective="You simulate an Android phone (1080x2400 screen) and its apps, operated by a mobile agent.",
+                state=(
+                    "the screen's UI hierarchy as XML in the uiautomator dump format: nested `node` "
+                    "elements with text, resource-id, class, package, content-desc, clickable and bounds."
+                ),
+                action=(
+                    'one JSON UI action such as `{"action_type": "click", "x": 540, "y": 1200}`; a '
+                    "target is either screen coordinates or `index`, the position of the node in the "
+                    "current hierarchy in document order, counted from 0."
+                ),
+                responsibilities=[
+                    "**Screen prediction**: produce the complete UI hierarchy after the action, in the same "
+                    "XML format: the foreground app, dialogs, the keyboard and toasts as they would appear.",
+                    "**Continuity**: text typed, toggles switched, settings and app data changed earlier "
+                    "stay changed; `navigate_back` returns to the previous screen as it was left.",
+                    "**Faithful behaviour**: a tap hits the node whose bounds contain the point, or nothing; "
+                    "typing goes to the focused field; an app that is not installed does not open.",
+                ],
+                sections=[("Action Reference", reference)],
+                state_rules=[
+                    "Keep the XML well-formed and in the dump format; unchanged nodes keep their "
+                    "attributes and bounds.",
+                    "Scrolling moves the content of the scrollable container and reveals plausible new rows.",
+                ],
+                action_rules=[
+                    "The action is given; simulate it exactly, even when it misses its target.",
+                    "`wait`, `status` and `answer` leave the screen unchanged unless something was loading.",
+                ],
+            )
+        )

@@ -1,0 +1,272 @@
+"""Tool-call domains (swe, mcp, search): tool definitions and the tool-call action parser.
+
+The action is a JSON tool call `{"name": ..., "arguments": {...}}`, written into the prompt
+inside a ```json fence as the benchmark writes it. Friendly forms: `TOOL key=value ...`,
+`TOOL some text` (the text fills the tool's main parameter), or a domain's shortcut.
+Arguments are checked only for what makes a call malformed (unknown tool, missing required
+argument, a value of the wrong JSON type, an argument the schema forbids); a real
+server's reaction to odd but well-formed arguments is for the world model to simulate.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentworld_local.domains.base import Action, action_json
+from agentworld_local.domains.syntax import guess_scalar, load_json, split_words, strip_fence
+from agentworld_local.errors import ActionError, InputError
+
+TOOL_DEFINITION_HINT = (
+    'Each tool needs a "name" and an "inputSchema" (a JSON schema of type object), '
+    'e.g. {"name": "read_file", "description": "...", "inputSchema": {"type": "object", '
+    '"properties": {"path": {"type": "string"}}, "required": ["path"]}}.'
+)
+_JSON_TYPES = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.schema.get("properties") or {}
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.schema.get("required") or [])
+
+    @property
+    def primary(self) -> str | None:
+        """The parameter that free text fills (`bash ls -la`): the first required one, else the first."""
+        if self.required:
+            return self.required[0]
+        return next(iter(self.properties), None)
+
+    def definition(self) -> dict[str, Any]:
+        """MCP's shape: name, description, inputSchema."""
+        return {"name": self.name, "description": self.description, "inputSchema": self.schema}
+
+    def signature(self) -> str:
+        required = set(self.required)
+        names = [name if name in required else f"{name}?" for name in self.properties]
+        return f"{self.name}({', '.join(names)})"
+
+
+def normalize_tools(definitions: list[dict[str, Any]]) -> list[ToolSpec]:
+    """Accept MCP (`inputSchema`), Anthropic (`input_schema`) and OpenAI (`parameters`,
+    optionally wrapped in `{"type": "function", "function": ...}`) tool definitions."""
+    specs: list[ToolSpec] = []
+    for index, raw in enumerate(definitions, start=1):
+        item = raw.get("function", raw) if isinstance(raw, dict) and raw.get("type") == "function" else raw
+        if not isinstance(item, dict):
+            raise InputError(f"Tool definition {index} is not an object.", TOOL_DEFINITION_HINT)
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f'Tool definition {index} has no "name".', TOOL_DEFINITION_HINT)
+        schema = item.get("inputSchema", item.get("input_schema", item.get("parameters")))
+        schema = {"type": "object", "properties": {}} if schema is None else schema
+        if not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict):
+            raise InputError(f"Tool `{name}`: its input schema must be a JSON object schema.", TOOL_DEFINITION_HINT)
+        if any(name == spec.name for spec in specs):
+            raise InputError(f"Tool `{name}` is defined twice.", "Give every tool a distinct name.")
+        specs.append(ToolSpec(name.strip(), str(item.get("description", "")), schema))
+    return specs
+
+
+def tools_json(specs: list[ToolSpec]) -> str:
+    """A JSON array with one tool per line: readable, and far fewer tokens than indented JSON."""
+    lines = [json.dumps(spec.definition(), ensure_ascii=False) for spec in specs]
+    return "[\n" + ",\n".join(lines) + "\n]"
+
+
+def tool_call_text(payload: dict[str, Any]) -> str:
+    """How a call is written in `**Action:**`: a ```json fence, as in the benchmark's rows."""
+    return f"```json\n{action_json(payload)}\n```"
+
+
+def _check_type(value: Any, schema: dict[str, Any]) -> bool:
+    expected = schema.get("type")
+    kinds = expected if isinstance(expected, list) else [expected]
+    if expected is None or "null" in kinds and value is None:
+        return True
+    for kind in kinds:
+        python_type = _JSON_TYPES.get(kind)
+        # bool is an int in Python; JSON keeps them apart.
+        if python_type and isinstance(value, python_type) and not (kind in ("integer", "number") and isinstance(value, bool)):
+            return True
+    return not any(kind in _JSON_TYPES for kind in kinds)
+
+
+def convert_word(word: str, schema: dict[str, Any]) -> Any:
+    """A friendly-form value, read according to the parameter's JSON type."""
+    kind = schema.get("type")
+    if kind == "string":
+        return word
+    value = guess_scalar(word)
+    if kind == "array" and not isinstance(value, list):
+        return [value]
+    return value
+
+
+# A shortcut: the rest of the line -> (tool name, arguments).
+Shortcut = Callable[[str], tuple[str, dict[str, Any]]]
+
+
+class ToolCallDomain:
+    """Base of the swe, mcp and search domains; subclasses set the class attributes."""
+
+    name = ""
+    title = ""
+    state_lexer = "text"
+    default_tools: list[dict[str, Any]] = []
+    #: Friendly examples shown in errors, e.g. ["bash ls -la", "read_file path=src/app.py"].
+    friendly_examples: list[str] = []
+
+    def __init__(self, tools: list[dict[str, Any]] | None = None) -> None:
+        self.specs = normalize_tools(tools or self.default_tools)
+        self._by_name = {spec.name: spec for spec in self.specs}
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [spec.definition() for spec in self.specs]
+
+    def shortcuts(self) -> dict[str, Shortcut]:
+        return {}
+
+    def action_help(self) -> str:
+        first = self.specs[0]
+        example_args = {key: f"<{key}>" for key in first.required}
+        raw = json.dumps({"name": first.name, "arguments": example_args})
+        friendly = ", ".join(f"`{example}`" for example in self.friendly_examples)
+        return (
+            f"Accepted forms: a tool name with key=value arguments or with free text for its main "
+            f"argument ({friendly}), or a JSON tool call (`{raw}`). "
+            f"Tools: {', '.join(spec.signature() for spec in self.specs)}."
+        )
+
+    # -- parsing ------------------------------------------------------------------
+
+    def parse_action(self, text: str) -> Action:
+        stripped = text.strip()
+        if not stripped:
+            raise ActionError("The action is empty.", self.action_help())
+        body = strip_fence(stripped)
+        if body.startswith("{"):
+            name, arguments = self._from_json(load_json(body, self.action_help()))
+        elif body.startswith("["):
+            raise ActionError("Send one tool call per turn: a JSON object, not an array.", self.action_help())
+        else:
+            name, arguments = self._from_friendly(body)
+        payload = self.check_call(name, arguments)
+        return Action(text=stripped, payload=payload, prompt_text=tool_call_text(payload))
+
+    def _from_json(self, raw: Any) -> tuple[Any, Any]:
+        call = raw.get("function", raw) if isinstance(raw, dict) and isinstance(raw.get("function"), dict) else raw
+        if not isinstance(call, dict) or "name" not in call:
+            raise ActionError('A JSON tool call needs a "name" and an "arguments" object.', self.action_help())
+        arguments = call.get("arguments", call.get("parameters", {}))
+        if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+            arguments = load_json(arguments or "{}", self.action_help())
+        return call["name"], arguments
+
+    def _from_friendly(self, text: str) -> tuple[str, dict[str, Any]]:
+        word, *more = text.split(None, 1)
+        rest = more[0].strip() if more else ""
+        if word in self._by_name:
+            return word, self.friendly_arguments(self._by_name[word], rest)
+        shortcut = self.shortcuts().get(word.lower())
+        if shortcut is not None:
+            return shortcut(rest)
+        return word, {}  # check_call names the tools
+
+    def friendly_arguments(self, spec: ToolSpec, rest: str) -> dict[str, Any]:
+        """`key=value` words, or free text for the main parameter, or both (text first)."""
+        if not rest:
+            return {}
+        primary = spec.primary
+        try:
+            words = split_words(rest, self.action_help())
+        except ActionError:
+            if primary is None:
+                raise
+            words = [rest]  # an apostrophe in free text (`bash echo it's`): take the text as is
+        properties = spec.properties
+
+        def is_pair(word: str) -> bool:
+            key = word.partition("=")[0]
+            return "=" in word and (key in properties or (not properties and key.isidentifier()))
+
+        pairs = [word for word in words if is_pair(word)]
+        free = [word for word in words if not is_pair(word)]
+        arguments: dict[str, Any] = {}
+        if free:
+            trailing = words[len(free):]
+            if primary is None or (pairs and trailing != pairs) or (pairs and primary in [p.partition("=")[0] for p in pairs]):
+                arguments_hint = " ".join(f"{key}=..." for key in properties) or "key=value"
+                raise ActionError(
+                    f"Cannot read the arguments of `{spec.name}`; write them as `{spec.name} {arguments_hint}`.",
+                    self.action_help(),
+                )
+            if pairs:
+                value = " ".join(free)
+            else:
+                # Free text is kept verbatim (quotes matter in a shell command), unless it is
+                # one quoted string: `search "ramen in Osaka"`.
+                value = words[0] if len(words) == 1 and rest[0] in "\"'" and rest[-1] == rest[0] else rest
+            arguments[primary] = convert_word(value, properties.get(primary, {}))
+        for pair in pairs:
+            key, _, value = pair.partition("=")
+            arguments[key] = convert_word(value, properties.get(key, {}))
+        return arguments
+
+    def check_call(self, name: Any, arguments: Any) -> dict[str, Any]:
+        if not isinstance(name, str) or name not in self._by_name:
+            close = difflib.get_close_matches(str(name), list(self._by_name), n=1)
+            suggestion = f" Did you mean `{close[0]}`?" if close else ""
+            raise ActionError(
+                f"Unknown tool `{name}`.{suggestion} Available tools: {', '.join(self._by_name)}.",
+                self.action_help(),
+            )
+        spec = self._by_name[name]
+        if not isinstance(arguments, dict):
+            raise ActionError(f'The "arguments" of `{name}` must be a JSON object.', self.action_help())
+        missing = [key for key in spec.required if key not in arguments]
+        if missing:
+            raise ActionError(
+                f"Tool `{name}` needs the argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(f'`{key}`' for key in missing)}: {spec.signature()}.",
+                self.action_help(),
+            )
+        if spec.schema.get("additionalProperties") is False:
+            unknown = [key for key in arguments if key not in spec.properties]
+            if unknown:
+                raise ActionError(
+                    f"Tool `{name}` has no argument {', '.join(f'`{key}`' for key in unknown)}: {spec.signature()}.",
+                    self.action_help(),
+                )
+        for key, value in arguments.items():
+            schema = spec.properties.get(key)
+            if isinstance(schema, dict) and not _check_type(value, schema):
+                raise ActionError(
+                    f"Argument `{key}` of `{name}` must be of type {schema.get('type')}, not {json.dumps(value)}.",
+                    self.action_help(),
+                )
+            if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and value not in schema["enum"]:
+                raise ActionError(
+                    f"Argument `{key}` of `{name}` must be one of {', '.join(map(json.dumps, schema['enum']))}.",
+                    self.action_help(),
+                )
+        return {"name": name, "arguments": arguments}

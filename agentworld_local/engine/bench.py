@@ -1,0 +1,41 @@
+"""Re-simulating an AgentWorldBench row: a World whose history is the row's ground truth.
+
+The model then receives exactly the message list the official evaluation sends for the
+row (`bench_messages(row)`): the row's own system prompt, the earlier turns' prompts and
+real observations verbatim, and the row's current prompt verbatim.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+from agentworld_local.engine.base import Backend
+from agentworld_local.engine.world import SessionSettings, World, WorldEvent
+from agentworld_local.trajectory.agentworldbench import BenchDomain, BenchRow, prompt_action, row_header, row_turns
+
+
+def bench_world(row: BenchRow, backend: Backend, settings: SessionSettings | None = None) -> World:
+    """A World positioned just before the row's evaluated turn.
+
+    Sampling, thinking and seed come from `settings`; everything that shapes the prompt
+    comes from the row (the prompts are sent verbatim; task, state and controls are read
+    from the row's first prompt for the record).
+    """
+    header = row_header(row)
+    settings = replace(
+        settings or SessionSettings(),
+        system_prompt=row.system_str,
+        task=header.task,
+        initial_state=header.initial_state,
+        controls=header.controls,
+        tools=None,
+        world_description="",
+    )
+    return World(backend, BenchDomain(row), settings, history=row_turns(row, limit=row.history_pairs()))
+
+
+def resimulate(world: World, row: BenchRow, cancel: threading.Event | None = None) -> Iterator[WorldEvent]:
+    """Stream the model's prediction for the row's current turn (sent exactly as written)."""
+    return world.step(prompt_action(row.current), cancel, prompt=row.current)

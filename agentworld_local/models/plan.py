@@ -1,0 +1,153 @@
+"""Pick GPU layers and a context size that fit this machine, with a margin.
+
+Pure functions of a `MemoryEstimate` and `Hardware` facts, so the rules are tested with
+synthetic machines (no GPU here) and real numbers. The policy:
+- the context the user asked for is kept unless weights + caches cannot fit in GPU + RAM
+  at all; then it is halved until they do (never below MIN_CTX), and it never exceeds
+  the model's trained context;
+- as many layers as fit go to the GPU, counted the way llama.cpp counts `n_gpu_layers`
+  (the output layer first, then blocks from the last one down);
+- each memory pool keeps a margin free: other programs, driver/context overhead, and
+  the estimate's own error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agentworld_local.models.hardware import Hardware
+from agentworld_local.models.memory import MemoryEstimate, format_bytes
+
+MIN_CTX = 2048
+_CTX_STEP = 256
+_MIN_MARGIN = 512 * 1024 * 1024
+_MARGIN_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class OffloadPlan:
+    gpu_layers: int  # llama.cpp's n_gpu_layers; max_layers = everything
+    n_ctx: int
+    fits: bool
+    reason: str
+    margin: int  # bytes kept free in each pool
+    max_layers: int = 0
+    gpu_bytes: int = 0
+    cpu_bytes: int = 0
+    gpu_budget: int = 0
+    ram_budget: int = 0
+
+    @property
+    def layers_label(self) -> str:
+        return f"{self.gpu_layers}/{self.max_layers}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def margin_for(pool: int, scale: float = 1.0) -> int:
+    return int(max(_MIN_MARGIN, pool * _MARGIN_FRACTION) * scale)
+
+
+def _most_layers(estimate: MemoryEstimate, gpu_budget: int) -> int:
+    for layers in range(estimate.max_gpu_layers, 0, -1):
+        if estimate.gpu_bytes(layers) <= gpu_budget:
+            return layers
+    return 0
+
+
+def _fits(estimate: MemoryEstimate, layers: int, ram_budget: int, unified: bool) -> bool:
+    cpu = estimate.cpu_bytes(layers)
+    return (cpu + estimate.gpu_bytes(layers) if unified else cpu) <= ram_budget
+
+
+def plan_offload(
+    estimate: MemoryEstimate, hardware: Hardware, *, n_ctx_wanted: int, margin_scale: float = 1.0
+) -> OffloadPlan:
+    """GPU layers and context size for this model on this machine (see the module's policy)."""
+    cap = estimate.context_length or n_ctx_wanted
+    n_ctx = max(1, min(n_ctx_wanted, cap))
+    notes = []
+    if n_ctx < n_ctx_wanted:
+        notes.append(f"The model was trained for {cap:,} tokens, so the context is capped there.")
+    gpu_pool = hardware.gpu_free if hardware.gpus else 0
+    margin = margin_for(max(gpu_pool, hardware.ram_available), margin_scale)
+    ram_budget = max(hardware.ram_available - margin_for(hardware.ram_available, margin_scale), 0)
+    gpu_budget = max(gpu_pool - margin_for(gpu_pool, margin_scale), 0) if gpu_pool else 0
+    if hardware.unified:  # the GPU's memory is the system RAM: its part and the CPU's must fit there together
+        gpu_budget = min(gpu_budget, ram_budget)
+    start = n_ctx
+    while True:
+        sized = estimate.with_ctx(n_ctx)
+        layers = _most_layers(sized, gpu_budget) if gpu_budget else 0
+        fits = _fits(sized, layers, ram_budget, hardware.unified)
+        if fits or n_ctx <= MIN_CTX:
+            break
+        n_ctx = max(MIN_CTX, n_ctx // 2 // _CTX_STEP * _CTX_STEP)
+    if n_ctx < start:
+        notes.append(f"The context is reduced from {start:,} to {n_ctx:,} tokens to fit in memory.")
+    gpu_bytes, cpu_bytes = sized.gpu_bytes(layers), sized.cpu_bytes(layers)
+    total = sized.max_gpu_layers
+    devices = ", ".join(gpu.name for gpu in hardware.gpus)
+    if not hardware.gpus:
+        notes.append("No GPU this llama.cpp build can use: everything runs on the CPU.")
+    elif layers == total:
+        notes.append(f"All {total} layers fit on {devices} ({format_bytes(gpu_bytes)} of "
+                     f"{format_bytes(gpu_budget)} usable).")
+    elif layers:
+        notes.append(f"{layers} of {total} layers fit on {devices} ({format_bytes(gpu_bytes)} of "
+                     f"{format_bytes(gpu_budget)} usable); the rest run on the CPU. A smaller --ctx or "
+                     "quantization would offload more.")
+    else:
+        notes.append(f"Not even one layer fits in the {format_bytes(gpu_budget)} usable on {devices}: "
+                     "everything runs on the CPU.")
+    if not fits:
+        notes.append(f"It does not fit: {format_bytes(cpu_bytes)} of RAM needed, {format_bytes(ram_budget)} "
+                     "usable; llama.cpp would page weights from disk (very slow). Use a smaller quantization.")
+    return OffloadPlan(
+        gpu_layers=layers,
+        n_ctx=n_ctx,
+        fits=fits,
+        reason=" ".join(notes),
+        margin=margin,
+        max_layers=total,
+        gpu_bytes=gpu_bytes,
+        cpu_bytes=cpu_bytes,
+        gpu_budget=gpu_budget,
+        ram_budget=ram_budget,
+    )
+
+
+def smaller_plan(
+    estimate: MemoryEstimate, hardware: Hardware, *, failed_layers: int, failed_ctx: int
+) -> OffloadPlan | None:
+    """The plan to retry with after a load ran out of memory: strictly smaller, or None.
+
+    A fresh plan with twice the margin (the estimate was evidently short), never more
+    layers or context than the attempt that failed; when that changes nothing, halve
+    the GPU layers, or the context when nothing is on the GPU.
+    """
+    failed_layers = estimate.max_gpu_layers if failed_layers < 0 else min(failed_layers, estimate.max_gpu_layers)
+    fresh = plan_offload(estimate, hardware, n_ctx_wanted=failed_ctx, margin_scale=2.0)
+    layers, n_ctx = min(fresh.gpu_layers, failed_layers), min(fresh.n_ctx, failed_ctx)
+    if (layers, n_ctx) == (failed_layers, failed_ctx):
+        if failed_layers > 0:
+            layers = failed_layers // 2
+        elif failed_ctx > MIN_CTX:
+            n_ctx = max(MIN_CTX, failed_ctx // 2 // _CTX_STEP * _CTX_STEP)
+        else:
+            return None
+    sized = estimate.with_ctx(n_ctx)
+    return OffloadPlan(
+        gpu_layers=layers,
+        n_ctx=n_ctx,
+        fits=_fits(sized, layers, fresh.ram_budget, hardware.unified),
+        reason=f"retrying with {layers} GPU layers and a {n_ctx:,}-token context",
+        margin=fresh.margin,
+        max_layers=estimate.max_gpu_layers,
+        gpu_bytes=sized.gpu_bytes(layers),
+        cpu_bytes=sized.cpu_bytes(layers),
+        gpu_budget=fresh.gpu_budget,
+        ram_budget=fresh.ram_budget,
+    )

@@ -1,0 +1,185 @@
+"""The scenario format (TOML, `version = 1`): a starting world for one domain.
+
+Validation names the file and the field, and says what to write instead. The format is
+documented in docs/scenarios.md; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
+from agentworld_local.errors import InputError
+
+SCENARIO_VERSION = 1
+EXAMPLE_HINT = "See `awl scenarios show python-web-app` for a complete example."
+
+REQUIRED = ("version", "name", "domain", "title", "task", "initial_state")
+OPTIONAL = ("tools", "controls", "world", "description")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+SettingsT = TypeVar("SettingsT")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. `source` is "bundled", "user" (the user's scenarios dir) or "file"."""
+
+    name: str
+    domain: str
+    title: str
+    task: str
+    initial_state: str
+    tools: list[dict[str, Any]] | None = None
+    controls: list[str] = field(default_factory=list)
+    world: str = ""
+    description: str = ""
+    path: Path | None = None
+    source: str = "file"
+    version: int = SCENARIO_VERSION
+
+    def ref(self) -> dict[str, Any]:
+        """What a trajectory header records about the scenario."""
+        ref: dict[str, Any] = {"name": self.name, "title": self.title}
+        if self.source == "file" and self.path is not None:
+            ref["path"] = str(self.path)
+        return ref
+
+    def apply(self, settings: SettingsT) -> SettingsT:
+        """Session settings (engine.world.SessionSettings) with this scenario's world in them."""
+        return replace(  # type: ignore[type-var]
+            settings,
+            task=self.task,
+            initial_state=self.initial_state,
+            controls=list(self.controls),
+            tools=self.tools,
+            world_description=self.world,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": self.version, "name": self.name, "domain": self.domain, "title": self.title,
+            "description": self.description, "task": self.task, "initial_state": self.initial_state,
+            "controls": list(self.controls), "world": self.world, "tools": self.tools,
+        }
+        out["source"] = self.source
+        out["path"] = str(self.path) if self.path else None
+        return out
+
+
+def _error(source: str, what: str, hint: str = EXAMPLE_HINT) -> InputError:
+    return InputError(f"Scenario {source}: {what}.", hint)
+
+
+def _text(data: dict[str, Any], key: str, source: str, *, required: bool) -> str:
+    if key not in data:
+        if required:
+            raise _error(source, f"field `{key}` is missing", f"Add `{key} = \"...\"`. {EXAMPLE_HINT}")
+        return ""
+    value = data[key]
+    if not isinstance(value, str):
+        raise _error(source, f"field `{key}` should be a string, not {_kind(value)}")
+    if required and not value.strip():
+        raise _error(source, f"field `{key}` is empty", f"Give `{key}` some text. {EXAMPLE_HINT}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a table", str: "a string"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_version(data: dict[str, Any], source: str) -> int:
+    if "version" not in data:
+        raise _error(source, "field `version` is missing", f"Add `version = {SCENARIO_VERSION}` as the first line.")
+    version = data["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _error(source, f"field `version` should be a whole number such as {SCENARIO_VERSION}, not {version!r}")
+    if version > SCENARIO_VERSION:
+        raise _error(
+            source,
+            f"field `version` is {version}, but this awl reads scenario format v{SCENARIO_VERSION}",
+            "Upgrade with `pip install -U agentworld-local`, or rewrite the file for v1 (docs/scenarios.md).",
+        )
+    return version
+
+
+def _controls(data: dict[str, Any], source: str) -> list[str]:
+    value = data.get("controls", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise _error(
+            source, "field `controls` should be a list of non-empty strings",
+            'Write e.g. `controls = ["The next tool call fails with a rate limit."]`.',
+        )
+    return [item.strip() for item in value]
+
+
+def _tools(data: dict[str, Any], source: str) -> list[dict[str, Any]] | None:
+    if "tools" not in data:
+        return None
+    value = data["tools"]
+    hint = 'Write `[[tools]]` tables with `name`, `description` and `input_schema`, or a JSON array in a string.'
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise _error(source, f"field `tools` is a string but not JSON ({error.msg} at line {error.lineno})", hint) from None
+    if not isinstance(value, list):
+        raise _error(source, f"field `tools` should be a list of tool tables, not {_kind(value)}", hint)
+    for index, tool in enumerate(value, start=1):
+        if not isinstance(tool, dict):
+            raise _error(source, f"tools[{index}] should be a table, not {_kind(tool)}", hint)
+        named = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        if not isinstance(named.get("name"), str) or not named["name"].strip():
+            raise _error(source, f"tools[{index}]: field `name` is missing", hint)
+        for key in ("input_schema", "inputSchema", "parameters"):
+            if key in named and not isinstance(named[key], dict):
+                raise _error(source, f"tools[{index}] ({named['name']}): field `{key}` should be a table (a JSON schema)", hint)
+    return value
+
+
+def scenario_from_dict(data: dict[str, Any], *, source: str, path: Path | None = None, origin: str = "file") -> Scenario:
+    """Validate one parsed scenario file. `source` names it in errors (usually its path)."""
+    version = _check_version(data, source)
+    unknown = [key for key in data if key not in REQUIRED + OPTIONAL]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], REQUIRED + OPTIONAL, n=1)
+        hint = f"Did you mean `{close[0]}`?" if close else f"Known fields: {', '.join(REQUIRED + OPTIONAL)}."
+        raise _error(source, f"unknown field `{unknown[0]}`", hint)
+    name = _text(data, "name", source, required=True)
+    if not _NAME.match(name):
+        raise _error(source, f"field `name` is `{name}`; use lowercase letters, digits and dashes", 'E.g. `name = "my-shop"`.')
+    domain = _text(data, "domain", source, required=True)
+    if domain not in domain_names():
+        close = difflib.get_close_matches(domain, domain_names(), n=1)
+        suggestion = f"Did you mean `{close[0]}`? " if close else ""
+        raise _error(source, f"field `domain` names an unknown domain `{domain}`",
+                     f"{suggestion}Available: {', '.join(domain_names())}.")
+    tools = _tools(data, source)
+    if tools:
+        if domain not in TOOL_DOMAINS:
+            raise _error(source, f"field `tools` is given, but the {domain} domain takes no tool definitions",
+                         f"Tools belong to the {', '.join(TOOL_DOMAINS)} domains; remove `tools` or change `domain`.")
+        try:
+            get_domain(domain, tools=tools)  # the domain's own checks (duplicate names, schemas)
+        except InputError as error:
+            raise _error(source, f"field `tools`: {error.message.rstrip('.')}", error.hint or EXAMPLE_HINT) from None
+    return Scenario(
+        name=name,
+        domain=domain,
+        title=_text(data, "title", source, required=True).strip(),
+        task=_text(data, "task", source, required=True).strip(),
+        initial_state=_text(data, "initial_state", source, required=True),
+        tools=tools,
+        controls=_controls(data, source),
+        world=_text(data, "world", source, required=False).strip(),
+        description=_text(data, "description", source, required=False).strip(),
+        path=path,
+        source=origin,
+        version=version,
+    )

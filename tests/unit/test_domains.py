@@ -1,0 +1,462 @@
+"""Every registered domain keeps the world-model contract; then each domain's own forms.
+
+The contract table below must name every registered domain: a new domain fails here until
+it has a friendly and a raw example of the same action, an invalid action, and the words
+its system prompt must use for its action format and state.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+from pygments.lexers import get_lexer_by_name
+
+from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
+from agentworld_local.engine.world import World
+from agentworld_local.errors import ActionError, InputError
+
+# domain: (friendly form, raw form of the same action, an invalid action, words the prompt must use)
+CONTRACT = {
+    "terminal": ("ls -la", '[{"keystrokes": "ls -la\\n", "duration": 1.0}]', '[{"keys": "ls"}]', ["keystrokes", "screen"]),
+    "swe": (
+        "bash ls -la",
+        '{"name": "bash", "arguments": {"command": "ls -la"}}',
+        "bsh ls -la",
+        ["tool call", '"name": "bash"', '"name": "str_replace"', '"name": "run_tests"', "file system"],
+    ),
+    "mcp": (
+        "read_file path=README.md",
+        '{"name": "read_file", "arguments": {"path": "README.md"}}',
+        "get_weather city=Paris",
+        ["Model Context Protocol", "tool call", '"inputSchema"', "isError"],
+    ),
+    "search": (
+        'search "best ramen in Osaka"',
+        '{"name": "web_search", "arguments": {"query": "best ramen in Osaka"}}',
+        "memory fly",
+        ['"name": "web_search"', '"name": "web_extractor"', '"name": "dict_memory"', "search result list"],
+    ),
+    "web": ("click 12", "click('12')", "clik 12", ["BrowserGym", "accessibility tree", "bid"]),
+    "os": ("click 200 300", "pyautogui.click(200, 300)", "pyautogui.click(200,", ["pyautogui", "accessibility tree", "Python"]),
+    "android": (
+        "tap 540 1200",
+        '{"action_type": "click", "x": 540, "y": 1200}',
+        "fly away",
+        ["action_type", "UI hierarchy", "XML"],
+    ),
+}
+NEW_DOMAINS = [name for name in domain_names() if name != "terminal"]
+
+
+def test_the_contract_table_covers_every_registered_domain():
+    assert sorted(CONTRACT) == domain_names()
+    assert {"terminal", "swe", "mcp", "search", "web", "os", "android"} <= set(domain_names())
+
+
+@pytest.fixture(params=domain_names())
+def domain(request):
+    return get_domain(request.param)
+
+
+def test_system_prompt_names_the_output_tags_the_action_format_and_the_state(domain):
+    prompt = domain.system_prompt()
+    assert "<predicted_observation>" in prompt and "</predicted_observation>" in prompt
+    for word in CONTRACT[domain.name][3]:
+        assert word in prompt, f"the {domain.name} prompt never mentions {word!r}"
+
+
+@pytest.mark.parametrize("name", NEW_DOMAINS)
+def test_new_prompts_follow_the_official_structure_in_order(name):
+    prompt = get_domain(name).system_prompt()
+    headings = ["# Role and Objective", "**Historical Context**", "**Task Instruction**", "**Current State**",
+                "**Action**", "## Core Responsibilities", "## State Modeling Rules", "## Action Modeling Rules",
+                "## Output Requirements"]
+    positions = [prompt.index(heading) for heading in headings]
+    assert positions == sorted(positions)
+
+
+def test_initial_state_is_not_empty_and_the_view_can_highlight_it(domain):
+    assert domain.initial_state().strip()
+    assert get_lexer_by_name(domain.state_lexer)  # the TUI renders the state with this lexer
+    assert domain.title
+
+
+def test_friendly_and_raw_forms_give_the_same_action(domain):
+    friendly, raw, _, _ = CONTRACT[domain.name]
+    a, b = domain.parse_action(friendly), domain.parse_action(raw)
+    assert a.payload == b.payload
+    assert a.prompt_text == b.prompt_text
+    assert a.text == friendly and b.text == raw
+
+
+def test_the_prompt_text_reads_back_as_the_same_action(domain):
+    """What the model sees can be pasted back (e.g. from a benchmark row) and means the same."""
+    for text in CONTRACT[domain.name][:2]:
+        action = domain.parse_action(text)
+        assert domain.parse_action(action.prompt_text).payload == action.payload
+
+
+def test_the_prompt_text_is_what_the_action_section_carries(domain):
+    action = domain.parse_action(CONTRACT[domain.name][0])
+    world = World(None, domain)  # turn prompts need no backend
+    prompt = world.turn_prompt(action)
+    assert prompt.endswith(f"**Action:**\n{action.prompt_text}")
+    assert f"**Current State:**\n{domain.initial_state().strip(chr(10))}" in prompt
+
+
+def test_an_invalid_action_is_one_line_that_shows_the_accepted_forms(domain):
+    with pytest.raises(ActionError) as caught:
+        domain.parse_action(CONTRACT[domain.name][2])
+    line = caught.value.one_line()
+    assert "Accepted forms" in line and "\n" not in line
+    assert line == domain.action_help() or domain.action_help() in line
+
+
+def test_an_empty_action_is_refused(domain):
+    with pytest.raises(ActionError, match="empty"):
+        domain.parse_action("  \n ")
+
+
+def test_tool_domains_list_their_tools_in_the_prompt(domain):
+    tools = domain.tools()
+    assert bool(tools) == (domain.name in TOOL_DOMAINS)
+    for tool in tools:
+        assert f'"name": "{tool["name"]}"' in domain.system_prompt()
+
+
+# -- swe ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def swe():
+    return get_domain("swe")
+
+
+@pytest.mark.parametrize(
+    "text, payload",
+    [
+        ("bash ls -la", {"name": "bash", "arguments": {"command": "ls -la"}}),
+        # Free text stays verbatim: quotes and `=` belong to the shell command.
+        ('bash grep -rn "def total" invoices', {"name": "bash", "arguments": {"command": 'grep -rn "def total" invoices'}}),
+        ("bash echo it's done", {"name": "bash", "arguments": {"command": "echo it's done"}}),
+        ("bash FOO=1 make", {"name": "bash", "arguments": {"command": "FOO=1 make"}}),
+        ("read_file path=src/app.py", {"name": "read_file", "arguments": {"path": "src/app.py"}}),
+        ("read_file src/app.py start_line=10 end_line=20",
+         {"name": "read_file", "arguments": {"path": "src/app.py", "start_line": 10, "end_line": 20}}),
+        ('str_replace path=a.py old_str="x = 1" new_str="x = 2"',
+         {"name": "str_replace", "arguments": {"path": "a.py", "old_str": "x = 1", "new_str": "x = 2"}}),
+        ("run_tests", {"name": "run_tests", "arguments": {}}),
+        ("run_tests tests/test_api.py::test_create", {"name": "run_tests", "arguments": {"target": "tests/test_api.py::test_create"}}),
+        ('```json\n{"name": "search", "arguments": {"pattern": "TODO"}}\n```', {"name": "search", "arguments": {"pattern": "TODO"}}),
+        # OpenAI's function-call shape, arguments as a JSON string.
+        ('{"function": {"name": "bash", "arguments": "{\\"command\\": \\"pwd\\"}"}}', {"name": "bash", "arguments": {"command": "pwd"}}),
+    ],
+)
+def test_swe_forms(swe, text, payload):
+    action = swe.parse_action(text)
+    assert action.payload == payload
+    assert action.prompt_text == f"```json\n{json.dumps(payload, ensure_ascii=False)}\n```"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("bsh ls", "Unknown tool `bsh`. Did you mean `bash`? Available tools: bash, read_file, write_file, str_replace, search, run_tests."),
+        ("read_file", "needs the argument `path`: read_file(path, start_line?, end_line?)"),
+        ("write_file path=a.txt", "needs the argument `content`"),
+        ("read_file path=a.py start_line=ten", "`start_line` of `read_file` must be of type integer"),
+        ('{"name": "bash", "arguments": ["ls"]}', 'must be a JSON object'),
+        ('[{"name": "bash"}]', "one tool call per turn"),
+        ('{"name": "bash", "arguments": {', "Invalid JSON action"),
+        ("read_file a.py path=b.py", "write them as `read_file path=... start_line=... end_line=...`"),
+    ],
+)
+def test_swe_errors(swe, text, fragment):
+    with pytest.raises(ActionError) as caught:
+        swe.parse_action(text)
+    assert fragment in caught.value.message
+
+
+# -- mcp ------------------------------------------------------------------------------
+
+CRM_TOOLS = [
+    {
+        "name": "find_customer",
+        "description": "Look customers up by name.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "limit": {"type": "integer"}, "active_only": {"type": "boolean"}},
+            "required": ["name"],
+        },
+    },
+    # OpenAI shape, with a schema that forbids extra arguments.
+    {"type": "function", "function": {"name": "create_ticket", "parameters": {
+        "type": "object", "properties": {"title": {"type": "string"}, "priority": {"type": "number"}, "tags": {"type": "array"}},
+        "required": ["title"], "additionalProperties": False}}},
+    {"name": "ping"},
+]
+
+
+def test_mcp_default_server_state_is_json_naming_its_tools():
+    mcp = get_domain("mcp")
+    state = json.loads(mcp.initial_state())
+    assert state["tools"] == [tool["name"] for tool in mcp.tools()]
+    assert "read_file" in state["tools"]
+
+
+def test_mcp_session_tools_replace_the_default_server():
+    mcp = get_domain("mcp", tools=CRM_TOOLS)
+    assert [tool["name"] for tool in mcp.tools()] == ["find_customer", "create_ticket", "ping"]
+    assert '"name": "create_ticket"' in mcp.system_prompt() and '"name": "read_file"' not in mcp.system_prompt()
+    assert json.loads(mcp.initial_state())["tools"] == ["find_customer", "create_ticket", "ping"]
+    action = mcp.parse_action('find_customer name="Ada Lovelace" limit=5 active_only=true')
+    assert action.payload == {"name": "find_customer", "arguments": {"name": "Ada Lovelace", "limit": 5, "active_only": True}}
+    ticket = mcp.parse_action('create_ticket title="Login broken" priority=2.5 tags=urgent')
+    assert ticket.payload["arguments"] == {"title": "Login broken", "priority": 2.5, "tags": ["urgent"]}
+    assert mcp.parse_action("ping").payload == {"name": "ping", "arguments": {}}
+    # A string-typed parameter keeps digits as text.
+    assert mcp.parse_action("find_customer name=007").payload["arguments"] == {"name": "007"}
+    with pytest.raises(ActionError) as caught:
+        mcp.parse_action("read_file path=README.md")
+    assert "Available tools: find_customer, create_ticket, ping." in caught.value.message
+    with pytest.raises(ActionError, match="has no argument `owner`"):
+        mcp.parse_action('{"name": "create_ticket", "arguments": {"title": "x", "owner": "me"}}')
+
+
+def test_mcp_untyped_schemas_guess_numbers_and_booleans():
+    mcp = get_domain("mcp", tools=[{"name": "set", "inputSchema": {"type": "object", "properties": {}}}])
+    action = mcp.parse_action('set retries=3 ratio=0.5 dry_run=false label="two words" nothing=null')
+    assert action.payload["arguments"] == {"retries": 3, "ratio": 0.5, "dry_run": False, "label": "two words", "nothing": None}
+
+
+@pytest.mark.parametrize(
+    "tools, fragment",
+    [
+        ([{"description": "no name"}], 'Tool definition 1 has no "name"'),
+        ([{"name": "a", "inputSchema": "object"}], "Tool `a`: its input schema must be a JSON object schema"),
+        ([{"name": "a"}, {"name": "a"}], "Tool `a` is defined twice"),
+        (["read_file"], "Tool definition 1 is not an object"),
+    ],
+)
+def test_malformed_tool_definitions_are_input_errors(tools, fragment):
+    with pytest.raises(InputError) as caught:
+        get_domain("mcp", tools=tools)
+    assert fragment in caught.value.message
+
+
+def test_tools_for_a_domain_without_tools_and_unknown_state_formats_are_refused():
+    with pytest.raises(InputError, match="The web domain takes no tool definitions"):
+        get_domain("web", tools=CRM_TOOLS)
+    with pytest.raises(InputError) as caught:
+        get_domain("web", state_format="pdf")
+    assert "axtree, html" in caught.value.one_line()
+    with pytest.raises(InputError, match="no state format `html`"):
+        get_domain("terminal", state_format="html")
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, name, arguments",
+    [
+        ('search "best ramen in Osaka"', "web_search", {"query": "best ramen in Osaka"}),
+        ("search ramen near Namba", "web_search", {"query": "ramen near Namba"}),
+        ("open https://tabelog.com/en/osaka/", "web_extractor",
+         {"url": "https://tabelog.com/en/osaka/", "goal": "Extract the main content of the page."}),
+        ('visit kinryu.example.jp "opening hours"', "web_extractor", {"url": "https://kinryu.example.jp", "goal": "opening hours"}),
+        ("memory set city Osaka, Japan", "dict_memory", {"action": "set", "key": "city", "value": "Osaka, Japan"}),
+        ("memory get city", "dict_memory", {"action": "get", "key": "city"}),
+        ("memory list", "dict_memory", {"action": "list"}),
+        ('web_search query="ramen" num_results=3', "web_search", {"query": "ramen", "num_results": 3}),
+    ],
+)
+def test_search_forms(text, name, arguments):
+    assert get_domain("search").parse_action(text).payload == {"name": name, "arguments": arguments}
+
+
+def test_search_errors_and_state():
+    search = get_domain("search")
+    with pytest.raises(ActionError, match="must be one of"):
+        search.parse_action('{"name": "dict_memory", "arguments": {"action": "forget"}}')
+    with pytest.raises(ActionError, match="needs a query"):
+        search.parse_action("search")
+    state = search.initial_state()
+    assert state.count("](https://") >= 3  # a Markdown result list
+
+
+# -- web ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, canonical",
+    [
+        ("click 12", "click('12')"),
+        ("click [12]", "click('12')"),
+        ("click(12)", "click('12')"),
+        ("click('12', button='right')", "click('12', button='right')"),
+        ('fill 5 "hello world"', "fill('5', 'hello world')"),
+        ("fill 5 hello world", "fill('5', 'hello world')"),
+        ('type 5 "hi"', "fill('5', 'hi')"),
+        ('type "it\'s me"', 'keyboard_type("it\'s me")'),
+        ("goto example.com", "goto('https://example.com')"),
+        ("scroll down", "scroll(0, 500)"),
+        ("scroll up 200", "scroll(0, -200)"),
+        ("scroll 0 300", "scroll(0, 300)"),
+        ("press Enter", "keyboard_press('Enter')"),
+        ("press 7 Control+a", "press('7', 'Control+a')"),
+        ("select 9 Blue", "select_option('9', 'Blue')"),
+        ("select_option('9', ['Blue', 'Red'])", "select_option('9', ['Blue', 'Red'])"),
+        ("hover 3", "hover('3')"),
+        ("back", "go_back()"),
+        ("forward", "go_forward()"),
+        ("noop()", "noop()"),
+        ('send "The total is $42."', "send_msg_to_user('The total is $42.')"),
+        ("tab_focus 1", "tab_focus(1)"),
+    ],
+)
+def test_web_forms_become_canonical_browsergym_calls(text, canonical):
+    assert get_domain("web").parse_action(text).prompt_text == canonical
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("clik 12", "Unknown web action `clik`. Did you mean `click`?"),
+        ("click", "`click` needs `bid`"),
+        ("fill 5", "`fill` needs `value`"),
+        ("scroll(0, 300, 5)", "`scroll` takes 2 argument(s), got 3"),
+        ("click(bid)", "Argument `bid` is not a literal value"),
+        ("click('1', colour='red')", "`click` has no argument `colour`"),
+        ("scroll('a', 'b')", "`scroll`: `delta_x` cannot be 'a'"),
+        ("open_window(1)", "Unknown web action `open_window`"),
+        ("click('12'", "Invalid call syntax"),
+    ],
+)
+def test_web_errors(text, fragment):
+    with pytest.raises(ActionError) as caught:
+        get_domain("web").parse_action(text)
+    assert fragment in caught.value.message
+
+
+def test_web_raw_actions_are_parsed_never_evaluated(tmp_path):
+    target = tmp_path / "pwned"
+    for text in (f"__import__('os').system('touch {target}')", f"click(open('{target}', 'w'))",
+                 f"fill('1', __import__('pathlib').Path('{target}').touch())"):
+        with pytest.raises(ActionError):
+            get_domain("web").parse_action(text)
+    assert not target.exists()
+
+
+def test_web_html_state_format():
+    web = get_domain("web", state_format="html")
+    assert web.state_lexer == "html" and web.initial_state().lstrip().startswith("<!--")
+    assert 'bid="43"' in web.initial_state() and "HTML" in web.system_prompt()
+    axtree = get_domain("web")
+    assert "[43] button 'Add to cart'" in axtree.initial_state() and "accessibility tree" in axtree.system_prompt()
+
+
+# -- os -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("click 200 300", "pyautogui.click(200, 300)"),
+        ("double_click 10 20", "pyautogui.doubleClick(10, 20)"),
+        ("right_click 10 20", "pyautogui.rightClick(10, 20)"),
+        ("move 5 6", "pyautogui.moveTo(5, 6)"),
+        ('type "hello world"', 'pyautogui.typewrite("hello world")'),
+        ("hotkey ctrl c", 'pyautogui.hotkey("ctrl", "c")'),
+        ("press Enter", 'pyautogui.press("enter")'),
+        ("scroll down", "pyautogui.scroll(-5)"),
+        ("scroll -3", "pyautogui.scroll(-3)"),
+        ("wait", "WAIT"),
+        ("DONE", "DONE"),
+        ("    import pyautogui\n    pyautogui.click(1, 2)\n", "import pyautogui\npyautogui.click(1, 2)"),
+        ("type(x)", "type(x)"),  # Python, not the `type` shortcut
+    ],
+)
+def test_os_forms(text, code):
+    action = get_domain("os").parse_action(text)
+    assert action.payload == {"code": code} and action.prompt_text == code
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("pyautogui.click(200,", "Python syntax error on line 1"),
+        ("import pyautogui\nfor i in range(3)\n    pyautogui.press('tab')", "Python syntax error on line 2: expected ':' (`for i in range(3)`)"),
+        ("click 200", "`click` takes a screen position: `click X Y`"),
+        ("click x y", "A screen coordinate must be a whole number, not `x`"),
+        ("# just a comment", "no statement to run"),
+        ('type "unclosed', "No closing quotation"),
+    ],
+)
+def test_os_errors(text, fragment):
+    with pytest.raises(ActionError) as caught:
+        get_domain("os").parse_action(text)
+    assert fragment in caught.value.message
+
+
+def test_os_code_is_never_executed(tmp_path):
+    target = tmp_path / "pwned"
+    action = get_domain("os").parse_action(f"import pathlib\npathlib.Path({str(target)!r}).write_text('x')")
+    assert "write_text" in action.prompt_text and not target.exists()
+
+
+# -- android --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, payload",
+    [
+        ("tap 540 1200", {"action_type": "click", "x": 540, "y": 1200}),
+        ("tap 5", {"action_type": "click", "index": 5}),
+        ("long_press 100 200", {"action_type": "long_press", "x": 100, "y": 200}),
+        ('type "hi there"', {"action_type": "input_text", "text": "hi there"}),
+        ('type 3 "hi"', {"action_type": "input_text", "text": "hi", "index": 3}),
+        ("swipe up", {"action_type": "swipe", "direction": "up"}),
+        ("scroll down", {"action_type": "scroll", "direction": "down"}),
+        ("back", {"action_type": "navigate_back"}),
+        ("home", {"action_type": "navigate_home"}),
+        ("enter", {"action_type": "keyboard_enter"}),
+        ("open Google Maps", {"action_type": "open_app", "app_name": "Google Maps"}),
+        ("wait", {"action_type": "wait"}),
+        ("done", {"action_type": "status", "goal_status": "complete"}),
+        ('{"action_type": "type", "text": "hi", "index": 2}', {"action_type": "input_text", "text": "hi", "index": 2}),
+    ],
+)
+def test_android_forms(text, payload):
+    action = get_domain("android").parse_action(text)
+    assert action.payload == payload
+    assert json.loads(action.prompt_text) == payload and list(json.loads(action.prompt_text))[0] == "action_type"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ('{"action_type": "clik", "x": 1, "y": 2}', "Unknown action_type `clik`. Did you mean `click`?"),
+        ('{"action_type": "click", "x": 1}', "give both `x` and `y`"),
+        ('{"action_type": "click"}', "needs a target"),
+        ('{"action_type": "click", "index": 1, "x": 1, "y": 2}', "either an element `index` or `x` and `y`"),
+        ('{"action_type": "click", "x": -5, "y": 2}', "`x` must be a whole number >= 0"),
+        ('{"action_type": "open_app"}', "`open_app` needs `app_name`"),
+        ('{"action_type": "navigate_home", "app_name": "x"}', "does not take `app_name`"),
+        ("swipe sideways", "`direction` must be one of up, down, left, right"),
+        ("tap 1 2 3", "`tap` takes `X Y` or an element index"),
+        ('{"x": 1}', 'needs an "action_type"'),
+    ],
+)
+def test_android_errors(text, fragment):
+    with pytest.raises(ActionError) as caught:
+        get_domain("android").parse_action(text)
+    assert fragment in caught.value.message
+
+
+def test_android_state_is_a_ui_hierarchy_dump():
+    root = ElementTree.fromstring(get_domain("android").initial_state().encode())
+    assert root.tag == "hierarchy"
+    assert any(node.get("text") == "Battery" and node.get("clickable") == "true" for node in root.iter("node"))

@@ -1,0 +1,341 @@
+"""GGUF inspection, the memory estimate and the offload plan.
+
+The estimate is checked against what llama.cpp really allocates for the tiny fixtures
+(its `llama_kv_cache: size`, model and compute buffer log lines, and the measured
+recurrent state); the plan's rules are checked on synthetic machines (no GPU here) with
+the real model's numbers from DESIGN.md section 1.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import gguf
+import llama_cpp
+import numpy as np
+import pytest
+
+from agentworld_local.engine import llama as engine
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.errors import ModelError
+from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
+from agentworld_local.models.hardware import GpuInfo, Hardware, parse_nvidia_smi, rebuild_advice
+from agentworld_local.models.inspect import GgufSummary, LayerInfo, RecurrentShape, _FastReader, inspect_gguf
+from agentworld_local.models.memory import estimate_memory
+from agentworld_local.models.plan import MIN_CTX, plan_offload, smaller_plan
+
+GiB = 1024**3
+MiB = 1024**2
+
+
+@pytest.fixture(scope="module")
+def mtp_gguf(tmp_path_factory) -> Path:
+    """The qwen35moe fixture with the extra MTP ("nextn") block, as community GGUFs have."""
+    return write_qwen35moe_fixture(tmp_path_factory.mktemp("mtp") / "tiny-qwen35moe-mtp.gguf", mtp=True)
+
+
+# -- inspection ---------------------------------------------------------------------------------
+
+
+def test_inspect_reads_the_hybrid_fixture_with_its_mtp_layer(mtp_gguf, qwen_gguf):
+    summary = inspect_gguf(mtp_gguf)
+    assert summary.architecture == "qwen35moe"
+    assert (summary.block_count, summary.nextn_layers, summary.n_layers) == (9, 1, 8)
+    # 2 x (3 Gated DeltaNet + 1 full attention), then the MTP block
+    assert [layer.kind for layer in summary.layers] == ["recurrent"] * 3 + ["attention"] + ["recurrent"] * 3 + [
+        "attention", "mtp"]
+    assert (summary.expert_count, summary.expert_used_count, summary.expert_shared_count) == (8, 2, 1)
+    assert summary.context_length == 65536
+    assert (summary.head_count, summary.key_length, summary.layers[3].kv_heads) == (4, 32, 2)
+    assert summary.quantization == "F16" and summary.chat_template
+    assert summary.file_size == mtp_gguf.stat().st_size
+    stock = gguf.GGUFReader(mtp_gguf)
+    assert summary.n_params == sum(int(t.n_elements) for t in stock.tensors)
+    assert summary.tensor_bytes == sum(int(t.n_bytes) for t in stock.tensors)
+    assert summary.vocab_size == len(stock.fields["tokenizer.ggml.tokens"].data)
+
+    plain = inspect_gguf(qwen_gguf)
+    assert (plain.block_count, plain.nextn_layers) == (8, 0)
+    assert plain.layers == summary.layers[:8]  # the same trunk, layer by layer
+
+
+def test_fast_reader_reads_the_same_metadata_as_the_stock_reader(mtp_gguf):
+    stock, fast = gguf.GGUFReader(mtp_gguf), _FastReader(mtp_gguf)
+    assert list(stock.fields) == list(fast.fields)
+    for key, field in stock.fields.items():
+        mine = fast.fields[key]
+        if field.types[0] == gguf.GGUFValueType.ARRAY and field.types[-1] == gguf.GGUFValueType.STRING:
+            assert int(mine.parts[4][0]) == len(field.data), key  # string arrays: the count is kept
+        else:
+            assert mine.contents() == field.contents(), key
+    assert [(t.name, t.n_bytes, t.data_offset) for t in stock.tensors] == [
+        (t.name, t.n_bytes, t.data_offset) for t in fast.tensors]
+
+
+def test_a_large_vocabulary_is_read_quickly(tmp_path):
+    # The real model has about 248k tokens; the stock reader took ~30 s on such a file here.
+    path = tmp_path / "big-vocab.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_token_list([f"t{i}" for i in range(250_000)])
+    writer.add_token_types([1] * 250_000)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    import time
+
+    started = time.perf_counter()
+    summary = inspect_gguf(path)
+    assert time.perf_counter() - started < 5
+    assert summary.vocab_size == 250_000
+
+
+@pytest.mark.parametrize("keep", [10, 200, 5000, 0.5, -1])
+def test_a_truncated_gguf_is_a_model_error_that_says_to_download_again(tmp_path, mtp_gguf, keep):
+    data = mtp_gguf.read_bytes()
+    cut = int(len(data) * keep) if isinstance(keep, float) else (len(data) + keep if keep < 0 else keep)
+    broken = tmp_path / "cut.gguf"
+    broken.write_bytes(data[:cut])
+    with pytest.raises(ModelError) as error:
+        inspect_gguf(broken, name="qwen-agentworld-35b-a3b:UD-Q4_K_M")
+    line = error.value.one_line()
+    assert "truncated or damaged" in line and f"{cut:,} bytes" in line
+    assert "Re-download it: `awl models pull qwen-agentworld-35b-a3b:UD-Q4_K_M`" in line
+
+
+# -- the estimate against llama.cpp -------------------------------------------------------------
+
+
+def _logged_bytes(log: str, pattern: str) -> float:
+    match = re.search(pattern + r"\s*=\s*([\d.]+) MiB", log)
+    assert match, pattern
+    return float(match.group(1)) * MiB
+
+
+@pytest.mark.parametrize("kind", ["qwen", "llama", "mtp"])
+def test_the_estimate_matches_what_llama_cpp_allocates(kind, qwen_gguf, llama_gguf, mtp_gguf):
+    path = {"qwen": qwen_gguf, "llama": llama_gguf, "mtp": mtp_gguf}[kind]
+    n_ctx = 8192
+    estimate = estimate_memory(inspect_gguf(path), n_ctx)
+    backend = engine.LlamaBackend(path, n_ctx=n_ctx, gpu_layers=0)
+    try:
+        log = engine._LOGS.text()
+        # KV cache: exact (llama.cpp prints MiB with two decimals)
+        assert estimate.kv_bytes == pytest.approx(_logged_bytes(log, r"llama_kv_cache: size"), abs=0.01 * MiB)
+        # Weights: what llama.cpp maps, within its print rounding (MTP weights are not loaded)
+        assert estimate.weights_bytes == pytest.approx(_logged_bytes(log, r"CPU_Mapped model buffer size"), rel=0.01)
+        # Compute buffers: an estimate that may err on the safe side, never far below
+        compute = _logged_bytes(log, r"CPU compute buffer size")
+        assert 0.95 * compute <= estimate.compute_bytes <= 1.30 * compute
+        if backend.is_stateful:
+            list(backend.generate([{"role": "user", "content": "ls -la"}], sampling=SamplingConfig(max_tokens=2),
+                                  think=ThinkBudget("off"), seed=0))
+            measured = llama_cpp.llama_state_seq_get_size_ext(backend._ctx, 0, llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)
+            assert measured == 33_964  # the fact in the brief: our recurrent-state estimate is checked against it
+            # The measurement carries a small header besides the states themselves.
+            assert estimate.recurrent_bytes == pytest.approx(measured, rel=0.01)
+        else:
+            assert estimate.recurrent_bytes == 0
+    finally:
+        backend.close()
+    if kind == "mtp":
+        assert estimate.skipped_bytes > 0 and estimate.weights_bytes == estimate_memory(inspect_gguf(qwen_gguf), n_ctx).weights_bytes
+
+
+def qwen_agentworld_summary() -> GgufSummary:
+    """Qwen-AgentWorld-35B-A3B at UD-Q4_K_M, from DESIGN.md section 1: 40 layers = 10 x (3 DeltaNet +
+    1 attention) + 1 MTP block, 2 KV heads of dim 256, 262,144 context, 22,134,529,280 bytes."""
+    embed = 248_320 * 2048 * 4.5 / 8  # the vocabulary at about 4.5 bits per weight
+    per_layer = (22_134_529_280 - 2 * embed) / 41
+    layers = []
+    for index in range(41):
+        kind = "mtp" if index == 40 else ("attention" if (index + 1) % 4 == 0 else "recurrent")
+        layers.append(LayerInfo(index, kind, int(per_layer), kv_heads=2 if kind == "attention" else 0))
+    return GgufSummary(
+        path=Path("Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf"), file_size=22_134_529_280, gguf_version=3,
+        architecture="qwen35moe", name="Qwen-AgentWorld-35B-A3B", block_count=41, nextn_layers=1,
+        context_length=262_144, embedding_length=2048, head_count=16, key_length=256, value_length=256,
+        vocab_size=248_320, expert_count=256, expert_used_count=8, expert_shared_count=1, file_type="Q4_K_M",
+        tensor_bytes_by_type={"Q4_K": 22_000_000_000}, n_params=35_000_000_000, tensor_bytes=22_134_529_280,
+        chat_template=True, layers=tuple(layers), input_bytes=int(embed), output_bytes=int(embed),
+        recurrent=RecurrentShape(conv_kernel=4, inner_size=4096, state_size=128, group_count=16),
+    )
+
+
+def test_the_real_model_keeps_kv_only_in_its_ten_attention_layers():
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    # 10 layers x 2 heads x (256 + 256) x 2 bytes: "about 20 KB per token" (DESIGN.md)
+    assert estimate.kv_bytes_per_token == 20_480
+    assert estimate.kv_bytes == 5 * GiB
+    # 30 DeltaNet layers x (conv 3 x 8192 + state 128 x 4096) f32 values, whatever the context
+    assert estimate.recurrent_bytes == 30 * (3 * 8192 + 128 * 4096) * 4
+    assert estimate_memory(qwen_agentworld_summary(), 4096).recurrent_bytes == estimate.recurrent_bytes
+    assert estimate.max_gpu_layers == 42  # 41 blocks + the output layer, as llama.cpp counts
+    assert estimate.skipped_bytes > 0 and estimate.weights_bytes < 22_134_529_280
+
+
+def test_gpu_layers_are_counted_the_way_llama_cpp_places_them():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    # n_gpu_layers = 1 offloads the output layer only; each further one adds a block from the last down.
+    assert estimate.gpu_bytes(1) == estimate.output_bytes + estimate.compute_bytes
+    for k in range(2, estimate.max_gpu_layers + 1):
+        block = estimate.layers[estimate.max_gpu_layers - k]
+        assert estimate.gpu_bytes(k) - estimate.gpu_bytes(k - 1) == block.total(16384)
+    assert estimate.gpu_bytes(-1) == estimate.gpu_bytes(estimate.max_gpu_layers)
+    # Everything is somewhere, once; the CPU keeps the embedding and, when partial, a compute buffer.
+    assert estimate.cpu_bytes(0) == estimate.total_bytes
+    assert estimate.cpu_bytes(-1) == estimate.input_bytes
+    assert estimate.gpu_bytes(20) + estimate.cpu_bytes(20) == estimate.total_bytes + estimate.compute_bytes
+
+
+# -- the plan on synthetic machines -------------------------------------------------------------
+
+
+def machine(ram_gib: float, gpu_free_gib: float | None = None, *, unified: bool = False) -> Hardware:
+    gpus = ()
+    if gpu_free_gib is not None:
+        gpus = (GpuInfo("GPU0", int(gpu_free_gib * 1.05 * GiB), int(gpu_free_gib * GiB), "llama.cpp", "CUDA", unified),)
+    return Hardware(ram_total=int(ram_gib * 1.1 * GiB), ram_available=int(ram_gib * GiB), cpu_threads=16,
+                    cpu_cores=8, gpus=gpus)
+
+
+def test_a_big_gpu_takes_every_layer_and_the_full_context():
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    plan = plan_offload(estimate, machine(120, 139), n_ctx_wanted=262_144)
+    assert (plan.gpu_layers, plan.max_layers, plan.n_ctx, plan.fits) == (42, 42, 262_144, True)
+    assert plan.gpu_bytes <= 139 * GiB - plan.margin
+    assert "All 42 layers fit" in plan.reason
+
+
+def test_a_24_gb_gpu_takes_as_many_layers_as_fit_with_a_margin():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    hardware = machine(60, 23)
+    plan = plan_offload(estimate, hardware, n_ctx_wanted=16384)
+    assert 0 < plan.gpu_layers < 42 and plan.fits and plan.n_ctx == 16384
+    usable = 23 * GiB - max(512 * MiB, 0.1 * 23 * GiB)
+    assert plan.gpu_bytes <= usable < estimate.gpu_bytes(plan.gpu_layers + 1)  # the most that fit
+    assert plan.cpu_bytes == estimate.cpu_bytes(plan.gpu_layers)
+    assert f"{plan.gpu_layers} of 42 layers fit" in plan.reason
+
+
+def test_a_cpu_only_machine_keeps_zero_layers_and_the_wanted_context():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    plan = plan_offload(estimate, machine(60), n_ctx_wanted=16384)
+    assert (plan.gpu_layers, plan.n_ctx, plan.fits) == (0, 16384, True)
+    assert "No GPU" in plan.reason
+
+
+def test_the_context_shrinks_when_memory_is_short_and_never_exceeds_the_trained_one():
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    plan = plan_offload(estimate, machine(30), n_ctx_wanted=262_144)
+    assert plan.fits and MIN_CTX <= plan.n_ctx < 262_144
+    assert estimate.with_ctx(plan.n_ctx).cpu_bytes(0) <= plan.ram_budget
+    assert estimate.with_ctx(plan.n_ctx * 2).cpu_bytes(0) > plan.ram_budget  # halving stopped at the first fit
+    assert "reduced from 262,144" in plan.reason
+    capped = plan_offload(estimate, machine(200), n_ctx_wanted=1_000_000)
+    assert capped.n_ctx == 262_144 and "trained for 262,144" in capped.reason
+
+
+def test_a_machine_too_small_says_so():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    plan = plan_offload(estimate, machine(12), n_ctx_wanted=16384)
+    assert not plan.fits and plan.n_ctx == MIN_CTX
+    assert "does not fit" in plan.reason and "smaller quantization" in plan.reason
+
+
+def test_unified_memory_counts_gpu_and_cpu_parts_against_the_same_ram():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    roomy = plan_offload(estimate, machine(60, 48, unified=True), n_ctx_wanted=16384)
+    assert roomy.gpu_layers == 42 and roomy.fits
+    # Metal may only use 12 GiB: the rest of the layers run on the CPU, from the same RAM.
+    limited = plan_offload(estimate, machine(60, 12, unified=True), n_ctx_wanted=16384)
+    assert 0 < limited.gpu_layers < 42 and limited.fits
+    assert limited.gpu_bytes + limited.cpu_bytes <= limited.ram_budget
+    # Metal would take 48 GiB, but only 22 GiB of RAM are free: the model does not fit in them.
+    tight = plan_offload(estimate, machine(22, 48, unified=True), n_ctx_wanted=16384)
+    assert tight.gpu_bytes <= tight.ram_budget < tight.gpu_bytes + tight.cpu_bytes
+    assert not tight.fits and "does not fit" in tight.reason
+
+
+def test_after_out_of_memory_the_retry_plan_is_strictly_smaller():
+    estimate = estimate_memory(qwen_agentworld_summary(), 16384)
+    hardware = machine(60, 139)
+    first = plan_offload(estimate, hardware, n_ctx_wanted=16384)
+    retry = smaller_plan(estimate, hardware, failed_layers=first.gpu_layers, failed_ctx=first.n_ctx)
+    assert retry is not None and retry.gpu_layers < first.gpu_layers and retry.n_ctx <= first.n_ctx
+    assert smaller_plan(estimate, hardware, failed_layers=-1, failed_ctx=16384).gpu_layers < 42
+    on_cpu = smaller_plan(estimate, machine(200), failed_layers=0, failed_ctx=16384)
+    assert on_cpu is not None and (on_cpu.gpu_layers, on_cpu.n_ctx) == (0, 8192)
+    assert smaller_plan(estimate, machine(200), failed_layers=0, failed_ctx=MIN_CTX) is None
+
+
+# -- hardware facts -----------------------------------------------------------------------------
+
+
+def test_nvidia_smi_rows_become_gpu_facts():
+    rows = "NVIDIA H200, 143771, 140000, 580.159.03\nNVIDIA GeForce RTX 4090, 24564, [N/A], 550.54\n"
+    h200, rtx = parse_nvidia_smi(rows)
+    assert (h200.name, h200.total_bytes, h200.free_bytes, h200.driver) == ("NVIDIA H200", 143771 * MiB, 140000 * MiB,
+                                                                            "580.159.03")
+    assert rtx.total_bytes == 24564 * MiB and rtx.free_bytes is None
+
+
+def test_rebuild_advice_only_for_a_cpu_build_on_a_machine_with_a_gpu():
+    nvidia = [GpuInfo("NVIDIA H200", 140 * GiB, 139 * GiB, "nvidia-smi")]
+    why, command = rebuild_advice(None, nvidia, version="0.3.36")
+    assert "NVIDIA H200" in why
+    assert command == (f'CMAKE_ARGS="-DGGML_CUDA=on" {sys.executable} -m pip install --force-reinstall '
+                       "--no-cache-dir llama-cpp-python==0.3.36")
+    apple = [GpuInfo("Apple M3 Max", 64 * GiB, 60 * GiB, "sysctl", unified=True)]
+    assert rebuild_advice(None, apple)[1].startswith('CMAKE_ARGS="-DGGML_METAL=on" ')
+    assert rebuild_advice("CUDA", nvidia) is None  # already a GPU build
+    assert rebuild_advice(None, []) is None  # no GPU to build for
+
+
+# -- this llama.cpp build -----------------------------------------------------------------------
+
+
+def test_the_architecture_check_reads_the_header_only(tmp_path, mtp_gguf):
+    import psutil
+
+    process = psutil.Process()
+    before = process.io_counters().read_chars
+    check = engine.vocab_check(mtp_gguf)
+    read = process.io_counters().read_chars - before
+    assert check.known_architecture and check.error is None
+    data_start = _FastReader(mtp_gguf).data_offset
+    assert read < data_start + 64 * 1024 < mtp_gguf.stat().st_size  # the header, not the 1.2 MB of weights
+    assert check.seconds < 1.0
+
+    unknown = tmp_path / "future.gguf"
+    writer = gguf.GGUFWriter(str(unknown), "qwen99moe")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert engine.knows_architecture(unknown) is False
+    assert "qwen99moe" in engine.vocab_check(unknown).error
+
+
+def test_build_facts_agree_with_the_bindings():
+    backends = engine.build_backends()
+    assert "CPU" in backends
+    assert (engine.gpu_backend() is not None) == bool(llama_cpp.llama_supports_gpu_offload())
+    devices = engine.build_devices()
+    assert bool(devices) <= bool(llama_cpp.llama_supports_gpu_offload())
+    assert all(device.source == "llama.cpp" for device in devices)
+
+
+@pytest.mark.skipif(bool(llama_cpp.llama_supports_gpu_offload()), reason="a GPU build plans instead")
+def test_auto_on_a_cpu_only_build_stays_on_the_cpu_without_planning(qwen_gguf):
+    notices: list[str] = []
+    backend = engine.LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers="auto", notice=notices.append)
+    try:
+        assert backend.gpu_layers == 0 and backend.n_ctx == 4096
+        assert backend.plan is None and notices == []
+    finally:
+        backend.close()

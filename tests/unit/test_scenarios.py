@@ -1,0 +1,180 @@
+"""Scenarios: every bundled one loads and starts a session; user files; one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentworld_local.domains import domain_names, get_domain
+from agentworld_local.domains.base import Action
+from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.errors import AwlError, InputError
+from agentworld_local.scenarios import bundled_dir, list_scenarios, load_scenario, read_scenario_file
+from agentworld_local.trajectory.reader import read_trajectory
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED = sorted(bundled_dir().glob("*.toml"))
+SEVEN = {"terminal", "swe", "mcp", "search", "web", "os", "android"}
+
+MINIMAL = """\
+version = 1
+name = "cron-debugging"
+domain = "terminal"
+title = "A cron job that never runs"
+task = "Find out why the nightly backup does not run."
+initial_state = '''
+admin@backup-01:~$ '''
+"""
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWL_HOME", str(tmp_path))
+    return tmp_path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_all_seven_domains_are_registered():
+    assert set(domain_names()) == SEVEN
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+def test_every_bundled_scenario_loads_and_starts_a_session(path):
+    scenario = read_scenario_file(path, origin="bundled")
+    assert scenario.name == path.stem, "the file name is how `--scenario NAME` finds it"
+    assert scenario.domain in domain_names()
+    assert scenario.initial_state.strip() and scenario.task and scenario.title
+    # What `awl run --scenario` does: the domain (with the scenario's tools) and turn 1's prompt.
+    domain = get_domain(scenario.domain, tools=scenario.tools)
+    world = World(None, domain, scenario.apply(SessionSettings()))  # prompts only: no model needed
+    prompt = world.turn_prompt(Action(text="noop", payload=None, prompt_text="<the agent's action>"))
+    assert prompt.startswith("### Turn 1") and prompt.endswith("**Action:**\n<the agent's action>")
+    assert scenario.task in prompt and scenario.initial_state.strip() in prompt
+    for control in scenario.controls:
+        assert f"- {control}" in prompt
+    if scenario.tools:
+        assert [t["name"] for t in domain.tools()] == [t["name"] for t in scenario.tools]
+        for tool in scenario.tools:
+            assert tool["name"] in world.system_prompt()
+    if scenario.world:
+        assert scenario.world in world.system_prompt()
+
+
+def test_bundled_set_covers_every_domain_with_the_settings_the_issue_asks_for():
+    scenarios = list_scenarios()
+    by_domain: dict[str, list] = {}
+    for scenario in scenarios:
+        by_domain.setdefault(scenario.domain, []).append(scenario)
+    assert set(by_domain) == SEVEN and all(len(items) >= 2 for items in by_domain.values())
+    names = {s.name: s for s in scenarios}
+    assert "Flask" in names["python-web-app"].initial_state
+    assert "failed" in names["failing-test-suite"].initial_state
+    assert len(names["notes-mcp-server"].tools) >= 4 and all("inputSchema" in t for t in names["notes-mcp-server"].tools)
+    assert "Port Veyra" in names["fictional-city"].world
+    assert "Cart" in names["online-shop"].initial_state and "Files" in names["desktop-file-manager"].initial_state
+    assert "com.android.settings" in names["settings-app"].initial_state
+
+
+def test_the_terminal_web_app_scenario_is_the_demo_setting():
+    demo = read_trajectory(REPO / "assets" / "examples" / "terminal-demo.jsonl").header
+    scenario = load_scenario("python-web-app")
+    assert demo.scenario == scenario.ref()
+    assert (demo.domain, demo.task, demo.initial_state) == (scenario.domain, scenario.task, scenario.initial_state)
+
+
+def test_a_user_file_by_path_works_like_a_bundled_one(tmp_path):
+    path = write(tmp_path / "elsewhere" / "my-world.toml", MINIMAL)
+    scenario = load_scenario(str(path))
+    assert (scenario.name, scenario.source, scenario.path) == ("cron-debugging", "file", path.resolve())
+    assert scenario.initial_state == "admin@backup-01:~$ ", "a state may end without a newline (a shell prompt)"
+    assert scenario.ref() == {"name": "cron-debugging", "title": "A cron job that never runs", "path": str(path.resolve())}
+
+
+def test_user_dir_scenarios_are_listed_and_replace_bundled_ones_by_name(home):
+    user = home / "config" / "scenarios"
+    write(user / "cron.toml", MINIMAL)
+    write(user / "mine.toml", MINIMAL.replace('"cron-debugging"', '"python-web-app"').replace("A cron job", "My own app"))
+    scenarios = {s.name: s for s in list_scenarios(domain="terminal")}
+    assert scenarios["cron-debugging"].source == "user"
+    assert scenarios["python-web-app"].source == "user" and scenarios["python-web-app"].title.startswith("My own app")
+    assert load_scenario("cron-debugging").source == "user"
+    assert all(s.domain == "terminal" for s in scenarios.values())
+
+
+def test_a_broken_user_file_is_reported_not_hiding_the_others(home):
+    write(home / "config" / "scenarios" / "broken.toml", "version = 1\nname = [\n")
+    with pytest.raises(InputError, match="broken.toml: not valid TOML"):
+        list_scenarios()
+    problems: list[AwlError] = []
+    assert len(list_scenarios(problems=problems)) == len(BUNDLED)
+    assert len(problems) == 1 and "broken.toml" in problems[0].one_line()
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (lambda t: t.replace('task = "Find out why the nightly backup does not run."\n', ""), ["field `task` is missing", "Add `task"]),
+        (lambda t: t.replace('title = "A cron job that never runs"\n', ""), ["field `title` is missing"]),
+        (lambda t: t.replace("initial_state = '''\nadmin@backup-01:~$ '''\n", ""), ["field `initial_state` is missing"]),
+        (lambda t: t.replace("version = 1\n", ""), ["field `version` is missing", "version = 1"]),
+        (lambda t: t.replace("version = 1", "version = 2"), ["field `version` is 2", "scenario format v1", "pip install -U"]),
+        (lambda t: t.replace("version = 1", 'version = "1"'), ["field `version` should be a whole number"]),
+        (lambda t: t.replace('"terminal"', '"termnal"'), ["unknown domain `termnal`", "Did you mean `terminal`?"]),
+        (lambda t: t.replace("initial_state =", "intial_state ="), ["unknown field `intial_state`", "Did you mean `initial_state`?"]),
+        (lambda t: t.replace('task = "Find', 'task = ""\n# "Find'), ["field `task` is empty"]),
+        (lambda t: t + 'controls = "the disk is full"\n', ["field `controls` should be a list"]),
+        (lambda t: t + '[[tools]]\nname = "x"\n', ["field `tools` is given, but the terminal domain takes no tool definitions"]),
+        (lambda t: t.replace('name = "cron-debugging"', 'name = "Cron Debugging"'), ["field `name` is `Cron Debugging`"]),
+        (lambda t: t.replace("version = 1\n", "version = 1\nname = [\n"), ["not valid TOML", "at line 3"]),
+    ],
+)
+def test_bad_scenario_files_name_the_file_and_the_field(tmp_path, edit, fragments):
+    path = write(tmp_path / "bad.toml", edit(MINIMAL))
+    with pytest.raises(InputError) as caught:
+        load_scenario(str(path))
+    line = caught.value.one_line()
+    assert "\n" not in line and str(path) in line
+    for fragment in fragments:
+        assert fragment in line, line
+
+
+def test_tool_definitions_are_checked_with_the_file_named(tmp_path):
+    base = MINIMAL.replace('"terminal"', '"mcp"')
+    no_name = write(tmp_path / "a.toml", base + '[[tools]]\ndescription = "no name"\n')
+    with pytest.raises(InputError, match=r"a\.toml: tools\[1\]: field `name` is missing"):
+        load_scenario(str(no_name))
+    twice = write(tmp_path / "b.toml", base + '[[tools]]\nname = "x"\n[[tools]]\nname = "x"\n')
+    with pytest.raises(InputError, match=r"b\.toml: field `tools`: Tool `x` is defined twice"):
+        load_scenario(str(twice))
+    as_json = write(tmp_path / "c.toml", base + 'tools = \'[{"name": "ping", "inputSchema": {"type": "object"}}]\'\n')
+    assert load_scenario(str(as_json)).tools == [{"name": "ping", "inputSchema": {"type": "object"}}]
+
+
+def test_unknown_scenario_suggests_close_names():
+    with pytest.raises(InputError) as caught:
+        load_scenario("shop")
+    assert "Unknown scenario `shop`" in caught.value.one_line() and "`online-shop`" in caught.value.one_line()
+    with pytest.raises(InputError) as caught:
+        load_scenario("setings-app")
+    assert "Did you mean `settings-app`?" in caught.value.one_line()
+    with pytest.raises(InputError, match="Scenario file not found"):
+        load_scenario("./missing.toml")
+
+
+def test_scenario_modules_import_no_ui_library():
+    code = (
+        "import json, sys\n"
+        "import agentworld_local.scenarios, agentworld_local.trajectory.agentworldbench, agentworld_local.engine.bench\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'typer', 'click'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert json.loads(result.stdout) == []
