@@ -30,15 +30,14 @@ from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import OBS_CLOSE, THINK_CLOSE, THINK_OPEN
 from agentworld_local.engine.template import ChatTemplate, fallback_template
+from agentworld_local.engine.thinking import ThinkingSplitter
 from agentworld_local.engine.types import (
-    AnswerDelta,
     GenerationDone,
     GenerationEvent,
     GenerationStats,
     ModelInfo,
     SamplingConfig,
     ThinkBudget,
-    ThinkingDelta,
 )
 from agentworld_local.errors import AwlError, ModelError, ModelLoadError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
@@ -588,9 +587,7 @@ class LlamaBackend:
         sampler = self._make_sampler(sampling, seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw: list[str] = []
-        thinking = think_open
-        pending_think = ""  # thinking text not yet streamed (may hold half of `</think>`)
-        answer_tokens = 0
+        splitter = ThinkingSplitter(thinking=think_open)
         started = time.perf_counter()
         try:
             while True:
@@ -608,45 +605,25 @@ class LlamaBackend:
                 self._tokens.append(token)
                 stats.generated_tokens += 1
                 text = decoder.decode(self._llm.detokenize([token], special=True))
-                if not raw and not thinking and text.lstrip().startswith(THINK_OPEN):
-                    thinking = True  # a template without a think prompt, the model opened one itself
                 raw.append(text)
-                if thinking:
+                was_thinking = splitter.thinking
+                yield from splitter.feed(text)
+                if was_thinking or splitter.thinking:
                     stats.thinking_tokens += 1
-                    pending_think += text
-                    if THINK_CLOSE in pending_think:
-                        before, _, after = pending_think.partition(THINK_CLOSE)
-                        if before:
-                            yield ThinkingDelta(before)
-                        thinking, pending_think = False, ""
-                        if after:
-                            yield AnswerDelta(after)
-                        continue
-                    safe = len(pending_think) - len(THINK_CLOSE)
-                    if safe > 0:
-                        yield ThinkingDelta(pending_think[:safe])
-                        pending_think = pending_think[safe:]
-                    if think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
-                        if pending_think:
-                            yield ThinkingDelta(pending_think)
-                        pending_think = ""
-                        forced = self.tokenize(_FORCED_THINK_END)
-                        self._evaluate(forced, None)
+                    if splitter.thinking and think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
+                        yield from splitter.end_thinking()
+                        self._evaluate(self.tokenize(_FORCED_THINK_END), None)
                         raw.append(_FORCED_THINK_END)
-                        thinking = False
                     continue
-                answer_tokens += 1
-                yield AnswerDelta(text)
-                if OBS_CLOSE in "".join(raw[-8:]):
+                if OBS_CLOSE in splitter.answer[-len(OBS_CLOSE) - 16 :]:
                     stats.finish = "stop"  # the observation is complete; anything after it is noise
                     break
-                if answer_tokens >= sampling.max_tokens:
+                if stats.generated_tokens - stats.thinking_tokens >= sampling.max_tokens:
                     stats.finish = "length"
                     break
         finally:
             sampler.close()
-        if pending_think:
-            yield ThinkingDelta(pending_think)
+        yield from splitter.flush()
         stats.generate_s = time.perf_counter() - started
         yield GenerationDone(raw_output="".join(raw) + decoder.decode(b"", final=True), think_open=think_open, stats=stats)
 
