@@ -37,7 +37,7 @@ def demo(
     seed: int = typer.Option(0, "--seed", help="Sampling seed for the live run."),
     out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
     ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens for the live run."),
-    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
+    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
 ) -> None:
     """Show what awl does, without any model: a hand-written terminal session, replayed.

@@ -124,7 +124,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
     ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens."),
-    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (all when the build can), all, or N."),
+    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; see `awl models info MODEL --plan`), all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice)."),
     temperature: float = typer.Option(0.6, "--temperature", help="Sampling temperature (0 = greedy)."),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
