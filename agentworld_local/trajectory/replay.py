@@ -67,6 +67,8 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
     lines.append(f"domain: {h.domain or 'unknown'}{scenario}")
     if h.task:
         lines.append(f"task: {h.task}")
+    for control in h.controls:
+        lines.append(f"control: {control}")
     if h.forked_from:
         lines.append(f"forked from {h.forked_from.get('file')} at turn {h.forked_from.get('turn')}")
     if h.note:
@@ -150,8 +152,9 @@ def render_turn(
     title = f"Turn {record.turn}" + (f"{sep}{stats}" if stats else "")
     action = record.action.rstrip("\n")
     observation = record.observation.rstrip("\n")
+    controls = [f"control added: {c}" for c in record.controls_added]
     if plain:
-        out = [f"== {title} ==", "action:", action]
+        out = [f"== {title} ==", *controls, "action:", action]
         if show_thinking and record.thinking.strip():
             out += ["thinking:", record.thinking.strip("\n")]
         out += ["observation:", observation, ""]
@@ -160,6 +163,8 @@ def render_turn(
 
     console.print()
     console.rule(Text.assemble(("── ", "cyan"), (title, "bold")), align="left", style="cyan")
+    for line in controls:
+        console.print(Text(line, style="bold yellow"))
     console.print(Text("action", style="bold cyan"))
     _print_code(console, action, action_lexer(record, domain))
     if show_thinking and record.thinking.strip():

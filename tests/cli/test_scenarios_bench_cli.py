@@ -61,6 +61,9 @@ def test_run_with_a_scenario_and_controls(tmp_path, qwen_gguf):
     assert second.controls_added == ["The tracker is read-only for one hour."]
     assert "**Task Instruction:**\nControl instructions:\n- The tracker is read-only for one hour." in second.prompt
     assert second.action_payload == {"name": "get_issue", "arguments": {"number": 12}}
+    replayed = awl("replay", str(out), "--plain", home=tmp_path)
+    assert "control: Comments take a minute to appear." in replayed.stdout
+    assert "control added: The tracker is read-only for one hour." in replayed.stdout
 
 
 def test_explicit_options_override_the_scenario(tmp_path, qwen_gguf):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "agentworld_local"
-CORE = ["contract", "domains", "engine", "models", "trajectory"]
+CORE = ["contract", "domains", "engine", "models", "scenarios", "trajectory"]
 
 
 def test_importing_the_core_loads_neither_textual_nor_typer():
@@ -22,8 +22,15 @@ def test_importing_the_core_loads_neither_textual_nor_typer():
         "agentworld_local.engine.world",
         "agentworld_local.engine.llama",
         "agentworld_local.trajectory",
-        "agentworld_local.models",
+        "agentworld_local.models.registry",
+        "agentworld_local.models.hub",
+        "agentworld_local.models.inspect",
+        "agentworld_local.models.plan",
+        "agentworld_local.scenarios",
+        "agentworld_local.trajectory.agentworldbench",
+        "agentworld_local.domains.filesystem",
     ]
+    modules += [f"agentworld_local.domains.{name}" for name in ("swe", "mcp", "search", "web", "desktop", "android")]
     code = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
