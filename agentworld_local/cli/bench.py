@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from agentworld_local.cli.main import app
-from agentworld_local.cli.session import stderr_console
+from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.errors import InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.trajectory.agentworldbench import FORMAT, import_bench, trajectory_to_rows

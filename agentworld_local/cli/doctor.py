@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentworld_local import __version__
+from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.main import app
 from agentworld_local.models.hardware import GpuInfo, rebuild_advice, system_gpus
 from agentworld_local.models.memory import format_bytes
@@ -112,10 +113,5 @@ def doctor(
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
         return
-    render(facts, _console())
+    render(facts, facts_console())
 
-
-def _console() -> Console:
-    """Wrap to the terminal; into a pipe or a file, keep each fact on one line for grep."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=400)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.models import models_app
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.inspect import inspect_gguf
@@ -202,10 +203,5 @@ def info(
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
         return
-    render(facts, _console())
+    render(facts, facts_console())
 
-
-def _console() -> Console:
-    """Wrap to the terminal; into a pipe or a file, keep each fact on one line for grep."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=400)

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agentworld_local.cli.session import header_for, open_writer, stderr_console
+from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.session import header_for, open_writer
 from agentworld_local.engine.bench import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished

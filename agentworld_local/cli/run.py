@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
+from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
 from agentworld_local.cli.session import (
     ScriptLine,
@@ -21,7 +22,6 @@ from agentworld_local.cli.session import (
     open_writer,
     parse_script_line,
     play,
-    stderr_console,
     read_script,
 )
 from agentworld_local.cli.resimulate import run_bench_row

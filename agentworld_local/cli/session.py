@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from rich.console import Console
 from rich.text import Text
 
 from agentworld_local import __version__
+from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.session_context import domain_tools
 from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
@@ -31,11 +31,6 @@ from agentworld_local.trajectory.writer import TrajectoryWriter
 
 UNDO = ":undo"
 CONTROL = ":control"
-
-
-def stderr_console() -> Console:
-    """Status lines for people; never wrapped, so paths stay copyable."""
-    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

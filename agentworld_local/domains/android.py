@@ -6,7 +6,7 @@ import difflib
 import json
 from typing import Any
 
-from agentworld_local.domains.base import Action, action_json
+from agentworld_local.domains.base import Action, ToollessDomain, action_json
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
 from agentworld_local.domains.syntax import load_json, parse_int, split_words, strip_fence
 from agentworld_local.errors import ActionError
@@ -147,19 +147,13 @@ def _friendly(text: str) -> dict[str, Any]:
     raise _error(f"Unknown android action `{word}`." + (f" Did you mean `{close[0]}`?" if close else ""))
 
 
-class AndroidDomain:
+class AndroidDomain(ToollessDomain):
     name = "android"
     title = "Android phone"
     state_lexer = "xml"
 
-    def tools(self) -> list[dict[str, Any]]:
-        return []
-
-    def action_help(self) -> str:
-        return ACTION_HELP
-
-    def initial_state(self) -> str:
-        return DEFAULT_INITIAL_STATE
+    ACTION_HELP = ACTION_HELP
+    DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
         stripped = text.strip()

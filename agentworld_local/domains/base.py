@@ -38,3 +38,19 @@ class Domain(Protocol):
     def tools(self) -> list[dict[str, Any]]:
         """The tool definitions (MCP shape) the agent may call; empty for domains without tools."""
         ...
+
+
+class ToollessDomain:
+    """Shared parts of the domains without tools: help and starting state are constants."""
+
+    ACTION_HELP = ""
+    DEFAULT_INITIAL_STATE = ""
+
+    def tools(self) -> list[dict[str, Any]]:
+        return []
+
+    def action_help(self) -> str:
+        return self.ACTION_HELP
+
+    def initial_state(self) -> str:
+        return self.DEFAULT_INITIAL_STATE

@@ -11,7 +11,7 @@ import json
 import textwrap
 from typing import Any
 
-from agentworld_local.domains.base import Action
+from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
 from agentworld_local.domains.syntax import parse_int, split_words
 from agentworld_local.errors import ActionError
@@ -106,19 +106,13 @@ def check_python(code: str) -> None:
         raise ActionError("The code has no statement to run (only comments or blank lines).", ACTION_HELP)
 
 
-class OSDomain:
+class OSDomain(ToollessDomain):
     name = "os"
     title = "Desktop OS (pyautogui)"
     state_lexer = "text"
 
-    def tools(self) -> list[dict[str, Any]]:
-        return []
-
-    def action_help(self) -> str:
-        return ACTION_HELP
-
-    def initial_state(self) -> str:
-        return DEFAULT_INITIAL_STATE
+    ACTION_HELP = ACTION_HELP
+    DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
         code = textwrap.dedent(text.strip("\n")).strip()

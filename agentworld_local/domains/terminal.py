@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from agentworld_local.domains.base import Action, action_json
+from agentworld_local.domains.base import Action, ToollessDomain, action_json
 from agentworld_local.errors import ActionError
 
 DEFAULT_DURATION = 1.0
@@ -76,7 +76,7 @@ def _validate_keystrokes(payload: Any) -> list[dict[str, Any]]:
     return result
 
 
-class TerminalDomain:
+class TerminalDomain(ToollessDomain):
     name = "terminal"
     title = "Linux terminal"
     state_lexer = "text"
@@ -84,14 +84,8 @@ class TerminalDomain:
     def system_prompt(self) -> str:
         return SYSTEM_PROMPT
 
-    def initial_state(self) -> str:
-        return DEFAULT_INITIAL_STATE
-
-    def action_help(self) -> str:
-        return ACTION_HELP
-
-    def tools(self) -> list[dict[str, Any]]:
-        return []
+    ACTION_HELP = ACTION_HELP
+    DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
         stripped = text.strip()

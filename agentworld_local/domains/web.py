@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld_local.domains.base import Action
+from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
 from agentworld_local.domains.syntax import normalize_url, parse_int, python_call, split_words
 from agentworld_local.errors import ActionError
@@ -200,23 +200,16 @@ def _friendly(text: str) -> tuple[str, list[Any]]:
     return action, words
 
 
-class WebDomain:
+class WebDomain(ToollessDomain):
     name = "web"
     title = "Web browser (BrowserGym)"
     state_formats = ("axtree", "html")
 
     def __init__(self, state_format: str = "axtree") -> None:
         self.state_format = state_format
-        self._state_words, self.state_lexer, self._initial = _STATE_WORDS[state_format]
+        self._state_words, self.state_lexer, self.DEFAULT_INITIAL_STATE = _STATE_WORDS[state_format]
 
-    def tools(self) -> list[dict[str, Any]]:
-        return []
-
-    def action_help(self) -> str:
-        return ACTION_HELP
-
-    def initial_state(self) -> str:
-        return self._initial
+    ACTION_HELP = ACTION_HELP
 
     def parse_action(self, text: str) -> Action:
         stripped = text.strip()
