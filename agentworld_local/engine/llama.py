@@ -392,8 +392,11 @@ class LlamaBackend:
     def _choose_layers(self, path: Path, gpu_layers: str | int, n_ctx: int) -> tuple[int, int]:
         """`auto`: the offload plan when this build has a GPU backend (0 layers on a CPU-only build)."""
         if not (isinstance(gpu_layers, str) and gpu_layers.strip().lower() == "auto"):
-            return resolve_gpu_layers(gpu_layers), n_ctx
+            layers = resolve_gpu_layers(gpu_layers)
+            self._announce_estimate(path, layers, n_ctx)
+            return layers, n_ctx
         if not supports_gpu_offload():
+            self._announce_estimate(path, 0, n_ctx)
             return 0, n_ctx
         plan = self.plan = plan_for(path, n_ctx)
         self.notice(
@@ -401,6 +404,25 @@ class LlamaBackend:
             f"{format_bytes(plan.gpu_bytes)} GPU + {format_bytes(plan.cpu_bytes)} RAM. {plan.reason}"
         )
         return plan.gpu_layers, plan.n_ctx
+
+    def _announce_estimate(self, path: Path, gpu_layers: int, n_ctx: int) -> None:
+        """Say what the load will take before it starts (a 20 GB load should not surprise)."""
+        if not vocab_check(path).known_architecture:
+            return  # the load itself says so, in one line
+        try:
+            estimate = estimate_memory(inspect_gguf(path), n_ctx)
+        except ModelError:
+            raise  # a truncated or damaged file: its own message says to re-download
+        except Exception:  # noqa: BLE001 - an estimate we cannot make must not block a load llama.cpp may manage
+            return
+        ram = machine_hardware().ram_available if gpu_layers == 0 else None
+        self.notice(
+            f"memory estimate for {_layout(gpu_layers, n_ctx)}: {format_bytes(estimate.total_bytes)} "
+            f"({format_bytes(estimate.weights_bytes)} weights, {format_bytes(estimate.kv_bytes)} KV cache, "
+            f"{format_bytes(estimate.recurrent_bytes)} recurrent state, {format_bytes(estimate.compute_bytes)} compute)"
+            + (f"; {format_bytes(ram)} RAM available" if ram is not None else "")
+            + (". It may not fit: try a smaller `--ctx` or quantization." if ram is not None and estimate.total_bytes > ram else "")
+        )
 
     def _smaller_after_oom(self, path: Path, n_ctx: int) -> OffloadPlan:
         """The one retry after llama.cpp ran out of memory, announced through `notice`."""

@@ -212,7 +212,8 @@ def test_the_backend_after_a_retry_is_a_working_model(tmp_path):
     backend = LlamaBackend(model, n_ctx=n_ctx, gpu_layers=0, notice=notices.append)
     try:
         assert backend.n_ctx == 4096 and backend.gpu_layers == 0
-        assert len(notices) == 1 and "retrying once" in notices[0]
+        assert notices[0].startswith("memory estimate") and "It may not fit" in notices[0]
+        assert len(notices) == 2 and "retrying once" in notices[1]
         events = list(backend.generate([{"role": "user", "content": "hi"}], sampling=SamplingConfig(max_tokens=3),
                                        think=ThinkBudget("off"), seed=0))
         assert events[-1].stats.generated_tokens >= 1

@@ -30,6 +30,7 @@ def test_run_script_writes_a_trajectory_that_replays(tmp_path, qwen_gguf):
     assert trajectory.header.think == "4" and trajectory.header.seed == 3 and trajectory.header.task == "look around"
     assert trajectory.turns[0].tokens["thinking"] == 4
     assert f"saved 3 turns to {out}" in result.stderr
+    assert "memory estimate for a 4,096-token context on the CPU" in result.stderr  # shown before the load
 
     replayed = awl("replay", str(out), "--plain", home=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
