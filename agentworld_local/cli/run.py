@@ -17,6 +17,7 @@ from agentworld_local.cli.main import app
 from agentworld_local.cli.session import (
     ScriptLine,
     TurnPrinter,
+    ctrl_c_cancels,
     default_session_path,
     header_for,
     open_writer,
@@ -66,7 +67,10 @@ def _stdin_lines(domain: Domain) -> Iterator[ScriptLine]:
         if interactive:
             sys.stderr.write("action> ")
             sys.stderr.flush()
-        text = sys.stdin.readline()
+        try:
+            text = sys.stdin.readline()
+        except OSError:
+            return  # the terminal went away: treat it as the end of input
         if not text:
             return
         number += 1
@@ -89,16 +93,30 @@ def run_session(
     out: Path,
     printer: TurnPrinter,
     scenario: dict[str, Any] | None = None,
+    interactive: bool = False,
 ) -> int:
-    """Play every line, saving each finished turn; Ctrl+C keeps the completed turns."""
+    """Play every line, saving each finished turn; Ctrl+C keeps the completed turns.
+
+    At an interactive prompt Ctrl+C cancels only the turn in flight and a mistake is
+    reported without ending the session (reloading a 20 GB model costs minutes);
+    Ctrl+C at the prompt itself, or anywhere in a script, ends the session.
+    """
     err = stderr_console()
     cancel = threading.Event()
     with open_writer(out, header_for(world, scenario=scenario)) as writer:
         world.on_turn = writer.append
         try:
             for line in lines:
-                if not play(world, line, printer, cancel):
-                    break
+                if not interactive:
+                    if not play(world, line, printer, cancel):
+                        break
+                    continue
+                cancel.clear()
+                try:
+                    with ctrl_c_cancels(cancel):
+                        play(world, line, printer, cancel)
+                except InputError as error:  # e.g. `:undo` with nothing to undo
+                    err.print(f"awl: {error.one_line()}", markup=False)
         except KeyboardInterrupt:
             err.print(f"\n[yellow]interrupted[/yellow]: {len(world.history)} completed turns are saved in {out}")
             return 130
@@ -174,7 +192,10 @@ def run(
     backend = load_backend(model, **load)
     world = World(backend, world_domain, settings)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    code = run_session(world, lines, out=out, printer=printer, scenario=chosen.ref() if chosen else None)
+    code = run_session(
+        world, lines, out=out, printer=printer, scenario=chosen.ref() if chosen else None,
+        interactive=from_stdin and sys.stdin.isatty(),
+    )
     backend.close()
     raise typer.Exit(code)
 

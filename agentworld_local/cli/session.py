@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -188,6 +191,22 @@ class TurnPrinter:
             self._json(event="undo", turns=turns_left)
         else:
             self.err.print(f"[dim]── undo: back to turn {turns_left}[/dim]")
+
+
+@contextlib.contextmanager
+def ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
+    """While a turn runs, the first Ctrl+C stops it between tokens; a second one quits."""
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -158,3 +159,46 @@ def test_demo_runs_the_scenario_live_with_a_model(tmp_path, qwen_gguf):
     assert not live.header.hand_written
     assert [t.action for t in live.turns][:2] == ["ls -la", "git status"]
     assert "Flask" in live.header.initial_state
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_ctrl_c_at_an_interactive_prompt_cancels_only_the_turn(tmp_path, qwen_gguf):
+    """At the `action>` prompt a slow turn can be stopped without losing the loaded model."""
+    import pty
+
+    master, slave = pty.openpty()
+    errors = tmp_path / "stderr.txt"
+    out = tmp_path / "s.jsonl"
+    args = ["run", "-m", str(qwen_gguf), "-o", str(out), "--think", "full", "--max-tokens", "30000", "--ctx", "40960"]
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agentworld_local.cli.main", *args],
+            stdin=slave, stdout=subprocess.DEVNULL, stderr=stderr, env=awl_env(tmp_path), cwd=REPO,
+        )
+    os.close(slave)
+
+    def wait_for(text: str, count: int = 1) -> None:
+        deadline = time.monotonic() + 90
+        while errors.read_text().count(text) < count:
+            assert time.monotonic() < deadline and process.poll() is None, errors.read_text()
+            time.sleep(0.05)
+
+    try:
+        wait_for("action> ")
+        os.write(master, b":undo\n")  # a mistake at the prompt is reported, the session goes on
+        wait_for("Cannot undo")
+        os.write(master, b"cat /var/log/syslog\n")
+        wait_for("turn 1")
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        wait_for("turn cancelled")
+        wait_for("action> ", count=3)  # back at the prompt, same process
+        assert process.poll() is None
+        os.write(master, b"\x04")  # Ctrl+D, end of input: the session ends normally
+        assert process.wait(timeout=60) == 0, errors.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    trajectory = read_trajectory(out)
+    assert trajectory.turns == [] and "Traceback" not in errors.read_text()
