@@ -1,1 +1,2 @@
-"""Model files: GGUF checks and identity (registry and downloads come later)."""
+"""Model files: the registry, hub downloads, GGUF checks and inspection, memory estimates,
+hardware facts and the offload plan. Nothing here imports llama_cpp (engine/llama.py does)."""
