@@ -169,7 +169,11 @@ def test_ctrl_c_at_an_interactive_prompt_cancels_only_the_turn(tmp_path, qwen_gg
     master, slave = pty.openpty()
     errors = tmp_path / "stderr.txt"
     out = tmp_path / "s.jsonl"
-    args = ["run", "-m", str(qwen_gguf), "-o", str(out), "--think", "full", "--max-tokens", "30000", "--ctx", "40960"]
+    # A long starting screen makes turn 1 take seconds, so the signal surely lands inside it.
+    state = tmp_path / "screen.txt"
+    state.write_text("".join(f"-rw-r--r-- 1 dev dev {n} Nov 30 09:12 file{n}.log\n" for n in range(300)), encoding="utf-8")
+    args = ["run", "-m", str(qwen_gguf), "-o", str(out), "--think", "full", "--max-tokens", "30000", "--ctx", "32768",
+            "--initial-state", str(state)]
     with errors.open("w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "agentworld_local.cli.main", *args],
@@ -189,7 +193,6 @@ def test_ctrl_c_at_an_interactive_prompt_cancels_only_the_turn(tmp_path, qwen_gg
         wait_for("Cannot undo")
         os.write(master, b"cat /var/log/syslog\n")
         wait_for("turn 1")
-        time.sleep(0.5)
         process.send_signal(signal.SIGINT)
         wait_for("turn cancelled")
         wait_for("action> ", count=3)  # back at the prompt, same process
