@@ -130,6 +130,7 @@ def run(
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
+    state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),
     scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
     initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
     task: str = typer.Option(None, "--task", help="The agent's task, given to the world model as context; overrides the scenario's.", show_default=False),
@@ -184,7 +185,7 @@ def run(
         raise InputError("--control needs a text.", 'Write e.g. `--control "the disk is full"`.')
     settings.controls = [*settings.controls, *(text.strip() for text in control or [])]
     # Built with the session's tools, so script actions are checked against them before loading.
-    world_domain = with_session_tools(get_domain(domain_name), settings.tools)
+    world_domain = with_session_tools(get_domain(domain_name, state_format=state_format), settings.tools)
     out = out or default_session_path(domain_name)
     ensure_new_file(out)
     from_stdin = script is None or str(script) == "-"

@@ -150,7 +150,10 @@ class ToolCallDomain:
         first = self.specs[0]
         example_args = {key: f"<{key}>" for key in first.required}
         raw = json.dumps({"name": first.name, "arguments": example_args})
-        friendly = ", ".join(f"`{example}`" for example in self.friendly_examples)
+        # Only examples for tools this session has (a scenario may bring its own server).
+        examples = [e for e in self.friendly_examples if e.split(" ", 1)[0] in self._by_name]
+        examples = examples or [" ".join([first.name, *(f"{key}=<{key}>" for key in first.required)])]
+        friendly = ", ".join(f"`{example}`" for example in examples)
         return (
             f"Accepted forms: a tool name with key=value arguments or with free text for its main "
             f"argument ({friendly}), or a JSON tool call (`{raw}`). "

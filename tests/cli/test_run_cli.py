@@ -205,3 +205,15 @@ def test_ctrl_c_at_an_interactive_prompt_cancels_only_the_turn(tmp_path, qwen_gg
         os.close(master)
     trajectory = read_trajectory(out)
     assert trajectory.turns == [] and "Traceback" not in errors.read_text()
+
+
+def test_web_state_as_html(tmp_path, qwen_gguf):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-d", "web", "--state-format", "html", "-m", str(qwen_gguf), "-o", str(out), *FAST,
+                 home=tmp_path, stdin="click 12\n")
+    assert result.returncode == 0, result.stderr
+    header = read_trajectory(out).header
+    assert "<html>" in header.initial_state and "HTML" in header.system_prompt
+    assert read_trajectory(out).turns[0].prompt.endswith("**Action:**\nclick('12')")
+    wrong = awl("run", "-d", "terminal", "--state-format", "html", "-m", str(qwen_gguf), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(wrong, "no state format `html`")

@@ -460,3 +460,13 @@ def test_android_state_is_a_ui_hierarchy_dump():
     root = ElementTree.fromstring(get_domain("android").initial_state().encode())
     assert root.tag == "hierarchy"
     assert any(node.get("text") == "Battery" and node.get("clickable") == "true" for node in root.iter("node"))
+
+
+def test_tool_help_shows_only_the_session_tools():
+    tools = [{"name": "get_issue", "description": "One issue.", "inputSchema": {
+        "type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]}}]
+    domain = get_domain("mcp", tools=tools)
+    with pytest.raises(ActionError) as caught:
+        domain.parse_action("read_file path=README.md")
+    accepted = caught.value.one_line().partition("Accepted forms")[2]
+    assert "`get_issue number=<number>`" in accepted and "read_file" not in accepted
