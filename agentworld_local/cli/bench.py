@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from agentworld_local.cli.main import app
 from agentworld_local.cli.consoles import stderr_console
@@ -44,7 +45,7 @@ def export(
             handle.write(text)
     except OSError as error:
         raise InputError(f"Cannot write {out} ({error.strerror}).", "Choose a writable location.") from None
-    stderr_console().print(f"[dim]wrote {len(rows)} rows to {out}[/dim]")
+    stderr_console().print(f"[dim]wrote {len(rows)} rows to {escape(str(out))}[/dim]")
 
 
 @app.command("import")
@@ -63,5 +64,5 @@ def import_command(
     for path in written:
         typer.echo(str(path))
     stderr_console().print(
-        f"[dim]imported {len(written)} trajectories into {target}  (replay one: awl replay {written[0]})[/dim]"
+        f"[dim]imported {len(written)} trajectories into {escape(str(target))}  (replay one: awl replay {escape(str(written[0]))})[/dim]"
     )

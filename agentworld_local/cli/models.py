@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
+from rich.markup import escape
 
 from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
@@ -90,7 +91,7 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="Print a JSON
     console = Console()
     console.print(table)
     console.print("[dim]* default quantization, ~ estimated size.  Get one: awl models pull NAME[:QUANT][/dim]")
-    console.print(f"[dim]Your registry: {registry.user_file}.  Downloads: {hub_cache_dir()}[/dim]", soft_wrap=True)
+    console.print(f"[dim]Your registry: {escape(str(registry.user_file))}.  Downloads: {escape(str(hub_cache_dir()))}[/dim]", soft_wrap=True)
 
 
 class _PullDisplay:

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.session import header_for, open_writer
@@ -36,7 +37,7 @@ def run_bench_row(
     header.extra[FORMAT] = bench_ref(row, source)
     cancel = threading.Event()
     if not as_json:
-        err.print(f"[dim]── row {row.line}: {row.task} id {row.id}, turn {row.turn_idx} "
+        err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
                   f"(after {len(world.history)} ground-truth turns)[/dim]")
     record: TurnRecord | None = None
     with open_writer(out, header) as writer:
@@ -54,7 +55,7 @@ def run_bench_row(
                     err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
                     return 130
         except KeyboardInterrupt:
-            err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {out}")
+            err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
             return 130
     assert record is not None
     if show_thinking:
@@ -67,7 +68,7 @@ def run_bench_row(
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
-        err.print(f"[dim]saved to {out}  (replay: awl replay {out})[/dim]")
+        err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
     return 0
 
 

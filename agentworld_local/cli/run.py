@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
@@ -118,10 +119,10 @@ def run_session(
                 except InputError as error:  # e.g. `:undo` with nothing to undo
                     err.print(f"awl: {error.one_line()}", markup=False)
         except KeyboardInterrupt:
-            err.print(f"\n[yellow]interrupted[/yellow]: {len(world.history)} completed turns are saved in {out}")
+            err.print(f"\n[yellow]interrupted[/yellow]: {len(world.history)} completed turns are saved in {escape(str(out))}")
             return 130
     if not printer.as_json:
-        err.print(f"[dim]saved {len(world.history)} turns to {out}  (replay: awl replay {out})[/dim]")
+        err.print(f"[dim]saved {len(world.history)} turns to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
     return 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.text import Text
+from rich.markup import escape
 
 from agentworld_local import __version__
 from agentworld_local.cli.consoles import stderr_console
@@ -135,7 +136,7 @@ class TurnPrinter:
         if self.as_json:
             self._json(event="action", turn=turn, action=action.text, payload=action.payload)
         else:
-            self.err.print(f"[dim]── turn {turn} ── {action.text}[/dim]")
+            self.err.print(f"[dim]── turn {turn} ── {escape(action.text)}[/dim]")
 
     def event(self, turn: int, event: object) -> None:
         if isinstance(event, ThinkingDelta):

@@ -217,3 +217,12 @@ def test_web_state_as_html(tmp_path, qwen_gguf):
     assert read_trajectory(out).turns[0].prompt.endswith("**Action:**\nclick('12')")
     wrong = awl("run", "-d", "terminal", "--state-format", "html", "-m", str(qwen_gguf), home=tmp_path, stdin="ls\n")
     assert_one_line_error(wrong, "no state format `html`")
+
+
+def test_brackets_in_actions_are_shown_as_typed(tmp_path, llama_gguf):
+    """Status lines use rich markup; an action like `echo [/x]` must print, not crash."""
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-m", str(llama_gguf), "-o", str(out), *FAST, home=tmp_path, stdin="echo [/x] [bold]y\n")
+    assert result.returncode == 0, result.stderr
+    assert "── turn 1 ── echo [/x] [bold]y" in result.stderr
+    assert read_trajectory(out).turns[0].action == "echo [/x] [bold]y"
