@@ -39,7 +39,7 @@ from agentworld_local.engine.types import (
     SamplingConfig,
     ThinkBudget,
 )
-from agentworld_local.errors import AwlError, ModelLoadError
+from agentworld_local.errors import AwlError, ModelError, ModelLoadError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.hardware import GpuInfo, Hardware, detect_hardware
 from agentworld_local.models.inspect import inspect_gguf

@@ -226,3 +226,11 @@ def test_brackets_in_actions_are_shown_as_typed(tmp_path, llama_gguf):
     assert result.returncode == 0, result.stderr
     assert "── turn 1 ── echo [/x] [bold]y" in result.stderr
     assert read_trajectory(out).turns[0].action == "echo [/x] [bold]y"
+
+
+def test_truncated_model_file(tmp_path, qwen_gguf):
+    """An interrupted download: the estimate shown before the load says what to do."""
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(qwen_gguf.read_bytes()[:300_000])
+    result = awl("run", "-m", str(cut), "-o", str(tmp_path / "s.jsonl"), home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "cut.gguf", "Re-download")
