@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import functools
 import gc
+import sys
 import threading
 import time
 from collections import deque
@@ -189,20 +190,16 @@ def _layout(gpu_layers: int, n_ctx: int) -> str:
 
 
 def _print_notice(text: str) -> None:
-    import sys
-
     sys.stderr.write(f"awl: {text}\n")
     sys.stderr.flush()
 
 
 def resolve_gpu_layers(value: str | int) -> int:
-    """A layer count for llama.cpp: N, `all` (-1). `auto` here means all when the build can offload;
-    LlamaBackend resolves `auto` with an offload plan instead (see `plan_for`)."""
+    """A layer count for llama.cpp: N, or `all` (-1). LlamaBackend resolves `auto` with an
+    offload plan before it gets here (see `plan_for`)."""
     if isinstance(value, int):
         return value
     text = value.strip().lower()
-    if text == "auto":
-        return -1 if supports_gpu_offload() else 0
     if text == "all":
         return -1
     if text.lstrip("-").isdigit():
@@ -223,8 +220,6 @@ class _LogCapture:
         line = text.decode("utf-8", errors="replace")
         self.lines.append(line)
         if self.echo:
-            import sys
-
             sys.stderr.write(line)
 
     def text(self) -> str:
@@ -387,7 +382,6 @@ class LlamaBackend:
         )
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]
-        self.last_restore_s = 0.0
 
     def _choose_layers(self, path: Path, gpu_layers: str | int, n_ctx: int) -> tuple[int, int]:
         """`auto`: the offload plan when this build has a GPU backend (0 layers on a CPU-only build)."""
@@ -487,15 +481,16 @@ class LlamaBackend:
         so undo to any turn stays cheap-ish (re-evaluates at most one widened gap).
         """
         keep_recent = 4
-        while self.checkpoint_bytes() > self.checkpoint_budget and len(self._checkpoints) > keep_recent + 1:
+        total = self.checkpoint_bytes()
+        while total > self.checkpoint_budget and len(self._checkpoints) > keep_recent + 1:
+            # Never the first (the empty context) nor the recent ones.
             candidates = range(1, len(self._checkpoints) - keep_recent)
-            if not candidates:
-                break
             gap = lambda i: self._checkpoints[i + 1].n_tokens - self._checkpoints[i - 1].n_tokens  # noqa: E731
-            del self._checkpoints[min(candidates, key=gap)]
+            total -= len(self._checkpoints.pop(min(candidates, key=gap)).state or b"")
 
-    def _restore(self, target: int) -> None:
-        """Make the context hold exactly self._tokens[:n] for the best reachable n <= target."""
+    def _restore(self, target: int) -> float:
+        """Make the context hold exactly self._tokens[:n] for the best reachable n <= target;
+        returns the seconds it took."""
         started = time.perf_counter()
         if self._stateful:
             checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
@@ -518,7 +513,7 @@ class LlamaBackend:
         del self._tokens[n:]
         self._checkpoints = [c for c in self._checkpoints if c.n_tokens <= n]
         self._llm.n_tokens = n
-        self.last_restore_s = time.perf_counter() - started
+        return time.perf_counter() - started
 
     def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
         """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
@@ -575,27 +570,26 @@ class LlamaBackend:
         limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
         while common < limit and self._tokens[common] == full[common]:
             common += 1
-        self._restore(common)
-        stats.restore_s = self.last_restore_s
-        stats.reused_tokens = len(self._tokens)
+        stats.restore_s = self._restore(common)
         stats.prompt_tokens_total = len(full)
         stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
         if boundary > len(self._tokens):
             if not self._evaluate(full[len(self._tokens) : boundary], cancel):
-                yield self._cancelled(stats, "", started)
+                yield self._cancelled(stats, started)
                 return
             self._save_checkpoint()
         if not self._evaluate(full[len(self._tokens) :], cancel):
-            yield self._cancelled(stats, "", started)
+            yield self._cancelled(stats, started)
             return
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
         yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
 
-    def _cancelled(self, stats: GenerationStats, raw: str, started: float) -> GenerationDone:
+    def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
+        """Cancelled while the prompt was evaluated: nothing was generated yet."""
         stats.finish = "cancelled"
-        stats.prompt_s = stats.prompt_s or time.perf_counter() - started
-        return GenerationDone(raw_output=raw, think_open=False, stats=stats)
+        stats.prompt_s = time.perf_counter() - started
+        return GenerationDone(raw_output="", think_open=False, stats=stats)
 
     def _sample_loop(
         self,

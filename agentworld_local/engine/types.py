@@ -68,7 +68,6 @@ class AnswerDelta:
 class GenerationStats:
     prompt_tokens_total: int = 0
     prompt_tokens_evaluated: int = 0
-    reused_tokens: int = 0
     thinking_tokens: int = 0
     generated_tokens: int = 0
     prompt_s: float = 0.0
