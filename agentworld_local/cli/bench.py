@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from agentworld_local.cli.main import app
 from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.session import ensure_new_file
 from agentworld_local.errors import InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.trajectory.agentworldbench import FORMAT, import_bench, trajectory_to_rows
@@ -32,8 +33,8 @@ def export(
     """
     if format not in FORMATS:
         raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}.")
-    if out is not None and out.exists():
-        raise InputError(f"{out} already exists.", "Choose another --out file, or delete that one first.")
+    if out is not None:
+        ensure_new_file(out)
     rows = trajectory_to_rows(read_trajectory(file))
     text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     if out is None:

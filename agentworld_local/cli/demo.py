@@ -8,8 +8,8 @@ import typer
 from rich.console import Console
 
 from agentworld_local.cli.main import app
-from agentworld_local.cli.run import MODEL_HELP, THINK_HELP, ensure_new_file, load_backend, run_session
-from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path
+from agentworld_local.cli.run import MODEL_HELP, THINK_HELP, load_backend, run_session
+from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World

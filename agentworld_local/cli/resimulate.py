@@ -15,12 +15,13 @@ from rich.text import Text
 from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.cli.session import header_for, open_writer
+from agentworld_local.cli.session import header_for
 from agentworld_local.engine.bench import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
 from agentworld_local.trajectory.agentworldbench import FORMAT, BenchRow, bench_ref
 from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.trajectory.writer import TrajectoryWriter
 
 
 def run_bench_row(
@@ -40,7 +41,7 @@ def run_bench_row(
         err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
                   f"(after {len(world.history)} ground-truth turns)[/dim]")
     record: TurnRecord | None = None
-    with open_writer(out, header) as writer:
+    with TrajectoryWriter.create(out, header) as writer:
         for turn in world.history:
             writer.append(turn)
         try:

@@ -21,7 +21,7 @@ from agentworld_local.cli.session import (
     ctrl_c_cancels,
     default_session_path,
     header_for,
-    open_writer,
+    ensure_new_file,
     parse_script_line,
     play,
     read_script,
@@ -36,6 +36,7 @@ from agentworld_local.errors import InputError
 from agentworld_local.models.resolve import resolve_model
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.trajectory.agentworldbench import read_bench_row
+from agentworld_local.trajectory.writer import TrajectoryWriter
 
 MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
@@ -104,7 +105,7 @@ def run_session(
     """
     err = stderr_console()
     cancel = threading.Event()
-    with open_writer(out, header_for(world, scenario=scenario)) as writer:
+    with TrajectoryWriter.create(out, header_for(world, scenario=scenario)) as writer:
         world.on_turn = writer.append
         try:
             for line in lines:
@@ -224,12 +225,6 @@ def _bench_session(
     code = run_bench_row(bench_row, path, backend, settings, out=out, as_json=as_json, show_thinking=show_thinking)
     backend.close()
     raise typer.Exit(code)
-
-
-def ensure_new_file(path: Path) -> None:
-    """Refuse before the model loads: a session never overwrites a saved one."""
-    if path.exists():
-        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.")
 
 
 def _read_initial_state(path: Path | None) -> str | None:

@@ -19,7 +19,6 @@ from rich.markup import escape
 from agentworld_local import __version__
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.domains.base import Action, Domain
-from agentworld_local.engine.session_context import domain_tools
 from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
 from agentworld_local.engine.world import (
     ObservationDelta,
@@ -31,7 +30,6 @@ from agentworld_local.engine.world import (
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.trajectory.schema import Header, ModelRef
-from agentworld_local.trajectory.writer import TrajectoryWriter
 
 UNDO = ":undo"
 CONTROL = ":control"
@@ -113,7 +111,7 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
         system_prompt=world.system_prompt(),
         note=note,
         controls=list(settings.controls),
-        tools=domain_tools(world.domain) or None,  # the tools in effect (a domain's defaults included)
+        tools=world.domain.tools() or None,  # the tools in effect (a domain's defaults included)
         world=settings.world_description,
     )
 
@@ -229,5 +227,7 @@ def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading
     return True
 
 
-def open_writer(path: Path, header: Header) -> TrajectoryWriter:
-    return TrajectoryWriter.create(path, header)
+def ensure_new_file(path: Path) -> None:
+    """Refuse before the model loads or anything is written: awl never overwrites a saved file."""
+    if path.exists():
+        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain, action_json
+from agentworld_local.domains.syntax import load_json
 from agentworld_local.errors import ActionError
 
 DEFAULT_DURATION = 1.0
@@ -92,13 +92,7 @@ class TerminalDomain(ToollessDomain):
         if not stripped:
             raise ActionError("The action is empty.", ACTION_HELP)
         if stripped[0] in "[{":
-            try:
-                raw = json.loads(stripped)
-            except json.JSONDecodeError as error:
-                raise ActionError(
-                    f"Invalid JSON action ({error.msg} at column {error.colno}).", ACTION_HELP
-                ) from None
-            payload = _validate_keystrokes(raw)
+            payload = _validate_keystrokes(load_json(stripped, ACTION_HELP))
         elif all(_CONTROL_KEYS.match(key) for key in stripped.split()):
             payload = [{"keystrokes": key, "duration": CONTROL_KEY_DURATION} for key in stripped.split()]
         else:

@@ -31,12 +31,6 @@ def task_with_controls(task: str, controls: list[str]) -> str:
     return f"{task.strip()}\n\n{block}" if task.strip() else block
 
 
-def domain_tools(domain: Domain) -> list[dict[str, Any]]:
-    """The tools a domain shows the model (tool-call domains list them in their own prompt)."""
-    tools = getattr(domain, "tools", None)
-    return list(tools()) if callable(tools) else []
-
-
 def _tool_names(tools: list[dict[str, Any]]) -> list[Any]:
     return [(t.get("function") if isinstance(t.get("function"), dict) else t).get("name") for t in tools]
 
@@ -45,7 +39,7 @@ def with_session_tools(domain: Domain, tools: list[dict[str, Any]] | None) -> Do
     """The domain, rebuilt with the session's tools when they differ from its own, so that
     the model is shown them and actions are checked against them. A domain that takes no
     tools raises InputError (from the registry) saying which domains do."""
-    if not tools or _tool_names(domain_tools(domain)) == _tool_names(tools):
+    if not tools or _tool_names(domain.tools()) == _tool_names(tools):
         return domain
     return get_domain(domain.name, tools=tools)
 

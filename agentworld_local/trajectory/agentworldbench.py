@@ -23,7 +23,7 @@ from typing import Any
 
 from agentworld_local.contract.parse import OBSERVATION_MARKER
 from agentworld_local.contract.turns import history_observation
-from agentworld_local.domains.base import Action
+from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.engine.session_context import CONTROL_HEADING
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.trajectory.reader import Trajectory
@@ -224,10 +224,11 @@ def prompt_action(prompt: str) -> Action:
     return Action(text=shown, payload=payload, prompt_text=text)
 
 
-class BenchDomain:
+class BenchDomain(ToollessDomain):
     """A stand-in Domain for benchmark rows of any domain: prompts are sent as written."""
 
     state_lexer = "text"
+    ACTION_HELP = "Benchmark rows carry their own turn prompts."
 
     def __init__(self, row: BenchRow) -> None:
         self.name = row.domain
@@ -239,12 +240,6 @@ class BenchDomain:
 
     def parse_action(self, text: str) -> Action:
         return Action(text=text, payload=None, prompt_text=text)
-
-    def initial_state(self) -> str:
-        return ""
-
-    def action_help(self) -> str:
-        return "Benchmark rows carry their own turn prompts."
 
 
 # -- rows -> trajectories ---------------------------------------------------------------
