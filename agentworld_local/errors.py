@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`Did you mean `x`?` for the closest of `choices`, or "" when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"Did you mean `{close[0]}`?" if close else ""
+
 
 class AwlError(Exception):
     """Base of every error `awl` reports to a user (exit code 2, no traceback)."""

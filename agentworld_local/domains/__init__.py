@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import Any
 
 from agentworld_local.domains.base import Action, Domain
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, did_you_mean
 
 # name -> "module:Class"; lazy so that importing the registry stays cheap.
 _REGISTRY: dict[str, str] = {
@@ -30,11 +29,9 @@ def domain_names() -> list[str]:
 def _domain_class(name: str) -> type:
     entry = _REGISTRY.get(name)
     if entry is None:
-        close = difflib.get_close_matches(name, _REGISTRY, n=1)
-        suggestion = f"Did you mean `{close[0]}`? " if close else ""
         raise InputError(
             f"Unknown domain `{name}`.",
-            f"{suggestion}Available: {', '.join(domain_names())}.",
+            f"{did_you_mean(name, _REGISTRY)} Available: {', '.join(domain_names())}.".lstrip(),
         )
     module_name, _, class_name = entry.partition(":")
     return getattr(importlib.import_module(module_name), class_name)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain, action_json
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
 from agentworld_local.domains.syntax import load_json, parse_int, split_words, strip_fence
-from agentworld_local.errors import ActionError
+from agentworld_local.errors import ActionError, did_you_mean
 
 DIRECTIONS = ("up", "down", "left", "right")
 GOAL_STATUSES = ("complete", "infeasible")
@@ -77,8 +76,7 @@ def validate(raw: Any) -> dict[str, Any]:
         raise _error('A JSON action needs an "action_type", e.g. {"action_type": "navigate_back"}.')
     kind = TYPE_ALIASES.get(raw["action_type"], raw["action_type"])
     if kind not in ACTION_TYPES:
-        close = difflib.get_close_matches(kind, [*ACTION_TYPES, *TYPE_ALIASES], n=1)
-        raise _error(f"Unknown action_type `{kind}`." + (f" Did you mean `{close[0]}`?" if close else ""))
+        raise _error(f"Unknown action_type `{kind}`. {did_you_mean(kind, [*ACTION_TYPES, *TYPE_ALIASES])}".rstrip())
     required, optional = ACTION_TYPES[kind]
     fields = {key: value for key, value in raw.items() if key != "action_type"}
     unknown = [key for key in fields if key not in required + optional]
@@ -143,8 +141,8 @@ def _friendly(text: str) -> dict[str, Any]:
         return {"action_type": "status", "goal_status": "complete" if word == "done" else "infeasible"}
     if word == "answer":
         return {"action_type": "answer", "text": " ".join(words)}
-    close = difflib.get_close_matches(word, ["tap", "long_press", "type", "swipe", "scroll", "back", "home", "open", "wait"], n=1)
-    raise _error(f"Unknown android action `{word}`." + (f" Did you mean `{close[0]}`?" if close else ""))
+    friendly = ["tap", "long_press", "type", "swipe", "scroll", "back", "home", "open", "wait"]
+    raise _error(f"Unknown android action `{word}`. {did_you_mean(word, friendly)}".rstrip())
 
 
 class AndroidDomain(ToollessDomain):

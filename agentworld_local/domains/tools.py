@@ -10,7 +10,6 @@ server's reaction to odd but well-formed arguments is for the world model to sim
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 from agentworld_local.domains.base import Action, action_json
 from agentworld_local.domains.syntax import guess_scalar, load_json, split_words, strip_fence
-from agentworld_local.errors import ActionError, InputError
+from agentworld_local.errors import ActionError, InputError, did_you_mean
 
 TOOL_DEFINITION_HINT = (
     'Each tool needs a "name" and an "inputSchema" (a JSON schema of type object), '
@@ -237,12 +236,9 @@ class ToolCallDomain:
 
     def check_call(self, name: Any, arguments: Any) -> dict[str, Any]:
         if not isinstance(name, str) or name not in self._by_name:
-            close = difflib.get_close_matches(str(name), list(self._by_name), n=1)
-            suggestion = f" Did you mean `{close[0]}`?" if close else ""
-            raise ActionError(
-                f"Unknown tool `{name}`.{suggestion} Available tools: {', '.join(self._by_name)}.",
-                self.action_help(),
-            )
+            parts = (f"Unknown tool `{name}`.", did_you_mean(str(name), self._by_name),
+                     f"Available tools: {', '.join(self._by_name)}.")
+            raise ActionError(" ".join(part for part in parts if part), self.action_help())
         spec = self._by_name[name]
         if not isinstance(arguments, dict):
             raise ActionError(f'The "arguments" of `{name}` must be a JSON object.', self.action_help())

@@ -6,7 +6,6 @@ prompt always receives the canonical BrowserGym call, whichever form the user ty
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
 from agentworld_local.domains.syntax import normalize_url, parse_int, python_call, split_words
-from agentworld_local.errors import ActionError
+from agentworld_local.errors import ActionError, did_you_mean
 
 _REQUIRED = object()
 _BID = re.compile(r"^\[?([A-Za-z]{0,3}\d+)\]?$")  # BrowserGym element ids: "12", "a34"; `[12]` accepted
@@ -115,9 +114,7 @@ _STATE_WORDS = {
 
 
 def _unknown(word: str) -> ActionError:
-    close = difflib.get_close_matches(word, [*ACTIONS, *ALIASES], n=1)
-    suggestion = f" Did you mean `{close[0]}`?" if close else ""
-    return ActionError(f"Unknown web action `{word}`.{suggestion}", ACTION_HELP)
+    return ActionError(f"Unknown web action `{word}`. {did_you_mean(word, [*ACTIONS, *ALIASES])}".rstrip(), ACTION_HELP)
 
 
 def _convert(param: Param, value: Any, action: str) -> Any:

@@ -6,7 +6,6 @@ documented in docs/scenarios.md; keep the two in step.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, did_you_mean
 
 SCENARIO_VERSION = 1
 EXAMPLE_HINT = "See `awl scenarios show python-web-app` for a complete example."
@@ -148,18 +147,15 @@ def scenario_from_dict(data: dict[str, Any], *, source: str, path: Path | None =
     version = _check_version(data, source)
     unknown = [key for key in data if key not in REQUIRED + OPTIONAL]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], REQUIRED + OPTIONAL, n=1)
-        hint = f"Did you mean `{close[0]}`?" if close else f"Known fields: {', '.join(REQUIRED + OPTIONAL)}."
+        hint = did_you_mean(unknown[0], REQUIRED + OPTIONAL) or f"Known fields: {', '.join(REQUIRED + OPTIONAL)}."
         raise _error(source, f"unknown field `{unknown[0]}`", hint)
     name = _text(data, "name", source, required=True)
     if not _NAME.match(name):
         raise _error(source, f"field `name` is `{name}`; use lowercase letters, digits and dashes", 'E.g. `name = "my-shop"`.')
     domain = _text(data, "domain", source, required=True)
     if domain not in domain_names():
-        close = difflib.get_close_matches(domain, domain_names(), n=1)
-        suggestion = f"Did you mean `{close[0]}`? " if close else ""
         raise _error(source, f"field `domain` names an unknown domain `{domain}`",
-                     f"{suggestion}Available: {', '.join(domain_names())}.")
+                     f"{did_you_mean(domain, domain_names())} Available: {', '.join(domain_names())}.".lstrip())
     tools = _tools(data, source)
     if tools:
         if domain not in TOOL_DOMAINS:
