@@ -15,7 +15,7 @@ from agentworld_local import __version__
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.main import app
 from agentworld_local.models.hardware import GpuInfo, rebuild_advice, system_gpus
-from agentworld_local.models.memory import format_bytes
+from agentworld_local.models.units import format_bytes
 
 SCHEMA = "agentworld-local/doctor"
 VERSION = 1

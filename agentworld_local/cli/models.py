@@ -15,6 +15,7 @@ from rich.markup import escape
 from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
 from agentworld_local.models.registry import ModelChoice, add_local_file, load_registry, remove_user_entry
+from agentworld_local.models.units import format_size
 
 if TYPE_CHECKING:
     from agentworld_local.models.hub import PullProgress
@@ -34,8 +35,6 @@ SPEC_HELP = "A registry name, or NAME:QUANT for another quantization (e.g. qwen-
 
 
 def _size_text(choice: ModelChoice) -> str:
-    from agentworld_local.models.hub import format_size
-
     if choice.size is not None:
         return format_size(choice.size)
     return f"~{format_size(choice.approx_size)}" if choice.approx_size is not None else "?"
@@ -137,7 +136,7 @@ def pull_model(spec: str = typer.Argument(..., help=SPEC_HELP, metavar="NAME[:QU
     Honours HF_ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE and your hub token (HF_TOKEN or `hf auth login`).
     Example: `awl models pull qwen-agentworld-35b-a3b` (the default 4-bit file, 22.1 GB).
     """
-    from agentworld_local.models.hub import DownloadInterrupted, format_size, pull
+    from agentworld_local.models.hub import DownloadInterrupted, pull
 
     choice = load_registry().find(spec)
     _quiet_hub_logs()
@@ -166,7 +165,6 @@ def remove_model(
     A file you registered with `awl models add` is never deleted, only forgotten. Files another
     cached revision still uses are kept. Example: `awl models rm qwen-agentworld-35b-a3b:Q8_0 --yes`.
     """
-    from agentworld_local.models.hub import format_size
     from agentworld_local.models.removal import plan_removal
 
     registry = load_registry()

@@ -15,7 +15,8 @@ from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.models import models_app
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.inspect import inspect_gguf
-from agentworld_local.models.memory import estimate_memory, format_bytes
+from agentworld_local.models.memory import estimate_memory
+from agentworld_local.models.units import format_bytes
 from agentworld_local.models.plan import plan_offload
 from agentworld_local.models.registry import ModelChoice, load_registry
 from agentworld_local.models.resolve import looks_like_path

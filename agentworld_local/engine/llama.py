@@ -44,7 +44,8 @@ from agentworld_local.errors import AwlError, ModelError, ModelLoadError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.hardware import GpuInfo, Hardware, detect_hardware
 from agentworld_local.models.inspect import inspect_gguf
-from agentworld_local.models.memory import estimate_memory, format_bytes
+from agentworld_local.models.memory import estimate_memory
+from agentworld_local.models.units import format_bytes
 from agentworld_local.models.plan import OffloadPlan, plan_offload, smaller_plan
 
 _PARTIAL = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY

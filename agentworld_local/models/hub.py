@@ -41,6 +41,7 @@ from huggingface_hub.utils import WeakFileLock, build_hf_headers
 
 from agentworld_local.errors import AwlError, ModelError
 from agentworld_local.models.registry import ModelChoice
+from agentworld_local.models.units import format_size
 
 #: Keep this share of a download free on top of it (a full disk breaks everything else)...
 DISK_MARGIN_FRACTION = 0.05
@@ -81,16 +82,6 @@ def hub_cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
-def format_size(size: int | None) -> str:
-    """Decimal units, as the hub shows sizes: 22134529280 -> '22.1 GB'."""
-    if size is None:
-        return "?"
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} TB"
 
 
 def cached_path(choice: ModelChoice, *, cache_dir: Path | None = None) -> Path | None:

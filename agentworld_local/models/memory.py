@@ -168,14 +168,3 @@ def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT
         context_length=summary.context_length,
     )
 
-
-def format_bytes(n: int | float | None) -> str:
-    """1536 -> '1.5 KiB'; binary units, as llama.cpp and nvidia-smi report them."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agentworld_local.models.hardware import Hardware
-from agentworld_local.models.memory import MemoryEstimate, format_bytes
+from agentworld_local.models.memory import MemoryEstimate
+from agentworld_local.models.units import format_bytes
 
 MIN_CTX = 2048
 _CTX_STEP = 256

@@ -8,6 +8,7 @@ from pathlib import Path
 from agentworld_local.errors import ModelError
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.registry import ModelChoice, load_registry
+from agentworld_local.models.units import format_size
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ def resolve_model(spec: str) -> ResolvedModel:
     if looks_like_path(spec):
         path = check_gguf_path(spec)
         return ResolvedModel(path=path, name=path.name)
-    from agentworld_local.models.hub import cached_path, format_size  # huggingface_hub only when needed
+    from agentworld_local.models.hub import cached_path  # huggingface_hub only when needed
 
     choice = load_registry().find(spec)  # unknown names and quants: InputError with suggestions
     path = cached_path(choice)
