@@ -49,7 +49,7 @@ def demo(
     if model is None:
         pause = speed if speed is not None else (0.6 if console.is_terminal and not plain else 0.0)
         replay(recorded, console, plain=plain or not console.is_terminal, speed=pause)
-        console.print("\nThis was a hand-written example. Run it live with: awl demo --model PATH/TO/model.gguf")
+        console.print("\nThis was a hand-written example. Run it live with: awl demo --model PATH/TO/model.gguf", soft_wrap=True)
         return
     header = recorded.header
     domain = get_domain(header.domain)
