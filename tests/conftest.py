@@ -3,6 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Fuzzing: bounded in the suite (CI has 2 cores); `pytest --hypothesis-profile=long` for a long local run.
+settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("default")
 
 from agentworld_local.fixtures.tiny_gguf import ensure_fixture
 
