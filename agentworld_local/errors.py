@@ -51,3 +51,11 @@ class GenerationCancelled(AwlError):
     """The user cancelled a turn; completed turns are kept."""
 
     exit_code = 130
+
+
+class GenerationError(AwlError):
+    """A generation that could not run or continue (the backend is busy, llama.cpp failed)."""
+
+
+class BackendBusy(GenerationError):
+    """A backend serves one generation at a time; another one is still in flight."""

@@ -29,9 +29,9 @@ import llama_cpp
 from llama_cpp import Llama
 from llama_cpp import _internals as llama_internals
 
-from agentworld_local.contract.parse import OBS_CLOSE, THINK_CLOSE, THINK_OPEN
+from agentworld_local.contract.parse import OBS_CLOSE, THINK_OPEN
 from agentworld_local.engine.template import ChatTemplate, fallback_template
-from agentworld_local.engine.thinking import ThinkingSplitter
+from agentworld_local.engine.thinking import FORCED_THINK_END, ThinkingSplitter
 from agentworld_local.engine.types import (
     GenerationDone,
     GenerationEvent,
@@ -50,8 +50,6 @@ from agentworld_local.models.plan import OffloadPlan, plan_offload, smaller_plan
 
 _PARTIAL = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 _SEQ = 0
-# Written when a thinking budget runs out: the model continues to the observation.
-_FORCED_THINK_END = "\n" + THINK_CLOSE + "\n\n"
 
 
 def supports_gpu_offload() -> bool:
@@ -188,6 +186,11 @@ def _layout(gpu_layers: int, n_ctx: int) -> str:
     if gpu_layers == 0:
         return f"a {n_ctx:,}-token context on the CPU"
     return f"{'all' if gpu_layers < 0 else gpu_layers} GPU layers and a {n_ctx:,}-token context"
+
+
+def template_handles_thinking(source: str) -> bool:
+    """Whether a chat template knows thinking: it writes `<think>` or reads `enable_thinking`."""
+    return THINK_OPEN in source or "enable_thinking" in source
 
 
 def _print_notice(text: str) -> None:
@@ -380,6 +383,7 @@ class LlamaBackend:
             n_ctx=self.n_ctx,
             gpu_layers=self.gpu_layers,
             chat_template_source="gguf" if template_source else "fallback",
+            template_thinks=template_handles_thinking(self.template.source),
         )
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]
@@ -629,8 +633,8 @@ class LlamaBackend:
                     stats.thinking_tokens += 1
                     if splitter.thinking and think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
                         yield from splitter.end_thinking()
-                        self._evaluate(self.tokenize(_FORCED_THINK_END), None)
-                        raw.append(_FORCED_THINK_END)
+                        self._evaluate(self.tokenize(FORCED_THINK_END), None)
+                        raw.append(FORCED_THINK_END)
                     continue
                 if OBS_CLOSE in splitter.answer[-len(OBS_CLOSE) - 16 :]:
                     stats.finish = "stop"  # the observation is complete; anything after it is noise

@@ -7,24 +7,41 @@ from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
 
 StreamEvent = ThinkingDelta | AnswerDelta
 
+#: Written when a thinking budget runs out: the model continues to the observation.
+FORCED_THINK_END = "\n" + THINK_CLOSE + "\n\n"
+
+
+def _could_open_thinking(text: str) -> bool:
+    """Whitespace, then (part of) `<think>`: too early to tell whether the model opens thinking."""
+    rest = text.lstrip()
+    return THINK_OPEN.startswith(rest) and len(rest) < len(THINK_OPEN)
+
 
 class ThinkingSplitter:
     """Routes text to ThinkingDelta until `</think>`, then to AnswerDelta.
 
-    Holds back the tail that could be the start of a `</think>` split across tokens.
+    Splits where `parse_output` splits (the first `</think>`; a leading `<think>` when the
+    prompt did not open one), so the streamed answer is the answer the parser sees. Holds
+    back text that could still become one of those tags across chunk boundaries.
     """
 
     def __init__(self, *, thinking: bool) -> None:
         self.thinking = thinking
-        self._seen_text = False
+        self._deciding = not thinking  # the model may still open `<think>` itself
         self._pending = ""
         self.answer = ""  # the answer text so far, after thinking
 
     def feed(self, text: str) -> list[StreamEvent]:
-        if not self._seen_text and not self.thinking and text.lstrip().startswith(THINK_OPEN):
-            self.thinking = True  # a template without a think prompt: the model opened one itself
-            text = text.lstrip()[len(THINK_OPEN) :]
-        self._seen_text = self._seen_text or bool(text.strip())
+        if self._deciding:
+            self._pending += text
+            if _could_open_thinking(self._pending):
+                return []
+            self._deciding = False
+            text, self._pending = self._pending, ""
+            stripped = text.lstrip()
+            if stripped.startswith(THINK_OPEN):
+                self.thinking = True  # a template without a think prompt: the model opened one itself
+                text = stripped[len(THINK_OPEN) :]
         if not self.thinking:
             self.answer += text
             return [AnswerDelta(text)] if text else []
@@ -50,4 +67,10 @@ class ThinkingSplitter:
         return events
 
     def flush(self) -> list[StreamEvent]:
+        """The stream ended: release what is held back."""
+        if self._deciding:
+            self._deciding = False
+            text, self._pending = self._pending, ""
+            self.answer += text
+            return [AnswerDelta(text)] if text else []
         return self.end_thinking() if self.thinking else []

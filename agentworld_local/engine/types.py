@@ -73,7 +73,8 @@ class GenerationStats:
     prompt_s: float = 0.0
     generate_s: float = 0.0
     restore_s: float = 0.0
-    finish: str = "stop"  # stop | length | cancelled
+    #: stop | length (max_tokens or the context ran out) | cancelled | repetition (a degenerate loop)
+    finish: str = "stop"
 
     @property
     def tokens_per_s(self) -> float:
@@ -102,3 +103,5 @@ class ModelInfo:
     n_ctx: int
     gpu_layers: int
     chat_template_source: str  # "gguf", or "fallback" when the file carries no template
+    #: The chat template handles thinking (`<think>` or `enable_thinking`): `--think` has an effect.
+    template_thinks: bool = False

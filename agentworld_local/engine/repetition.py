@@ -1,0 +1,53 @@
+"""Notice a degenerate loop: the same short span repeated over and over (e.g. 4,096 newlines).
+
+Small or badly prompted models fall into such loops and would fill `max_tokens` with
+them. For each period p of 1..MAX_SPAN characters we keep how long the text has been
+p-periodic (each new character equals the one p before it): constant work per
+character, so linear in the length of the answer.
+
+Normal output repeats too (a table of dashes, a run of blank lines, `yes` on a screen),
+so a loop counts only when it is long: at least MIN_REPEATS repeats of the span and at
+least MIN_CHARS characters in all.
+"""
+
+from __future__ import annotations
+
+MAX_SPAN = 32
+MIN_REPEATS = 100
+MIN_CHARS = 1000
+
+
+def loop_length_needed(span: int) -> int:
+    """Characters of p-periodic text that count as a degenerate loop of a span of length p."""
+    return max(MIN_CHARS, MIN_REPEATS * span)
+
+
+class RepetitionDetector:
+    def __init__(self) -> None:
+        self._recent = ""  # the last MAX_SPAN characters
+        # _run[p]: how many of the latest characters each equal the character p before them.
+        self._run = [0] * (MAX_SPAN + 1)
+        self._needed = [loop_length_needed(p) for p in range(MAX_SPAN + 1)]
+        self.looping = False
+        self.span = ""  # the repeated span, once looping
+
+    def feed(self, text: str) -> bool:
+        """Add generated text; True once the text ends in a degenerate loop."""
+        if self.looping:
+            return True
+        recent, run, needed = self._recent, self._run, self._needed
+        for char in text:
+            size = len(recent)
+            for p in range(1, MAX_SPAN + 1):
+                if p <= size and recent[size - p] == char:
+                    run[p] += 1
+                    if run[p] + p >= needed[p]:
+                        self.looping = True
+                        self.span = (recent + char)[-p:]
+                        self._recent = (recent + char)[-MAX_SPAN:]
+                        return True
+                else:
+                    run[p] = 0
+            recent = (recent + char)[-MAX_SPAN:]
+        self._recent = recent
+        return False
