@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.markup import escape
 
 from agentworld_local.cli.main import app
-from agentworld_local.errors import InputError
+from agentworld_local.errors import AwlError, InputError
 from agentworld_local.models.registry import ModelChoice, add_local_file, load_registry, remove_user_entry
 from agentworld_local.models.units import format_size
 
@@ -34,10 +34,29 @@ app.add_typer(models_app, name="models")
 SPEC_HELP = "A registry name, or NAME:QUANT for another quantization (e.g. qwen-agentworld-35b-a3b:UD-Q2_K_XL)."
 
 
-def _size_text(choice: ModelChoice) -> str:
+def _size_text(choice: ModelChoice, on_disk: int | None = None) -> str:
+    if on_disk is not None:  # the file the user has is what counts for their disk
+        return format_size(on_disk)
     if choice.size is not None:
         return format_size(choice.size)
     return f"~{format_size(choice.approx_size)}" if choice.approx_size is not None else "?"
+
+
+def _verified_text(choice: ModelChoice, on_disk: int | None) -> str:
+    if choice.size is not None and on_disk is not None and on_disk != choice.size:
+        return "differs"  # a copy registered with `awl models add` that is not the registry's file
+    return "yes" if choice.verified else "no"
+
+
+def world_model_text(value: bool | None) -> str:
+    return {True: "yes", False: "no"}.get(value, "?")
+
+
+def _file_size(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_size if path is not None else None
+    except OSError:
+        return None
 
 
 def _row(choice: ModelChoice) -> dict[str, Any]:
@@ -50,6 +69,7 @@ def _row(choice: ModelChoice) -> dict[str, Any]:
         "quant": choice.quant,
         "default": choice.is_default,
         "title": choice.title,
+        "world_model": choice.world_model,
         "repo": choice.repo or None,
         "revision": choice.revision,
         "file": choice.filename,
@@ -66,30 +86,64 @@ def _row(choice: ModelChoice) -> dict[str, Any]:
         "local_file": str(choice.local_file) if choice.local_file else None,
         "downloaded": path is not None,
         "path": str(path) if path else None,
+        "file_size": _file_size(path),
     }
+
+
+#: Under the table, each line within 80 columns.
+LIST_LEGEND = (
+    "* default quantization, ~ estimated size, verified: file name and size checked.",
+    "world model no: a general model, fine for a first try; its answers are guesses.",
+)
 
 
 @models_app.command("list")
 def list_models(as_json: bool = typer.Option(False, "--json", help="Print a JSON list (one object per model file).")) -> None:
     """What awl knows, what is downloaded, and sizes.
 
-    `*` marks a model's default quantization and `~` an estimated size; `verified: no` means the file
-    name and size were not checked against the hub (the pull checks them). Example: `awl models list --json`.
+    `*` marks a model's default quantization and `~` an estimated size; `world model: no` marks a
+    general model (fine for trying awl out, but its observations are guesses); `verified: no` means
+    the file name and size were not checked against the hub (the pull checks them). The paths of
+    the files on disk follow the table. Example: `awl models list --json`.
     """
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     from agentworld_local.models.hub import hub_cache_dir
 
     registry = load_registry()
-    rows = [_row(choice) for choice in registry.choices()]
+    choices = registry.choices()
+    rows = [_row(choice) for choice in choices]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table("model", "size", "downloaded", "verified", box=None, pad_edge=False)
-    for choice, row in zip(registry.choices(), rows):
-        where = f"[green]yes[/green] {row['path']}" if row["downloaded"] else "[dim]no[/dim]"
-        table.add_row(("* " if choice.is_default else "  ") + choice.spec, _size_text(choice), where, "yes" if choice.verified else "no")
-    console = Console()
+    # Fits 80 columns: paths go below the table, on lines of their own that stay copyable.
+    table = Table(box=None, pad_edge=False)
+    table.add_column("model", overflow="fold")
+    table.add_column("size", no_wrap=True)
+    table.add_column("world\nmodel", no_wrap=True)
+    table.add_column("verified", no_wrap=True)
+    table.add_column("downloaded", no_wrap=True)
+    for choice, row in zip(choices, rows):
+        table.add_row(
+            ("* " if choice.is_default else "  ") + choice.spec,
+            _size_text(choice, row["file_size"]),
+            world_model_text(choice.world_model),
+            _verified_text(choice, row["file_size"]),
+            "[green]yes[/green]" if row["downloaded"] else "[dim]no[/dim]",
+        )
+    console = Console(highlight=False)
     console.print(table)
-    console.print("[dim]* default quantization, ~ estimated size.  Get one: awl models pull NAME[:QUANT][/dim]")
+    on_disk = [row for row in rows if row["downloaded"]]
+    if on_disk:
+        console.print("\nFiles on disk:")
+        for row in on_disk:
+            console.print(f"  {escape(row['spec'])}  {escape(row['path'])}", soft_wrap=True)
+    console.print()
+    for line in LIST_LEGEND:
+        console.print(line, style="dim", markup=False)
+    console.print("[dim]Get one: awl models pull NAME[:QUANT]   Details: awl models info NAME[:QUANT][/dim]", soft_wrap=True)
     console.print(f"[dim]Your registry: {escape(str(registry.user_file))}.  Downloads: {escape(str(hub_cache_dir()))}[/dim]", soft_wrap=True)
 
 
@@ -203,16 +257,35 @@ def remove_model(
 def add_model(
     spec: str = typer.Argument(..., help="A new name, or a registry name (NAME or NAME:QUANT) this file is a copy of.", metavar="NAME[:QUANT]"),
     path: Path = typer.Argument(..., help="The .gguf file you already have (it is not copied or moved)."),
+    force: bool = typer.Option(False, "--force", help="Point a name that already has a file to this one instead."),
 ) -> None:
     """Register a GGUF you already have, so `--model NAME` finds it.
 
+    A name that already points to another file is refused unless you add `--force`.
     Examples: `awl models add my-world ~/models/world.gguf`, or, for a copy of a registry file,
     `awl models add qwen-agentworld-35b-a3b ~/Downloads/Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf`.
     """
     registry = load_registry()
-    choice = add_local_file(spec, path, registry)
-    size = choice.local_file.stat().st_size if choice.local_file else None
+    choice = add_local_file(spec, path, registry, force=force)
+    before = _existing_local_file(registry, choice.spec)  # `registry` still holds the entries as they were
+    size = _file_size(choice.local_file)
     if choice.size is not None and size is not None and size != choice.size:
-        typer.echo(f"note: {path} has {size} bytes, the registry's `{choice.spec}` has {choice.size}; awl will use your file.", err=True)
-    typer.echo(f"Registered `{choice.spec}` -> {choice.local_file} in {registry.user_file}.")
+        typer.echo(f"note: {choice.local_file} has {size:,} bytes, the registry's `{choice.spec}` has {choice.size:,}; "
+                   "awl will use your file.", err=True)
+    if before is not None and before != choice.local_file:
+        typer.echo(f"`{choice.spec}` pointed to {before}; now:")
+    else:
+        typer.echo(f"Registered `{choice.spec}` in {registry.user_file}:")
+    typer.echo(f"  file         {choice.local_file}")
+    typer.echo(f"  size         {_size_text(choice, size)}" + (f" ({size:,} bytes)" if size is not None else ""))
+    said = {True: "yes", False: "no (a general model: its observations are guesses)"}
+    typer.echo(f"  world model  {said.get(choice.world_model, 'not said (`world_model = true` in its entry says it is one)')}")
     typer.echo(f"Use it: awl run --model {choice.spec}")
+
+
+def _existing_local_file(registry: Any, spec: str) -> Path | None:
+    """The file `spec` points to now, if the registry already knows it (for the before/after line)."""
+    try:
+        return registry.find(spec).local_file
+    except AwlError:  # a new name, or a quant the registry does not list yet
+        return None

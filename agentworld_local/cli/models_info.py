@@ -16,7 +16,7 @@ from agentworld_local.cli.models import models_app
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.inspect import inspect_gguf
 from agentworld_local.models.memory import estimate_memory
-from agentworld_local.models.units import format_bytes
+from agentworld_local.models.units import format_bytes, format_size
 from agentworld_local.models.plan import plan_offload
 from agentworld_local.models.registry import ModelChoice, load_registry
 from agentworld_local.models.resolve import looks_like_path
@@ -41,6 +41,7 @@ def _registry_facts(choice: ModelChoice) -> dict[str, Any]:
         "filename": choice.filename, "size": choice.size, "approx_size": choice.approx_size,
         "sha256": choice.sha256, "context_length": choice.context_length, "sampling": choice.sampling,
         "license": choice.license, "notes": choice.notes, "verified": choice.verified,
+        "world_model": choice.world_model, "unverified": list(choice.unverified),
     }
 
 
@@ -101,10 +102,15 @@ def _per_layer_weights(estimate: dict[str, Any]) -> str:
 
 def _render_registry(table: Table, registry: dict[str, Any]) -> None:
     table.add_row("registry", f"{registry['spec']}" + ("" if registry["verified"] else "  (file name/size not verified)"))
+    world_model = {True: "yes: trained to predict environment observations",
+                   False: "no: a general model; its observations are guesses (fine for a first try)"}
+    table.add_row("world model", world_model.get(registry["world_model"], "not said in the registry"))
     table.add_row("hub file", f"{registry['repo']}/{registry['filename']}" if registry["repo"] else registry["filename"])
+    if registry["unverified"]:
+        table.add_row("not checked", ", ".join(registry["unverified"]))
     size = registry["size"] or registry["approx_size"]
     if size:
-        table.add_row("download size", ("" if registry["size"] else "about ") + f"{size:,} bytes ({format_bytes(size)})")
+        table.add_row("download size", ("" if registry["size"] else "about ") + f"{size:,} bytes ({format_size(size)})")
     if registry["notes"]:
         table.add_row("notes", registry["notes"])
 
@@ -171,7 +177,7 @@ def render(facts: dict[str, Any], console: Console) -> None:
     if not facts["downloaded"]:
         registry = facts["registry"]
         size = registry["size"] or registry["approx_size"]
-        size_text = f" ({'' if registry['size'] else 'about '}{format_bytes(size)})" if size else ""
+        size_text = f" ({'' if registry['size'] else 'about '}{format_size(size)})" if size else ""
         table.add_row("downloaded", f"no. Run `{facts['next_step']}`{size_text}, or "
                                     f"`awl models add {registry['spec']} PATH` for a copy you have.")
     else:

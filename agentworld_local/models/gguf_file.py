@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld_local.errors import ModelError
+from agentworld_local.files import check_regular_file
 
 GGUF_MAGIC = b"GGUF"
 #: The identity hash covers the header block (metadata + tensor index + first weights):
@@ -32,6 +33,7 @@ def check_gguf_path(path: str | Path) -> Path:
         )
     if file.is_dir():
         raise ModelError(f"{file} is a directory, not a GGUF file.", "Pass the .gguf file inside it with `--model`.")
+    check_regular_file(file, "model file", ModelError)  # a FIFO would block the read below forever
     try:
         with file.open("rb") as handle:
             magic = handle.read(4)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -20,8 +19,10 @@ from typing import Any
 import tomli_w
 
 from agentworld_local import paths
-from agentworld_local.errors import InputError, ModelError
+from agentworld_local.errors import AwlError, InputError, ModelError
+from agentworld_local.files import read_text
 from agentworld_local.models.gguf_file import check_gguf_path
+from agentworld_local.safe_parse import SyntaxProblem, load_toml
 
 #: The newest registry format this code reads and the one it writes.
 REGISTRY_VERSION = 1
@@ -56,6 +57,8 @@ class ModelChoice:
     title: str = ""
     unverified: tuple[str, ...] = ()  # model-level facts (license, sampling, ...) nobody checked
     source: str = "packaged"  # "packaged", "user", or "packaged+user"
+    # Trained to predict environment observations (True), a general model (False), or not said (None).
+    world_model: bool | None = None
 
     @property
     def spec(self) -> str:
@@ -147,13 +150,23 @@ def load_registry(user_file: Path | None = None, packaged_file: Path | None = No
     return registry
 
 
-def _read_registry_file(path: Path, *, error: type[Exception]) -> dict[str, dict]:
+#: A registry is a few KB; this only stops a runaway file (or /dev/zero) from being read whole.
+_REGISTRY_LIMIT = 4 * 1024 * 1024
+
+
+def _parse_registry_text(path: Path, error: type[AwlError]) -> dict[str, Any]:
+    text = read_text(path, "model registry", limit=_REGISTRY_LIMIT, error=error)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as problem:
-        raise error(f"Cannot read the model registry {path} ({problem.strerror}).", "Check the file's permissions.") from None
-    except tomllib.TOMLDecodeError as problem:
-        raise error(f"{path} is not valid TOML ({problem}).", "Fix the file, or delete it and re-add your models with `awl models add`.") from None
+        return load_toml(text)
+    except SyntaxProblem as problem:
+        raise error(
+            f"{path} is not valid TOML ({problem.reason}).",
+            "Fix the file, or delete it and re-add your models with `awl models add`.",
+        ) from None
+
+
+def _read_registry_file(path: Path, *, error: type[AwlError]) -> dict[str, dict]:
+    data = _parse_registry_text(path, error)
     version = data.get("version")
     if not isinstance(version, int):
         raise error(f"{path} has no `version` key.", f"Add `version = {REGISTRY_VERSION}` at the top of the file.")
@@ -175,13 +188,38 @@ def _merge(base: dict | None, extra: dict | None) -> dict:
     merged = dict(base or {})
     for key, value in (extra or {}).items():
         if key == "quants" and isinstance(value, dict):
-            quants = {q: dict(v) for q, v in merged.get("quants", {}).items()}
+            quants = dict(merged.get("quants", {}))
             for quant, fields in value.items():
-                quants[quant] = {**quants.get(quant, {}), **fields}
+                # A quant that is not a table is kept as it is, for _entry to refuse in words.
+                quants[quant] = {**quants.get(quant, {}), **fields} if isinstance(fields, dict) else fields
             merged["quants"] = quants
         else:
             merged[key] = value
     return merged
+
+
+#: The type each field must have, with the words an error uses for it.
+_MODEL_FIELDS = {
+    "title": (str, "a string"), "repo": (str, "a string"), "revision": (str, "a string"),
+    "default_quant": (str, "a string"), "license": (str, "a string"), "notes": (str, "a string"),
+    "context_length": (int, "a whole number"), "sampling": (dict, "a table"),
+    "unverified": (list, "a list of strings"), "world_model": (bool, "true or false"), "verified": (bool, "true or false"),
+}
+_QUANT_FIELDS = {
+    "file": (str, "a string"), "local_file": (str, "a string"), "revision": (str, "a string"),
+    "notes": (str, "a string"), "sha256": (str, "a string"), "size": (int, "a whole number"),
+    "approx_size": (int, "a whole number"), "verified": (bool, "true or false"),
+}
+
+
+def _wrong_type(fields: dict, expected: dict[str, tuple[type, str]]) -> str | None:
+    """The first field of the wrong type, said in words (`context_length` must be a whole number)."""
+    for key, (kind, words) in expected.items():
+        value = fields.get(key)
+        wrong = value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool)))
+        if wrong or (key == "unverified" and value is not None and not all(isinstance(v, str) for v in value)):
+            return f"`{key}` must be {words}"
+    return None
 
 
 def _entry(name: str, data: dict, *, source: str, where: Path) -> ModelEntry:
@@ -189,51 +227,54 @@ def _entry(name: str, data: dict, *, source: str, where: Path) -> ModelEntry:
         return InputError(f"{where}: model `{name}`: {message}.", "Fix the entry (see the packaged models.toml for the format).")
 
     quants = data.get("quants")
-    if not isinstance(quants, dict) or not quants:
+    if not isinstance(quants, dict) or not quants or not all(isinstance(f, dict) for f in quants.values()):
         raise bad("no `[models.NAME.quants.QUANT]` tables")
+    problem = _wrong_type(data, _MODEL_FIELDS)
+    if problem:
+        raise bad(problem)
     repo = data.get("repo")
-    if repo is not None and (not isinstance(repo, str) or not _REPO.match(repo) or ".." in repo or "--" in repo):
-        raise bad(f"`repo = {repo!r}` is not a Hugging Face repo id like `namespace/name`")
+    if repo is not None and (not _REPO.match(repo) or ".." in repo or "--" in repo):
+        raise bad(f"`repo = \"{repo}\"` is not a Hugging Face repo id like `namespace/name`")
     default = data.get("default_quant") or next(iter(quants))
     if default not in quants:
         raise bad(f"default_quant `{default}` is not one of its quants ({', '.join(quants)})")
     choices = []
     for quant, fields in quants.items():
+        problem = _wrong_type(fields, _QUANT_FIELDS)
+        if problem:
+            raise bad(f"quant `{quant}`: {problem}")
         local = fields.get("local_file")
         if not fields.get("file") and not local:
             raise bad(f"quant `{quant}` has neither `file` nor `local_file`")
-        remote_name = str(fields.get("file", ""))
+        remote_name = fields.get("file", "")
         if remote_name.startswith("/") or "\\" in remote_name or ".." in remote_name.split("/"):
-            raise bad(f"quant `{quant}`: `file` must be a path inside the repo, not {remote_name!r}")
-        if not data.get("repo") and not local:
+            raise bad(f"quant `{quant}`: `file` must be a path inside the repo, not `{remote_name}`")
+        if not repo and not local:
             raise bad(f"quant `{quant}` has no `local_file` and the model has no `repo` to download it from")
         choices.append(
             ModelChoice(
                 name=name,
                 quant=quant,
-                repo=str(data.get("repo", "")),
-                filename=str(fields.get("file") or Path(local).name),
-                size=_int_or_none(fields.get("size")),
-                sha256=(str(fields["sha256"]).lower() if fields.get("sha256") else None),
-                context_length=_int_or_none(data.get("context_length")),
+                repo=repo or "",
+                filename=fields.get("file") or Path(local).name,
+                size=fields.get("size"),
+                sha256=fields["sha256"].lower() if fields.get("sha256") else None,
+                context_length=data.get("context_length"),
                 sampling=dict(data.get("sampling", {})),
-                license=str(data.get("license", "")),
-                notes=str(fields.get("notes") or data.get("notes", "")),
-                verified=bool(fields.get("verified", data.get("verified", False))),
+                license=data.get("license", ""),
+                notes=fields.get("notes") or data.get("notes", ""),
+                verified=fields.get("verified", data.get("verified", False)),
                 local_file=Path(local).expanduser() if local else None,
-                revision=str(fields.get("revision") or data.get("revision") or "main"),
-                approx_size=_int_or_none(fields.get("approx_size")),
+                revision=fields.get("revision") or data.get("revision") or "main",
+                approx_size=fields.get("approx_size"),
                 is_default=quant == default,
-                title=str(data.get("title", name)),
+                title=data.get("title", name),
                 unverified=tuple(data.get("unverified", ())),
                 source=source,
+                world_model=data.get("world_model"),
             )
         )
     return ModelEntry(name=name, default_quant=default, choices=tuple(choices))
-
-
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 # ---------------------------------------------------------------------------- the user file
@@ -245,15 +286,18 @@ def guess_quant(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
-def add_local_file(spec: str, path: str | Path, registry: Registry | None = None) -> ModelChoice:
+def add_local_file(spec: str, path: str | Path, registry: Registry | None = None, *, force: bool = False) -> ModelChoice:
     """Register a GGUF the user already has under `spec` (`name` or `name:QUANT`) in the user file.
 
     A known name (and quant) gets the file as its local copy; a new name becomes a new entry.
+    A name that already points to another file that still exists is re-pointed only with `force`:
+    a typo must not silently replace a registered model.
     """
     name, _, quant = spec.strip().partition(":")
     if not _NAME.match(name):
         raise InputError(f"`{name}` is not a valid model name.", "Use letters, digits, `.`, `_` and `-` only, e.g. `my-world-model`.")
     file = check_gguf_path(path).resolve()
+    size = file.stat().st_size
     registry = registry or load_registry()
     known = {n.lower(): n for n in registry.entries}.get(name.lower())
     user_file = registry.user_file or user_registry_file()
@@ -262,25 +306,46 @@ def add_local_file(spec: str, path: str | Path, registry: Registry | None = None
     if known is not None:
         # `name` alone: the quant in the file name if there is one, else the default quant.
         entry = registry.entry(known)
-        wanted = quant.strip() or guess_quant(file.name) or entry.default_quant
-        if not _NAME.match(wanted):
-            raise InputError(f"`{wanted}` is not a valid quantization name.", "Use letters, digits, `.`, `_` and `-`, e.g. `Q6_K`.")
+        wanted = _quant_name(quant.strip() or guess_quant(file.name) or entry.default_quant)
         quant = next((q for q in entry.quants() if q.lower() == wanted.lower()), wanted)
+        if quant in entry.quants() and not force:
+            _refuse_repointing(registry.find(f"{known}:{quant}"), file)
         fields = models.setdefault(known, {}).setdefault("quants", {}).setdefault(quant, {})
+        # A quant the packaged registry describes keeps its hub facts; one the user file describes
+        # (a new quant, or one an earlier `add` wrote) now describes this file.
+        describes_file = quant not in entry.quants() or "file" in fields
         fields["local_file"] = str(file)
-        if quant not in entry.quants():  # a quantization the registry does not list: describe the file
-            fields.update(file=file.name, size=file.stat().st_size, verified=True)
+        if describes_file:
+            fields.update(file=file.name, size=size, verified=True)
         name = known
     else:
-        quant = quant.strip() or guess_quant(file.name) or "local"
+        quant = _quant_name(quant.strip() or guess_quant(file.name) or "local")
         models[name] = {
             "title": name,
             "default_quant": quant,
             "notes": f"Added with `awl models add` from {file}.",
-            "quants": {quant: {"file": file.name, "local_file": str(file), "size": file.stat().st_size, "verified": True}},
+            "quants": {quant: {"file": file.name, "local_file": str(file), "size": size, "verified": True}},
         }
     _write_user_data(user_file, data)
     return load_registry(user_file=user_file).find(f"{name}:{quant}")
+
+
+def _quant_name(quant: str) -> str:
+    if not _NAME.match(quant):
+        raise InputError(f"`{quant}` is not a valid quantization name.", "Use letters, digits, `.`, `_` and `-`, e.g. `Q6_K`.")
+    return quant
+
+
+def _refuse_repointing(existing: ModelChoice, file: Path) -> None:
+    """An InputError when `existing` already has another local file that is still there."""
+    old = existing.local_file
+    if old is None or old.resolve() == file or not old.exists():
+        return
+    raise InputError(
+        f"`{existing.spec}` already points to {old}.",
+        f"To point it to {file} instead, add `--force`; to keep both, pick a new name "
+        f"(e.g. `awl models add {existing.name}-2 {file}`).",
+    )
 
 
 def remove_user_entry(choice: ModelChoice, *, whole_model: bool, user_file: Path | None = None) -> bool:
@@ -322,7 +387,7 @@ def _read_user_data(user_file: Path) -> dict:
     if not user_file.exists():
         return {"version": REGISTRY_VERSION, "models": {}}
     _read_registry_file(user_file, error=InputError)  # validates the version before we rewrite it
-    return tomllib.loads(user_file.read_text(encoding="utf-8"))
+    return _parse_registry_text(user_file, InputError)
 
 
 def _write_user_data(user_file: Path, data: dict) -> None:

@@ -335,6 +335,67 @@ def test_add_a_file_you_have_then_forget_it(tmp_path, qwen_gguf):
     assert_one_line_error(awl("models", "rm", "qwen-agentworld-35b-a3b", "--yes", home=tmp_path, env=env), "Nothing to remove")
 
 
+def test_list_fits_80_columns_and_keeps_paths_whole(tmp_path, qwen_gguf):
+    deep = tmp_path / "a-rather-long-folder-name" / "with-more-folders" / "Qwen-AgentWorld-35B-A3B-UD-Q4_K_M.gguf"
+    deep.parent.mkdir(parents=True)
+    shutil.copyfile(qwen_gguf, deep)
+    env = hub_env(tmp_path, "http://127.0.0.1:9", COLUMNS="80")
+    assert awl("models", "add", "qwen-agentworld-35b-a3b", str(deep), home=tmp_path, env=env).returncode == 0
+    assert awl("models", "add", "my-own-world-model", str(deep), home=tmp_path, env=env).returncode == 0
+    listed = awl("models", "list", home=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    table = lines[: lines.index("")]
+    assert all(len(line.rstrip()) <= 80 for line in table), "\n".join(table)  # before: specs cut with `…`
+    assert any("world" in line for line in table[:2]) and any(line.startswith("* qwen3.5-0.8b:Q4_K_M") for line in table)
+    small = next(line for line in table if "qwen3.5-0.8b" in line).split()
+    assert small == ["*", "qwen3.5-0.8b:Q4_K_M", "~530.0", "MB", "no", "no", "no"]  # world model, verified, downloaded
+    assert "* my-own-world-model:UD-Q4_K_M" in listed.stdout
+    assert f"  qwen-agentworld-35b-a3b:UD-Q4_K_M  {deep}" in lines  # the path on one line, copyable
+    own = next(line for line in table if "qwen-agentworld-35b-a3b:UD-Q4_K_M" in line)
+    assert "1.1 MB" in own and "differs" in own  # the file on disk, not the registry's 22.1 GB as verified
+    legend = lines[lines.index("") + 1:]
+    assert all(len(line) <= 80 for line in legend if not line.startswith(("Your registry", "  ")))
+    rows = models_json(tmp_path, env)
+    assert rows["qwen3.5-0.8b:Q4_K_M"]["world_model"] is False
+    assert rows["qwen-agentworld-35b-a3b:UD-Q4_K_M"]["world_model"] is True
+    assert rows["qwen-agentworld-35b-a3b:UD-Q4_K_M"]["file_size"] == deep.stat().st_size
+
+
+def test_add_on_a_taken_name_needs_force_and_shows_the_entry_after(tmp_path, qwen_gguf, llama_gguf):
+    first, second = tmp_path / "first.gguf", tmp_path / "second.gguf"
+    shutil.copyfile(qwen_gguf, first)
+    shutil.copyfile(llama_gguf, second)
+    env = hub_env(tmp_path, "http://127.0.0.1:9")
+    added = awl("models", "add", "mine", str(first), home=tmp_path, env=env)
+    assert added.returncode == 0, added.stderr
+    assert f"file         {first}" in added.stdout and "world model  not said" in added.stdout
+    refused = awl("models", "add", "mine", str(second), home=tmp_path, env=env)
+    assert_one_line_error(refused, f"`mine:local` already points to {first}", "--force")
+    assert models_json(tmp_path, env)["mine:local"]["path"] == str(first)
+    moved = awl("models", "add", "mine", str(second), "--force", home=tmp_path, env=env)
+    assert moved.returncode == 0, moved.stderr
+    size = second.stat().st_size
+    assert f"`mine:local` pointed to {first}; now:" in moved.stdout
+    assert f"file         {second}" in moved.stdout and f"({size:,} bytes)" in moved.stdout
+    row = models_json(tmp_path, env)["mine:local"]
+    assert (row["path"], row["size"], row["file_size"]) == (str(second), size, size)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_add_refuses_a_pipe_or_a_device_at_once(tmp_path, kind):
+    if kind == "fifo":
+        target = tmp_path / "model.gguf"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    env = hub_env(tmp_path, "http://127.0.0.1:9")
+    result = awl("models", "add", "mine", str(target), home=tmp_path, env=env, timeout=30)  # before: a FIFO hung
+    assert_one_line_error(result, f"{target} is not a regular file")
+    info = awl("models", "info", str(target), home=tmp_path, env=env, timeout=30)
+    assert_one_line_error(info, "not a regular file")
+
+
 def test_rm_deletes_the_download_and_says_what_it_freed(tmp_path, big_gguf):
     with HubServer([HubFile(REPO_ID, BIG, big_gguf)]) as hub:
         env = hub_env(tmp_path, hub.endpoint)

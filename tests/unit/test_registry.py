@@ -121,6 +121,22 @@ verified = true
         ('version = 1\n[models."bad:name"]\nrepo = "a/b"\n', "not a valid model name"),
         ('version = 1\n[models.x]\nrepo = "a/b/c"\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n', "not a Hugging Face repo id"),
         ('version = 1\n[models.x]\nrepo = "a/b"\n[models.x.quants.Q4_0]\nfile = "../x.gguf"\n', "a path inside the repo"),
+        # Wrong types are said in words, never as a Python error or a repr.
+        ('version = 1\n[models.x]\nrepo = 5\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n', "`repo` must be a string"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\nunverified = 5\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n',
+         "`unverified` must be a list of strings"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\nsampling = "hot"\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n',
+         "`sampling` must be a table"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\ndefault_quant = [1]\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n',
+         "`default_quant` must be a string"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\nworld_model = "yes"\n[models.x.quants.Q4_0]\nfile = "x.gguf"\n',
+         "`world_model` must be true or false"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\n[models.x.quants]\nQ4_0 = 5\n', "no `[models.NAME.quants.QUANT]` tables"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\n[models.x.quants.Q4_0]\nfile = "x.gguf"\nsize = 1979-05-27\n',
+         "quant `Q4_0`: `size` must be a whole number"),
+        ('version = 1\n[models.x]\nrepo = "a/b"\n[models.x.quants.Q4_0]\nlocal_file = 7\n', "`local_file` must be a string"),
+        ("version = 1\nx = " + "[" * 100_000 + "]" * 100_000 + "\n", "not valid TOML"),
+        ("version = 1\nx = " + "9" * 5000 + "\n", "not valid TOML"),
     ],
 )
 def test_a_broken_user_file_is_an_input_error_naming_the_file(home, text, expected):
@@ -151,6 +167,53 @@ def test_add_then_forget_a_local_file(home, qwen_gguf):
     assert remove_user_entry(load_registry().find("my-world"), whole_model=True)
     assert "my-world" not in load_registry().names()
     assert mine.exists()
+
+
+def test_re_adding_a_name_needs_force_and_then_describes_the_new_file(home, qwen_gguf, llama_gguf):
+    first, second = home / "first.gguf", home / "second.gguf"
+    shutil.copyfile(qwen_gguf, first)
+    shutil.copyfile(llama_gguf, second)
+    assert first.stat().st_size != second.stat().st_size
+    add_local_file("mine", first)
+    with pytest.raises(InputError) as refused:
+        add_local_file("mine", second)
+    assert f"`mine:local` already points to {first}" in refused.value.one_line()
+    assert "--force" in refused.value.one_line()
+    assert load_registry().find("mine").local_file == first  # nothing changed
+    assert add_local_file("mine", first).local_file == first  # the same file again is fine
+
+    moved = add_local_file("mine", second, force=True)
+    # Before the fix the entry kept the first file's size, shown as verified.
+    assert (moved.local_file, moved.size, moved.verified) == (second, second.stat().st_size, True)
+    assert moved.filename == "second.gguf"
+
+    add_local_file(f"{AGENTWORLD}:Q8_0", first)  # a copy of a packaged file keeps the hub facts
+    with pytest.raises(InputError, match="already points to"):
+        add_local_file(f"{AGENTWORLD}:Q8_0", second)
+    copy = add_local_file(f"{AGENTWORLD}:Q8_0", second, force=True)
+    assert copy.local_file == second and copy.filename == "Qwen-AgentWorld-35B-A3B-Q8_0.gguf" and copy.size is None
+
+
+def test_a_name_whose_file_is_gone_can_be_pointed_elsewhere(home, qwen_gguf):
+    gone, new = home / "gone.gguf", home / "new.gguf"
+    shutil.copyfile(qwen_gguf, gone)
+    shutil.copyfile(qwen_gguf, new)
+    add_local_file("mine", gone)
+    gone.unlink()
+    assert add_local_file("mine", new).local_file == new  # what `awl run`'s hint for a moved file says to do
+
+
+def test_a_small_first_try_model_is_listed_and_marked_not_a_world_model(home):
+    registry = load_registry()
+    assert registry.find(AGENTWORLD).world_model is True
+    assert registry.find("qwen3.5-35b-a3b").world_model is False
+    small = registry.find("qwen3.5-0.8b")
+    assert small.world_model is False and "NOT a world model" in small.notes
+    assert small.repo == "unsloth/Qwen3.5-0.8B-GGUF" and small.filename == "Qwen3.5-0.8B-Q4_K_M.gguf"
+    # Nothing about it was checked on the hub: no exact size or checksum, and the facts say so.
+    assert not small.verified and small.size is None and small.sha256 is None
+    assert small.approx_size < 1_000_000_000
+    assert {"repo", "license", "context_length", "sampling"} <= set(small.unverified)
 
 
 def test_add_refuses_what_is_not_a_gguf(home):
