@@ -17,7 +17,6 @@ OBS_OPEN = "<predicted_observation>"
 OBS_CLOSE = "</predicted_observation>"
 OBSERVATION_MARKER = "**Environment Observation:**"
 
-_BLOCK = re.compile(re.escape(OBS_OPEN) + r"(.*?)" + re.escape(OBS_CLOSE), re.DOTALL)
 _ANY_TAG = re.compile(r"</?(?:think|predicted_observation)>")
 
 
@@ -30,7 +29,11 @@ class ParsedOutput:
 
 
 def split_thinking(raw: str, *, think_open: bool = False) -> tuple[str, str, bool]:
-    """Return (thinking, answer, closed). `think_open`: the prompt already opened `<think>`."""
+    """Return (thinking, answer, closed). `think_open`: the prompt already opened `<think>`.
+
+    Thinking ends at the first `</think>`, where the streaming splitter ends it too (in
+    llama.cpp `</think>` is one special token: once written, thinking is over).
+    """
     text = raw
     if not think_open:
         stripped = text.lstrip()
@@ -41,19 +44,68 @@ def split_thinking(raw: str, *, think_open: bool = False) -> tuple[str, str, boo
         text = text.lstrip()[len(THINK_OPEN):]
     if THINK_CLOSE not in text:
         return text.strip(), "", False
-    # Split at the last close tag, as the chat template does when it drops thinking.
-    thinking, _, answer = text.rpartition(THINK_CLOSE)
+    thinking, _, answer = text.partition(THINK_CLOSE)
     return thinking.strip(), answer, True
 
 
-def _observation_from_answer(answer: str) -> tuple[str, str]:
-    blocks = _BLOCK.findall(answer)
-    tail_open = answer.rfind(OBS_OPEN)
-    if tail_open != -1 and OBS_CLOSE not in answer[tail_open:]:
-        # The last block was cut off (length limit): its text is the newest prediction.
-        return answer[tail_open + len(OBS_OPEN):].strip(), "tag-unclosed"
-    if blocks:
-        return blocks[-1].strip("\n"), "tag"
+def block_text(content: str) -> str:
+    """A block's observation: its text without the blank lines that frame it.
+
+    Only line breaks are trimmed: spaces belong to the screen (an indented first line,
+    the space after a shell prompt).
+    """
+    return content.strip("\r\n")
+
+
+@dataclass(frozen=True)
+class StreamedObservation:
+    """What the answer so far says of the observation while more text may still come."""
+
+    #: Where the block that holds the observation opens (its `<predicted_observation>`), -1 if none yet.
+    block_start: int
+    #: Text no later chunk can change while that block stays the last one: the final
+    #: observation starts with it.
+    stable: str
+
+
+def _partial_tag_length(text: str) -> int:
+    """Length of the longest end of `text` that could still grow into a tag."""
+    start = text.rfind("<", max(0, len(text) - len(OBS_OPEN)))
+    if start == -1:
+        return 0
+    tail = text[start:]
+    return len(tail) if OBS_OPEN.startswith(tail) or OBS_CLOSE.startswith(tail) else 0
+
+
+def observation_so_far(answer: str) -> StreamedObservation:
+    """The observation of an answer (text after thinking) that is still being written.
+
+    One rule with `observation_from_answer`: the observation is the text of the block
+    opened by the last `<predicted_observation>`, up to the first close after it (or to
+    the end when the answer was cut off).
+    """
+    start = answer.rfind(OBS_OPEN)
+    if start == -1:
+        return StreamedObservation(-1, "")  # the marker or cleaned text: known only at the end
+    content = answer[start + len(OBS_OPEN):]
+    end = content.find(OBS_CLOSE)
+    if end != -1:
+        return StreamedObservation(start, block_text(content[:end]))
+    content = content[: len(content) - _partial_tag_length(content)]
+    # Line breaks at the end may turn out to frame the block: hold them back.
+    return StreamedObservation(start, block_text(content))
+
+
+def observation_from_answer(answer: str) -> tuple[str, str]:
+    """(observation, method) of a finished answer (the text after thinking)."""
+    start = answer.rfind(OBS_OPEN)
+    if start != -1:
+        content = answer[start + len(OBS_OPEN):]
+        end = content.find(OBS_CLOSE)
+        if end == -1:
+            # The last block was cut off (length limit): its text is the newest prediction.
+            return block_text(content), "tag-unclosed"
+        return block_text(content[:end]), "tag"
     if OBSERVATION_MARKER in answer:
         after = answer.rpartition(OBSERVATION_MARKER)[2]
         return _ANY_TAG.sub("", after).strip(), "marker"
@@ -61,14 +113,18 @@ def _observation_from_answer(answer: str) -> tuple[str, str]:
     return cleaned, "cleaned" if cleaned else "empty"
 
 
+def _last_complete_block(text: str) -> str | None:
+    end = text.rfind(OBS_CLOSE)
+    start = text.rfind(OBS_OPEN, 0, end) if end != -1 else -1
+    return None if start == -1 else block_text(text[start + len(OBS_OPEN):end])
+
+
 def parse_output(raw: str, *, think_open: bool = False) -> ParsedOutput:
     """Split a raw model answer into thinking and the predicted observation."""
     thinking, answer, closed = split_thinking(raw, think_open=think_open)
     if not closed:
         # Thinking never ended: a complete block inside it is the best guess we have.
-        blocks = _BLOCK.findall(thinking)
-        if blocks:
-            return ParsedOutput(thinking, blocks[-1].strip("\n"), "unclosed-think", False)
-        return ParsedOutput(thinking, "", "unclosed-think", False)
-    observation, method = _observation_from_answer(answer)
+        block = _last_complete_block(thinking)
+        return ParsedOutput(thinking, block or "", "unclosed-think", False)
+    observation, method = observation_from_answer(answer)
     return ParsedOutput(thinking, observation, method, True)

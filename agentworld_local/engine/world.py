@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from agentworld_local.contract.parse import OBS_CLOSE, OBS_OPEN, parse_output
+from agentworld_local.contract.parse import observation_so_far, parse_output
 from agentworld_local.contract.turns import TurnPrompt, build_messages
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.base import Backend
@@ -59,33 +59,33 @@ WorldEvent = ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplace
 
 
 class ObservationStream:
-    """Pick the text inside the first `<predicted_observation>` block out of streamed chunks."""
+    """Stream the observation out of answer chunks with the parser's own rule.
+
+    Emits only text the final parse will keep (`observation_so_far`), so what streamed is
+    the start of the recorded observation. It follows the first block; if a later block
+    opens, streaming stops there and the final parse decides (ObservationReplaced).
+    """
 
     def __init__(self) -> None:
-        self._buffer = ""
-        self._inside = False
-        self._done = False
+        self._answer = ""
+        self._block: int | None = None
+        self._stopped = False
         self.emitted = ""
 
     def feed(self, text: str) -> str:
-        if self._done:
+        if self._stopped or not text:
             return ""
-        self._buffer += text
-        if not self._inside:
-            start = self._buffer.find(OBS_OPEN)
-            if start == -1:
-                return ""
-            self._buffer = self._buffer[start + len(OBS_OPEN) :].lstrip("\n")
-            self._inside = True
-        end = self._buffer.find(OBS_CLOSE)
-        if end != -1:
-            out, self._done = self._buffer[:end], True
-        else:
-            # Hold back what could be the start of the closing tag.
-            keep = len(OBS_CLOSE) - 1
-            out = self._buffer[:-keep] if len(self._buffer) > keep else ""
-        self._buffer = self._buffer[len(out) :]
-        self.emitted += out
+        self._answer += text
+        so_far = observation_so_far(self._answer)
+        if so_far.block_start == -1:
+            return ""
+        if self._block is None:
+            self._block = so_far.block_start
+        if so_far.block_start != self._block or not so_far.stable.startswith(self.emitted):
+            self._stopped = True
+            return ""
+        out = so_far.stable[len(self.emitted) :]
+        self.emitted = so_far.stable
         return out
 
 

@@ -1,5 +1,8 @@
 """The message contract: turn rendering, history layout, and parsing of every malformed answer."""
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agentworld_local.contract import TurnPrompt, build_messages, parse_output
 
 
@@ -75,3 +78,35 @@ def test_empty_output():
 def test_observation_keeps_inner_indentation():
     parsed = parse_output("<predicted_observation>\n  indented\nline\n</predicted_observation>")
     assert parsed.observation == "  indented\nline"
+
+
+def test_thinking_ends_at_the_first_close_tag_as_the_stream_splitter_ends_it():
+    raw = "<think>plan</think><predicted_observation>A</predicted_observation> then </think>"
+    parsed = parse_output(raw)
+    assert (parsed.thinking, parsed.observation) == ("plan", "A")
+
+
+def test_a_block_keeps_the_spaces_of_the_screen_and_drops_framing_line_breaks():
+    parsed = parse_output("<predicted_observation>\r\n\n  x\nroot@box:/# \n\n</predicted_observation>")
+    assert parsed.observation == "  x\nroot@box:/# "
+    cut = parse_output("<predicted_observation>\n  x\nroot@box:/# \n")
+    assert (cut.observation, cut.method) == ("  x\nroot@box:/# ", "tag-unclosed")
+
+
+def test_streamed_prefix_holds_back_framing_line_breaks_and_partial_tags():
+    from agentworld_local.contract.parse import observation_so_far
+
+    assert observation_so_far("no block yet").block_start == -1
+    assert observation_so_far("<predicted_observation>\ntotal 0\n").stable == "total 0"
+    assert observation_so_far("<predicted_observation>\ntotal 0\n</predicted_obs").stable == "total 0"
+    assert observation_so_far("<predicted_observation>a <b").stable == "a <b"
+
+
+@given(st.lists(st.sampled_from(["<think>", "</think>", "<predicted_observation>", "</predicted_observation>",
+                                  "**Environment Observation:**", "<", "\n", " ", "a", "\x00", "\ud800"]),
+                max_size=40).map("".join) | st.text(max_size=200),
+       st.booleans())
+def test_any_text_parses_into_an_observation(raw, think_open):
+    parsed = parse_output(raw, think_open=think_open)
+    assert isinstance(parsed.observation, str) and parsed.method in (
+        "tag", "tag-unclosed", "marker", "cleaned", "unclosed-think", "empty")

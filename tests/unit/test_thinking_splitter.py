@@ -34,3 +34,13 @@ def test_forced_end_flushes_the_held_back_text():
     events += splitter.end_thinking()
     assert "".join(e.text for e in events) == "abc</t" and not splitter.thinking
     assert splitter.feed("obs") == [AnswerDelta("obs")]
+
+
+def test_an_opening_tag_split_across_chunks_is_still_thinking():
+    splitter = ThinkingSplitter(thinking=False)
+    assert stream(splitter, ["\n<thi", "nk>plan</th", "ink>answer"]) == ("plan", "answer")
+
+
+def test_text_that_only_looks_like_an_opening_tag_at_first_is_answer():
+    assert stream(ThinkingSplitter(thinking=False), [" <th", "ere"]) == ("", " <there")
+    assert stream(ThinkingSplitter(thinking=False), ["<thi"]) == ("", "<thi")
