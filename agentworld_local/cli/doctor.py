@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from agentworld_local import __version__
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.main import app
-from agentworld_local.models.hardware import GpuInfo, rebuild_advice, system_gpus
 from agentworld_local.models.units import format_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentworld_local.models.hardware import GpuInfo
 
 SCHEMA = "agentworld-local/doctor"
 VERSION = 1
@@ -24,6 +26,7 @@ VERSION = 1
 def collect() -> dict[str, Any]:
     """Every fact `awl doctor` reports, as plain data (the `--json` output)."""
     from agentworld_local.engine import llama  # llama_cpp loads only for commands that need it
+    from agentworld_local.models.hardware import rebuild_advice, system_gpus  # psutil, when doctor runs
 
     devices = llama.build_devices()
     hardware = llama.machine_hardware()
@@ -64,6 +67,8 @@ def _gpu_line(gpu: dict[str, Any]) -> str:
 
 
 def render(facts: dict[str, Any], console: Console) -> None:
+    from rich.table import Table
+
     build = facts["build"]
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")

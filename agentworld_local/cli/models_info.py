@@ -5,21 +5,22 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.models import models_app
 from agentworld_local.models.gguf_file import check_gguf_path
-from agentworld_local.models.inspect import inspect_gguf
-from agentworld_local.models.memory import estimate_memory
 from agentworld_local.models.units import format_bytes, format_size
-from agentworld_local.models.plan import plan_offload
 from agentworld_local.models.registry import ModelChoice, load_registry
 from agentworld_local.models.resolve import looks_like_path
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+# models.inspect (gguf, numpy) and models.plan (psutil) load when `info` runs, not for `awl --help`.
 
 SCHEMA = "agentworld-local/model-info"
 VERSION = 1
@@ -58,6 +59,10 @@ def collect(spec: str, *, plan: bool, ctx: int) -> dict[str, Any]:
         facts["next_step"] = f"awl models pull {choice.spec}"
         return facts
     assert path is not None
+    from agentworld_local.models.inspect import inspect_gguf
+    from agentworld_local.models.memory import estimate_memory
+    from agentworld_local.models.plan import plan_offload
+
     summary = inspect_gguf(path, name=choice.spec if choice else None)
     facts["gguf"] = summary.to_dict()
     from agentworld_local.engine import llama  # llama_cpp loads only once the file is known to be sound
@@ -80,6 +85,8 @@ def collect(spec: str, *, plan: bool, ctx: int) -> dict[str, Any]:
 
 
 def _table() -> Table:
+    from rich.table import Table
+
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")  # paths and hub file names stay whole
