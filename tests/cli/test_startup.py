@@ -15,7 +15,7 @@ import pytest
 from tests.cli.helpers import REPO
 
 #: Each costs tens to hundreds of milliseconds to import, and `--help` needs none of them.
-HEAVY = ("llama_cpp", "gguf", "numpy", "huggingface_hub", "textual", "psutil", "jinja2")
+HEAVY = ("llama_cpp", "gguf", "numpy", "huggingface_hub", "textual", "psutil")
 
 
 def modules_loaded_by(argv: list[str]) -> tuple[str, list[str]]:
