@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import os
+import sys
 from pathlib import Path
 
 import typer
@@ -13,10 +14,18 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.session import ensure_new_file
 from agentworld_local.errors import InputError
 from agentworld_local.paths import sessions_dir
-from agentworld_local.trajectory.agentworldbench import FORMAT, import_bench, trajectory_to_rows
+from agentworld_local.terminal_text import safe_for_terminal
+from agentworld_local.trajectory.agentworldbench import FORMAT, import_bench
+from agentworld_local.trajectory.bench_export import ExportPlan
 from agentworld_local.trajectory.reader import read_trajectory
 
 FORMATS = (FORMAT,)
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Each reader warning once, on stderr, safe for the terminal."""
+    for warning in warnings:
+        typer.echo(f"awl: warning: {safe_for_terminal(warning)}", err=True)
 
 
 @app.command()
@@ -27,7 +36,7 @@ def export(
 ) -> None:
     """Export a session as benchmark rows: one JSONL row per turn of its current branch.
 
-    Each row has `task`, `id`, `prompt` and `response` (every turn's prompt and observation), `current_prompt`, `system_str`, `turn_idx` and `total_turns`, as in AgentWorldBench.
+    Each row has `task`, `id`, `prompt` and `response` (every turn's prompt and observation), `current_prompt`, `system_str`, `turn_idx` and `total_turns`, as in AgentWorldBench. A file made by `awl import` gives back the rows it was imported from.
 
     Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`
     """
@@ -35,18 +44,44 @@ def export(
         raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}.")
     if out is not None:
         ensure_new_file(out)
-    rows = trajectory_to_rows(read_trajectory(file))
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    traj = read_trajectory(file)
+    print_warnings(traj.warnings)
+    plan = ExportPlan(traj)  # checks everything before a byte is written
     if out is None:
-        typer.echo(text, nl=False)
+        _to_stdout(plan)
         return
+    _to_file(plan, out)
+    stderr_console().print(f"[dim]wrote {len(plan)} {'row' if len(plan) == 1 else 'rows'} to {escape(str(out))}[/dim]")
+
+
+def _to_stdout(plan: ExportPlan) -> None:
+    stdout = sys.stdout.buffer  # JSONL is UTF-8 whatever the terminal's locale says
+    try:
+        for chunk in plan.chunks():
+            stdout.write(chunk)
+        stdout.flush()
+    except BrokenPipeError:  # `awl export s.jsonl | head -1`
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _to_file(plan: ExportPlan, out: Path) -> None:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "x", encoding="utf-8") as handle:
-            handle.write(text)
+        handle = open(out, "xb")
+    except FileExistsError:
+        raise InputError(f"{out} already exists.", "Choose another `--out` file, or delete that one first.") from None
     except OSError as error:
         raise InputError(f"Cannot write {out} ({error.strerror}).", "Choose a writable location.") from None
-    stderr_console().print(f"[dim]wrote {len(rows)} rows to {escape(str(out))}[/dim]")
+    try:
+        with handle:
+            for chunk in plan.chunks():
+                handle.write(chunk)
+    except BaseException as error:
+        out.unlink(missing_ok=True)  # no half-written file is left to mistake for a result
+        if isinstance(error, OSError):
+            raise InputError(f"Cannot write {out} ({error.strerror or error}); nothing was kept.", "Free disk space or choose another location.") from None
+        raise
 
 
 @app.command("import")

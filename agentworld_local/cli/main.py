@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
+from typing import Any
 
-import typer
+from agentworld_local.cli import interrupts
+
+# Importing typer, rich and the commands takes a moment; a Ctrl+C meanwhile must end awl
+# quietly, not with a traceback from inside an import. Only when run as `awl` or with
+# `python -m`: a program that imports this module keeps its own handlers.
+if __name__ == "__main__" or Path(sys.argv[0] if sys.argv else "").stem == "awl":
+    interrupts.quit_quietly_while_starting()
+
+import typer  # noqa: E402
 
 from agentworld_local import __version__
 from agentworld_local.errors import AwlError
+from agentworld_local.terminal_text import safe_for_terminal
 
 app = typer.Typer(
     name="awl",
@@ -39,6 +50,7 @@ def _root(
 COMMAND_MODULES = (
     "demo",
     "replay",
+    "fork",
     "run",
     "scenarios",
     "bench",
@@ -53,23 +65,45 @@ def _register_commands() -> None:
         importlib.import_module(f"agentworld_local.cli.{name}")
 
 
+def _hide_flag_types() -> None:
+    """typer's help shows `<bool>` beside a flag such as `--json`, as if it took a value: drop it."""
+    from typer.core import TyperOption
+
+    if getattr(TyperOption.display_type_rich, "_awl", False):
+        return
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if self.is_flag and self.metavar is None:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._awl = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI. AwlError becomes one line on stderr and its exit code; nothing else is caught."""
-    _register_commands()
+    """Run the CLI. AwlError becomes one line on stderr and its exit code; nothing else is caught.
+
+    Ctrl+C (exit 130) and SIGTERM (exit 143) end it with one line, never a traceback.
+    """
+    interrupts.raise_on_signals()
     try:
+        _register_commands()
+        _hide_flag_types()
         # Outside standalone mode click returns the code of `typer.Exit` instead of raising it.
         result = app(args=argv, standalone_mode=False)
     except AwlError as error:
-        typer.echo(f"awl: error: {error.one_line()}", err=True)
+        typer.echo(f"awl: error: {safe_for_terminal(error.one_line())}", err=True)
         return error.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         typer.echo("awl: interrupted.", err=True)
-        return 130
+        return interrupts.exit_code(interrupt)
     except typer.Exit as done:
         return done.exit_code
-    except typer.Abort:
-        typer.echo("awl: aborted.", err=True)
-        return 130
+    except typer.Abort as abort:  # click turns a KeyboardInterrupt into Abort
+        typer.echo("awl: interrupted." if isinstance(abort.__cause__, KeyboardInterrupt) else "awl: aborted.", err=True)
+        return interrupts.exit_code(abort.__cause__)
     except typer.TyperException as error:  # usage errors (bad option, missing argument)
         error.show()
         return 2

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from agentworld_local.cli.bench import print_warnings
 from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory
@@ -42,8 +43,7 @@ def replay(
     if turn is not None and turn < 1:
         raise InputError(f"--turn counts from 1, not {turn}.", "Use --turn 1 for the first turn.")
     traj = read_trajectory(file)
-    for warning in traj.warnings:
-        typer.echo(f"awl: warning: {warning}", err=True)
+    print_warnings(traj.warnings)
     plain = plain or not sys.stdout.isatty()
     console = Console(highlight=False)
     # A closed pipe (`awl replay x | head`) is handled by rich: quiet exit, status 1.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -16,10 +16,12 @@ from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.session import header_for
+from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.bench import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
 from agentworld_local.trajectory.agentworldbench import FORMAT, BenchRow, bench_ref
+from agentworld_local.trajectory.jsonl import dumps
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
@@ -42,12 +44,12 @@ def run_bench_row(
                   f"(after {len(world.history)} ground-truth turns)[/dim]")
     record: TurnRecord | None = None
     with TrajectoryWriter.create(out, header) as writer:
-        for turn in world.history:
-            writer.append(turn)
         try:
+            for turn in world.history:
+                writer.append(turn)
             for event in resimulate(world, row, cancel):
                 if isinstance(event, ThinkingDelta) and show_thinking:
-                    sys.stderr.write(event.text)
+                    sys.stderr.write(safe_for_terminal(event.text))
                     sys.stderr.flush()
                 elif isinstance(event, TurnFinished):
                     record = replace(event.record, extra={**event.record.extra, "ground_truth": row.ground_truth})
@@ -58,6 +60,11 @@ def run_bench_row(
         except KeyboardInterrupt:
             err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
             return 130
+        except BaseException:
+            # Nothing of the user's own is lost (the ground truth is in the benchmark file), and
+            # leaving the file would block a retry with the same --out.
+            writer.discard()
+            raise
     assert record is not None
     if show_thinking:
         sys.stderr.write("\n")
@@ -66,7 +73,7 @@ def run_bench_row(
             "row": row.line, "task": row.task, "id": row.id, "turn_idx": row.turn_idx,
             "prediction": record.observation, "ground_truth": row.ground_truth, "record": record.to_dict(),
         }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(payload) + "\n")
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
         err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
@@ -75,7 +82,8 @@ def run_bench_row(
 
 def show_comparison(console: Console, prediction: str, truth: str, *, plain: bool) -> None:
     """Prediction and ground truth side by side; stacked plain text in a pipe."""
-    if plain:  # exact text (rich would drop control characters and wrap long lines)
+    if plain:  # exact text (rich would wrap long lines); only what cannot be encoded is replaced
+        prediction, truth = _encodable(prediction), _encodable(truth)
         console.file.write(f"== prediction (model) ==\n{prediction}\n\n== ground truth (benchmark) ==\n{truth}\n")
         console.file.flush()
         return
@@ -83,5 +91,13 @@ def show_comparison(console: Console, prediction: str, truth: str, *, plain: boo
     table.add_column("prediction (model)", ratio=1, overflow="fold")
     table.add_column("ground truth (benchmark)", ratio=1, overflow="fold")
     # Text, not str: brackets in observations are not rich markup.
-    table.add_row(Text(prediction), Text(truth))
+    table.add_row(Text(safe_for_terminal(prediction, keep_colour=False)), Text(safe_for_terminal(truth, keep_colour=False)))
     console.print(table)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """Lone surrogates (from a damaged row) become U+FFFD; nothing else changes."""
+    return _SURROGATE.sub("\ufffd", text)

@@ -15,7 +15,7 @@ from agentworld_local.trajectory.schema import (
     migrate,
     utc_now,
 )
-from agentworld_local.trajectory.writer import TrajectoryWriter, fork_trajectory
+from agentworld_local.trajectory.writer import TrajectoryWriter, fork_from, fork_trajectory, write_new
 
 __all__ = [
     "MIGRATIONS",
@@ -26,8 +26,10 @@ __all__ = [
     "Trajectory",
     "TrajectoryWriter",
     "TurnRecord",
+    "fork_from",
     "fork_trajectory",
     "migrate",
     "read_trajectory",
     "utc_now",
+    "write_new",
 ]

@@ -7,34 +7,37 @@ Facts this module relies on (QwenLM/Qwen-AgentWorld, README "Data Format" and ev
   ground-truth observations), `current_prompt` (the evaluated turn's prompt), `system_str`
   (this sample's own system prompt), `turn_idx` (1-based), `total_turns`;
 - the evaluation sends: a system message (only when `system_str` is not empty), then for each
-  earlier turn j < turn_idx a user message `prompt[j]` and an assistant message `response[j]`
-  verbatim, then the user message `current_prompt` (or `prompt[turn_idx - 1]` when empty);
+  earlier turn k < turn_idx a user message `prompt[k - 1]` and an assistant message
+  `response[k - 1]` verbatim, then the user message `prompt[turn_idx - 1]`. It ignores
+  `current_prompt` (an earlier version sent it) and requires `turn_idx`;
 - `response` entries already start with `**Environment Observation:**` and a newline.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentworld_local.contract.parse import OBSERVATION_MARKER
-from agentworld_local.contract.turns import history_observation
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.engine.session_context import CONTROL_HEADING
-from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.errors import InputError
+from agentworld_local.files import check_regular_file
+from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
-from agentworld_local.trajectory.writer import TrajectoryWriter
+from agentworld_local.trajectory.writer import write_new
 
 FORMAT = "agentworldbench"
 ROW_HINT = (
     "Each line must be one AgentWorldBench row: a JSON object with task, id, prompt (list), "
-    "response (list), current_prompt, system_str, turn_idx, total_turns."
+    "response (list), current_prompt, system_str, turn_idx (required), total_turns."
 )
+#: Benchmark files hold every turn of every trajectory in each row; they can be large.
+MAX_BENCH_BYTES = 4 * 1024**3
 IMPORT_NOTE = "imported from AgentWorldBench: observations are the benchmark's ground truth from real environments"
 _SECTION = re.compile(r"^\*\*(?P<name>[^*\n]+):\*\*[ \t]*$", re.MULTILINE)
 _TURN = re.compile(r"^###\s*Turn\s+(\d+)\s*$", re.MULTILINE)
@@ -43,18 +46,19 @@ _FENCE = re.compile(r"^```[\w-]*\n(?P<body>.*)\n```$", re.DOTALL)
 
 @dataclass(frozen=True)
 class BenchRow:
-    """One validated benchmark row. `line` is its 1-based line in the file."""
+    """One validated benchmark row. `line` is its 1-based line in the file; `fields` the row as read."""
 
     task: str
     id: Any
     prompts: list[str]
     responses: list[str]
-    current_prompt: str
+    current_prompt: str  # kept for the round trip; the evaluation sends `prompt[turn_idx - 1]`
     system_str: str
     turn_idx: int
     total_turns: int | None
     line: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def domain(self) -> str:
@@ -63,11 +67,8 @@ class BenchRow:
 
     @property
     def current(self) -> str:
-        """The prompt the evaluated turn sends (the official fallback included)."""
-        index = self.turn_idx - 1
-        if not self.current_prompt and index < len(self.prompts):
-            return self.prompts[index]
-        return self.current_prompt
+        """The prompt the evaluated turn sends: `prompt[turn_idx - 1]` (parse_row checks it exists)."""
+        return self.prompts[self.turn_idx - 1]
 
     @property
     def ground_truth(self) -> str:
@@ -77,7 +78,7 @@ class BenchRow:
 
     def history_pairs(self) -> int:
         """How many earlier turns the evaluation puts before the current prompt."""
-        return min(self.turn_idx - 1, len(self.prompts), len(self.responses))
+        return self.turn_idx - 1
 
 
 def _row_error(source: str, line: int, what: str) -> InputError:
@@ -95,7 +96,7 @@ def _str_list(data: dict[str, Any], key: str, source: str, line: int) -> list[st
     for index, item in enumerate(value, start=1):
         if not isinstance(item, str):
             raise _row_error(source, line, f"field '{key}' item {index} should be a string, not {_json_kind(item)}")
-    return list(value)
+    return value
 
 
 def _json_kind(value: Any) -> str:
@@ -104,6 +105,18 @@ def _json_kind(value: Any) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
         type(value), type(value).__name__
     )
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A field value for a message, in JSON's words, shortened."""
+    if isinstance(value, (dict, list)):
+        return _json_kind(value)
+    text = {None: "null", True: "true", False: "false"}.get(value, repr(value)) if isinstance(value, (bool, type(None))) else repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def parse_row(data: Any, *, line: int, source: str) -> BenchRow:
@@ -120,41 +133,62 @@ def parse_row(data: Any, *, line: int, source: str) -> BenchRow:
     for key in ("current_prompt", "system_str"):
         if key in data and not isinstance(data[key], str):
             raise _row_error(source, line, f"field '{key}' should be a string, not {_json_kind(data[key])}")
-    turn_idx = data.get("turn_idx", 1)
-    if not isinstance(turn_idx, int) or isinstance(turn_idx, bool) or turn_idx < 1:
-        raise _row_error(source, line, f"field 'turn_idx' should be a whole number from 1, not {turn_idx!r}")
+    if "turn_idx" not in data:
+        raise _row_error(source, line, "field 'turn_idx' is missing (the evaluation needs it to pick the turn)")
+    turn_idx = data["turn_idx"]
+    if not _whole_number(turn_idx) or turn_idx < 1:
+        raise _row_error(source, line, f"field 'turn_idx' should be a whole number from 1, not {_shown(turn_idx)}")
     total = data.get("total_turns")
-    if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
-        raise _row_error(source, line, f"field 'total_turns' should be a whole number, not {total!r}")
-    current = data.get("current_prompt", "")
-    if not current and turn_idx > len(prompts):
-        raise _row_error(source, line, f"field 'turn_idx' is {turn_idx} but 'prompt' has {len(prompts)} turns and 'current_prompt' is empty")
+    if total is not None and (not _whole_number(total) or total < 0):
+        raise _row_error(source, line, f"field 'total_turns' should be a whole number, not {_shown(total)}")
+    if turn_idx > len(prompts):
+        raise _row_error(source, line, f"field 'turn_idx' is {turn_idx} but 'prompt' has only {len(prompts)} turns")
+    if turn_idx - 1 > len(responses):
+        raise _row_error(
+            source, line, f"field 'turn_idx' is {turn_idx} but 'response' has only {len(responses)} turns; "
+            "the turns before it need their responses",
+        )
     known = {"task", "id", "prompt", "response", "current_prompt", "system_str", "turn_idx", "total_turns"}
     return BenchRow(
-        task=task.strip(), id=data["id"], prompts=prompts, responses=responses, current_prompt=current,
+        task=task.strip(), id=data["id"], prompts=prompts, responses=responses, current_prompt=data.get("current_prompt", ""),
         system_str=data.get("system_str", ""), turn_idx=turn_idx, total_turns=total, line=line,
-        extra={k: v for k, v in data.items() if k not in known},
+        extra={k: v for k, v in data.items() if k not in known}, fields=data,
     )
 
 
-def _read_lines(path: Path) -> list[str]:
+def _read_lines(path: Path) -> list[bytes]:
+    """The file's lines as bytes: each row is decoded on its own, so a bad byte names its row."""
+    check_regular_file(path, "benchmark file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"Benchmark file not found: {path}.", "Check the path to the .jsonl file.") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a directory.", "Pass one of its *_test.jsonl files.") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"Cannot read {path} ({error}).", "Pass a UTF-8 JSONL file.") from None
-    return text.splitlines()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BENCH_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"Cannot read the benchmark file {path}: {error.strerror}.", "Check its permissions.") from None
+    if len(data) > MAX_BENCH_BYTES:
+        raise InputError(f"The benchmark file {path} is larger than {MAX_BENCH_BYTES:,} bytes.", "Split it into smaller files.")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a byte-order mark from an editor
+    # Split on newlines only: a row may hold U+2028 or other characters str.splitlines() breaks on.
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
 
 
-def _decode(raw: str, line: int, source: str) -> BenchRow:
+def _decode(raw: bytes, line: int, source: str) -> BenchRow:
     try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise _row_error(source, line, f"not valid JSON ({error.msg} at column {error.colno})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _row_error(source, line, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})") from None
+    try:
+        data = load_json(text)
+    except SyntaxProblem as problem:
+        raise _row_error(source, line, f"not valid JSON ({problem.reason})") from None
     return parse_row(data, line=line, source=source)
+
+
+def _no_rows(path: Path) -> InputError:
+    return InputError(f"The benchmark file {path} holds no rows.", ROW_HINT)
 
 
 def read_bench_rows(path: str | Path) -> list[BenchRow]:
@@ -162,7 +196,7 @@ def read_bench_rows(path: str | Path) -> list[BenchRow]:
     path = Path(path)
     rows = [_decode(raw, number, str(path)) for number, raw in enumerate(_read_lines(path), 1) if raw.strip()]
     if not rows:
-        raise InputError(f"{path} holds no rows.", ROW_HINT)
+        raise _no_rows(path)
     return rows
 
 
@@ -170,10 +204,12 @@ def read_bench_row(path: str | Path, row: int) -> BenchRow:
     """Row `row` (1-based line number) of a benchmark file; only that line is validated."""
     path = Path(path)
     lines = _read_lines(path)
+    if not any(raw.strip() for raw in lines):
+        raise _no_rows(path)
     if not 1 <= row <= len(lines):
-        raise InputError(f"{path} has {len(lines)} rows; there is no row {row}.", f"Pick a row from 1 to {len(lines)}.")
+        raise InputError(f"{path} has {len(lines)} lines; there is no row {row}.", f"Pick a row from 1 to {len(lines)}.")
     if not lines[row - 1].strip():
-        raise InputError(f"{path}: row {row} is a blank line.", "Pick a line that holds a row.")
+        raise InputError(f"{path}: line {row} is blank, so it holds no row.", "Pick a line that holds a row.")
     return _decode(lines[row - 1], row, str(path))
 
 
@@ -218,8 +254,8 @@ def prompt_action(prompt: str) -> Action:
     fenced = _FENCE.match(text.strip())
     shown = fenced.group("body") if fenced else text.strip()
     try:
-        payload: Any = json.loads(shown)
-    except json.JSONDecodeError:
+        payload: Any = load_json(shown)
+    except SyntaxProblem:
         payload = None
     return Action(text=shown, payload=payload, prompt_text=text)
 
@@ -301,10 +337,25 @@ def _file_stem(row: BenchRow) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{row.domain}-{row.id}").strip("-") or "row"
 
 
+def imported_row_fields(row: BenchRow, turns: list[TurnRecord]) -> dict[str, Any]:
+    """The row as read, for a later export to give it back unchanged.
+
+    `prompt` and `response` become null when they are exactly the trajectory's turns (the
+    usual case), so the header does not hold every turn once per row.
+    """
+    fields = dict(row.fields)
+    if fields.get("prompt") == [t.prompt for t in turns]:
+        fields["prompt"] = None
+    if isinstance(fields.get("response"), list) and len(fields["response"]) == len(turns):
+        fields["response"] = None  # row_turns keeps each response exactly (history_message when not canonical)
+    return fields
+
+
 def import_bench(path: str | Path, out_dir: str | Path) -> list[Path]:
     """Write one trajectory per distinct trajectory in the file (rows of the same one merge).
 
-    Refuses before writing anything when a target file already exists.
+    Refuses before writing anything when a target file already exists; a failure part-way
+    removes the files this import wrote.
     """
     path, out_dir = Path(path), Path(out_dir)
     groups: dict[tuple[Any, ...], list[BenchRow]] = {}
@@ -322,50 +373,30 @@ def import_bench(path: str | Path, out_dir: str | Path) -> list[Path]:
     existing = [target for target, _ in targets if target.exists()]
     if existing:
         raise InputError(f"{existing[0]} already exists; awl will not overwrite a session.", "Choose another --out-dir, or delete the old files first.")
-    written = []
-    for target, rows in targets:
-        header = row_header(rows[0], path)
-        header.extra[FORMAT]["rows"] = [r.line for r in rows]
-        header.extra[FORMAT]["turn_idx"] = [r.turn_idx for r in rows]
-        with TrajectoryWriter.create(target, header) as writer:
-            for turn in row_turns(rows[0]):
-                writer.append(turn)
-        written.append(target)
+    written: list[Path] = []
+    try:
+        for target, rows in targets:
+            turns = row_turns(rows[0])
+            header = row_header(rows[0], path)
+            ref = header.extra[FORMAT]
+            ref["rows"] = [r.line for r in rows]
+            ref["turn_idx"] = [r.turn_idx for r in rows]
+            ref["turns"] = len(turns)
+            ref["row_fields"] = [imported_row_fields(r, turns) for r in rows]
+            written.append(write_new(target, header, turns))
+    except BaseException:
+        for done in written:  # all or nothing: a half import is harder to retry than none
+            done.unlink(missing_ok=True)
+        raise
     return written
-
-
-# -- trajectories -> rows ---------------------------------------------------------------
 
 
 def trajectory_id(traj: Trajectory) -> int | str:
     """The benchmark id: kept from an imported file, else a stable number from the session's header."""
     ref = traj.header.extra.get(FORMAT)
-    if isinstance(ref, dict) and isinstance(ref.get("id"), (int, str)):
+    if isinstance(ref, dict) and isinstance(ref.get("id"), (int, str)) and not isinstance(ref.get("id"), bool):
         return ref["id"]
     first = traj.turns[0].prompt if traj.turns else ""
-    digest = hashlib.sha256("\0".join((traj.header.created, traj.header.system_prompt, first)).encode()).hexdigest()
+    text = "\0".join((traj.header.created, traj.header.system_prompt, first))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     return int(digest[:13], 16)
-
-
-def trajectory_to_rows(traj: Trajectory) -> list[dict[str, Any]]:
-    """One row per turn of the current branch, in the benchmark's JSONL layout."""
-    branch = traj.current_branch()
-    if not branch:
-        raise TrajectoryError(f"{traj.path} has no turns to export.", "Run a session with `awl run` first.")
-    prompts = [record.prompt for record in branch]
-    if not all(prompts):
-        raise TrajectoryError(
-            f"{traj.path} does not record the prompts of its turns.",
-            "Export needs files written by `awl run` (hand-written examples have no prompts).",
-        )
-    responses = [r.history_message if r.history_message is not None else history_observation(r.observation) for r in branch]
-    ref = traj.header.extra.get(FORMAT)
-    task = ref["task"] if isinstance(ref, dict) and isinstance(ref.get("task"), str) else traj.header.domain
-    row_id = trajectory_id(traj)
-    return [
-        {
-            "task": task, "id": row_id, "prompt": prompts, "response": responses, "current_prompt": prompts[index],
-            "system_str": traj.header.system_prompt, "turn_idx": index + 1, "total_turns": len(branch),
-        }
-        for index in range(len(branch))
-    ]

@@ -1,16 +1,26 @@
-"""Read a trajectory file: validate the header, upgrade old versions, tolerate an interrupted last line."""
+"""Read a trajectory file: validate the header, upgrade old versions, keep what is intact.
+
+Damage never costs the turns before it: an interrupted last line is skipped, and a damaged
+line in the middle ends the reading there, with a warning that names the line and says how
+to get a clean copy (`awl fork`). Only a file whose header cannot be read is refused.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentworld_local.errors import TrajectoryError
+from agentworld_local.files import read_bytes
+from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.schema import SCHEMA_NAME, SCHEMA_VERSION, Header, TurnRecord, migrate
 
 _NOT_OURS_HINT = "Check the path; `awl replay` reads files written by `awl run`."
+#: Far above any real session (a 20,000-turn session is tens of MB); the file is read whole.
+MAX_TRAJECTORY_BYTES = 4 * 1024**3
+_BOM = b"\xef\xbb\xbf"
+UNDO = "undo"  # a line type added within v1: `{"type": "undo", "kept": N}` ends the branch at turn N
 
 
 @dataclass
@@ -22,7 +32,10 @@ class Trajectory:
     path: Path
     warnings: list[str] = field(default_factory=list)
     file_version: int = SCHEMA_VERSION  # version on disk, before migration
-    good_bytes: int = 0  # length of the file prefix that parsed; the writer cuts an interrupted tail here
+    good_bytes: int = 0  # length of the file prefix that was read; the writer cuts an interrupted tail here
+    #: Id of the current branch's last turn: None means the last turn in the file, 0 that every turn was undone.
+    head: int | None = None
+    damaged_line: int | None = None  # first damaged line (1-based); nothing from it on was read
 
     def by_id(self, turn_id: int) -> TurnRecord:
         for turn in self.turns:
@@ -48,69 +61,150 @@ class Trajectory:
         return chain
 
     def current_branch(self) -> list[TurnRecord]:
-        """The branch the session was on when it was last written."""
-        return self.branch()
+        """The branch the session was on when it was last written (undo lines included)."""
+        return [] if self.head == 0 else self.branch(self.head)
+
+    def fork_command(self) -> str:
+        """The command that writes a clean copy of the current branch."""
+        return f"awl fork {self.path} --turn {len(self.current_branch())} --out NEW.jsonl"
 
 
-def _fail(path: Path, line_no: int, why: str) -> TrajectoryError:
-    return TrajectoryError(
-        f"{path}: line {line_no} is damaged ({why}).",
-        f"Fix or delete line {line_no} in an editor, or fork the turns before it with `awl fork`.",
+def _damage_warning(traj: Trajectory, line_no: int, why: str, last_line: int) -> str:
+    kept = len(traj.current_branch())
+    skipped = f"line {line_no}" if last_line <= line_no else f"lines {line_no}-{last_line}"
+    return (
+        f"line {line_no} is damaged ({why}); the {kept} intact turns before it are shown and {skipped} "
+        f"were skipped. To keep going, write a clean copy: `{traj.fork_command()}`"
     )
 
 
 def read_trajectory(path: str | Path) -> Trajectory:
-    """Parse `path`. Raises TrajectoryError (one line, with a next step) for anything unreadable."""
+    """Parse `path`. Raises TrajectoryError (one line, with a next step) only when nothing can be kept."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TrajectoryError(f"{path} does not exist.", "Check the path; sessions are saved by `awl run`.") from None
-    except IsADirectoryError:
-        raise TrajectoryError(f"{path} is a directory, not a trajectory file.", "Pass a .jsonl file inside it.") from None
-    except OSError as error:
-        raise TrajectoryError(f"cannot read {path}: {error.strerror}.", "Check the file's permissions.") from None
+    data = read_bytes(path, "trajectory", limit=MAX_TRAJECTORY_BYTES, error=TrajectoryError)
     if not data.strip():
         raise TrajectoryError(f"{path} is empty.", "It holds no session; delete it or pick another file.")
-
-    lines = data.split(b"\n")
+    start = len(_BOM) if data.startswith(_BOM) else 0  # an editor may have added one
+    lines = data[start:].split(b"\n")
     # Without a final newline the last piece is a line the writer may not have finished.
     tail_open = not data.endswith(b"\n")
     if not tail_open:
         lines.pop()
     header, version = _read_header(path, lines[0], tail_open and len(lines) == 1)
-    traj = Trajectory(header=header, turns=[], path=path, file_version=version, good_bytes=len(data))
-    turn_of: dict[int, int] = {}  # id -> position in its branch, to check parent links
+    traj = Trajectory(header=header, turns=[], path=path, file_version=version, good_bytes=len(data), head=0)
+    state = _BranchState()
+    unknown: dict[str, int] = {}
+    offset = start + len(lines[0]) + 1
 
     for index in range(1, len(lines)):
-        raw, line_no = lines[index], index + 1
-        is_tail = tail_open and index == len(lines) - 1
+        raw, line_no, line_start = lines[index], index + 1, offset
+        offset += len(raw) + 1
         if not raw.strip():
             continue
+        is_tail = tail_open and index == len(lines) - 1
         try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            record = _decode(raw)
+        except SyntaxProblem as problem:
             if is_tail:
                 traj.warnings.append(
                     f"line {line_no} is incomplete (the session was interrupted while writing); it was skipped"
                 )
-                traj.good_bytes = len(data) - len(raw)
+                traj.good_bytes = line_start
                 break
-            raise _fail(path, line_no, "not valid JSON" if isinstance(error, json.JSONDecodeError) else "not UTF-8") from None
-        kind = record.get("type") if isinstance(record, dict) else None
-        if isinstance(record, dict) and kind not in ("turn", "header"):
-            # Forward compatibility within a version: a newer awl may add line types.
-            traj.warnings.append(f"line {line_no} has unknown type {kind!r}; it was skipped")
+            why = problem.reason
         else:
-            traj.turns.append(_read_turn(path, line_no, record, version, turn_of))
+            kind = record.get("type", "turn") if isinstance(record, dict) else None
+            if isinstance(kind, str) and kind not in ("turn", "header", UNDO):
+                # Forward compatibility within a version: a newer awl may add line types.
+                unknown[kind] = unknown.get(kind, 0) + 1
+                continue
+            try:
+                if kind == UNDO:
+                    state.undo(record)
+                else:
+                    traj.turns.append(state.add_turn(record, version))
+                continue
+            except ValueError as error:
+                why = str(error)
+        traj.head = state.head
+        traj.damaged_line = line_no
+        traj.good_bytes = line_start
+        traj.warnings.append(_damage_warning(traj, line_no, why, len(lines)))
+        break
+    traj.head = state.head
+    if unknown:
+        kinds = ", ".join(f"'{kind}'" for kind in sorted(unknown))
+        traj.warnings.append(
+            f"{sum(unknown.values())} lines of a type this awl does not know ({kinds}) were skipped; "
+            "a newer awl may have written them"
+        )
     return traj
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SyntaxProblem(f"not UTF-8: byte 0x{raw[error.start]:02x} at column {error.start + 1}") from None
+    try:
+        return load_json(text)
+    except SyntaxProblem as problem:
+        raise SyntaxProblem(f"not valid JSON: {problem.reason}") from None
+
+
+class _BranchState:
+    """What the turn and undo lines read so far say: each turn's position and parent, and the branch tip."""
+
+    def __init__(self) -> None:
+        self.turn_of: dict[int, int] = {}  # id -> position in its branch
+        self.parent_of: dict[int, int | None] = {}
+        self.head = 0  # id of the current branch's last turn, 0 for none
+
+    def add_turn(self, record: Any, version: int) -> TurnRecord:
+        if not isinstance(record, dict):
+            raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+        try:
+            turn = TurnRecord.from_dict(migrate(record, version))
+        except (TypeError, KeyError, IndexError) as error:
+            raise ValueError(str(error) or type(error).__name__) from None
+        # Ids follow line order, so "next id = last id + 1" never collides.
+        if turn.id <= next(reversed(self.turn_of), 0):
+            raise ValueError(f"turn id {turn.id} is not greater than the ids before it")
+        if turn.parent is not None and turn.parent not in self.turn_of:
+            raise ValueError(f"parent {turn.parent} is not an earlier turn")
+        expected = 1 if turn.parent is None else self.turn_of[turn.parent] + 1
+        if turn.turn != expected:
+            raise ValueError(f"turn position {turn.turn} should be {expected} after its parent")
+        self.turn_of[turn.id] = turn.turn
+        self.parent_of[turn.id] = turn.parent
+        self.head = turn.id
+        return turn
+
+    def undo(self, record: dict[str, Any]) -> None:
+        kept = record.get("kept")
+        length = self.turn_of.get(self.head, 0)
+        if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= length:
+            raise ValueError(f"an undo line should keep a turn count from 0 to {length}, not {_shown(kept)}")
+        self.head = walk_back(self.head, length - kept, self.parent_of)
+
+
+def walk_back(head: int, steps: int, parent_of: dict[int, int | None]) -> int:
+    """The turn `steps` turns before `head` on its branch (0 when that is before the first turn)."""
+    for _ in range(steps):
+        head = parent_of.get(head) or 0
+    return head
+
+
+def _shown(value: Any) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _read_header(path: Path, raw: bytes, unfinished: bool) -> tuple[Header, int]:
     not_ours = TrajectoryError(f"{path} is not an awl trajectory (no header line).", _NOT_OURS_HINT)
     try:
-        record: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        record: Any = _decode(raw)
+    except SyntaxProblem:
         if unfinished and SCHEMA_NAME.encode() in raw:
             raise TrajectoryError(
                 f"{path} was interrupted while its header was written; it holds no turns.", "Delete it and start again."
@@ -120,7 +214,7 @@ def _read_header(path: Path, raw: bytes, unfinished: bool) -> tuple[Header, int]
         raise not_ours
     version = record.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _fail(path, 1, f"the header's version is {version!r}, not a positive whole number")
+        raise _header_damaged(path, f"its version is {_shown(version)}, not a positive whole number")
     if version > SCHEMA_VERSION:
         raise TrajectoryError(
             f"{path} was written by a newer awl (schema v{version}; this awl reads up to v{SCHEMA_VERSION}).",
@@ -129,22 +223,12 @@ def _read_header(path: Path, raw: bytes, unfinished: bool) -> tuple[Header, int]
     try:
         header = Header.from_dict(migrate(record, version))
     except (ValueError, TypeError, KeyError, IndexError) as error:
-        raise _fail(path, 1, str(error)) from None
+        raise _header_damaged(path, str(error)) from None
     return header, version
 
 
-def _read_turn(path: Path, line_no: int, record: Any, version: int, turn_of: dict[int, int]) -> TurnRecord:
-    try:
-        turn = TurnRecord.from_dict(migrate(record, version))
-    except (ValueError, TypeError, KeyError, IndexError) as error:
-        raise _fail(path, line_no, str(error)) from None
-    # Ids follow line order, so "next id = last id + 1" never collides.
-    if turn.id <= next(reversed(turn_of), 0):
-        raise _fail(path, line_no, f"turn id {turn.id} is not greater than the ids before it")
-    if turn.parent is not None and turn.parent not in turn_of:
-        raise _fail(path, line_no, f"parent {turn.parent} is not an earlier turn")
-    expected = 1 if turn.parent is None else turn_of[turn.parent] + 1
-    if turn.turn != expected:
-        raise _fail(path, line_no, f"turn position {turn.turn} should be {expected} after its parent")
-    turn_of[turn.id] = turn.turn
-    return turn
+def _header_damaged(path: Path, why: str) -> TrajectoryError:
+    return TrajectoryError(
+        f"{path}: the header (line 1) is damaged ({why}); no turn can be read without it.",
+        "Fix line 1 in an editor, or delete the file.",
+    )

@@ -3,7 +3,6 @@ the rich Console it is given, so tests capture it with `Console(file=io.StringIO
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Callable
@@ -13,6 +12,8 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from agentworld_local.errors import TrajectoryError
+from agentworld_local.safe_parse import SyntaxProblem, load_json
+from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import TurnRecord
 
@@ -80,7 +81,8 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
 
 
 def render_header(traj: Trajectory, console: Console, *, plain: bool = False, shown: int | None = None) -> None:
-    lines = header_lines(traj, len(traj.current_branch()) if shown is None else shown)
+    # File content must not drive the terminal (escape sequences) nor crash the encoder (lone surrogates).
+    lines = [safe_for_terminal(line, keep_colour=False) for line in header_lines(traj, len(traj.current_branch()) if shown is None else shown)]
     if plain:
         console.out("\n".join(lines), highlight=False)
         return
@@ -131,8 +133,8 @@ def _looks_like_json(text: str) -> bool:
     if not stripped or stripped[0] not in "[{":
         return False
     try:
-        json.loads(stripped)
-    except ValueError:
+        load_json(stripped)
+    except SyntaxProblem:
         return False
     return True
 
@@ -150,13 +152,16 @@ def render_turn(
     sep = ", " if plain else " · "  # plain output stays ASCII for pipes and logs
     stats = turn_stats(record, sep)
     title = f"Turn {record.turn}" + (f"{sep}{stats}" if stats else "")
-    action = record.action.rstrip("\n")
-    observation = record.observation.rstrip("\n")
-    controls = [f"control added: {c}" for c in record.controls_added]
+    # Plain output has no colour, so colour sequences from the model are escaped too.
+    safe = lambda text: safe_for_terminal(text, keep_colour=not plain)  # noqa: E731
+    action = safe(record.action.rstrip("\n"))
+    observation = safe(record.observation.rstrip("\n"))
+    thinking = safe(record.thinking.strip("\n"))
+    controls = [safe(f"control added: {c}") for c in record.controls_added]
     if plain:
         out = [f"== {title} ==", *controls, "action:", action]
-        if show_thinking and record.thinking.strip():
-            out += ["thinking:", record.thinking.strip("\n")]
+        if show_thinking and thinking.strip():
+            out += ["thinking:", thinking]
         out += ["observation:", observation, ""]
         console.out("\n".join(out), highlight=False)
         return
@@ -167,9 +172,9 @@ def render_turn(
         console.print(Text(line, style="bold yellow"))
     console.print(Text("action", style="bold cyan"))
     _print_code(console, action, action_lexer(record, domain))
-    if show_thinking and record.thinking.strip():
+    if show_thinking and thinking.strip():
         console.print(Text("thinking", style="bold magenta"))
-        console.print(Text(record.thinking.strip("\n"), style="dim italic"))
+        console.print(Text.from_ansi(thinking, style="dim italic"))
     console.print(Text("observation", style="bold green"))
     if speed > 0 and console.is_terminal:
         _typewrite(console, observation, speed, sleep)
@@ -179,7 +184,8 @@ def render_turn(
 
 def _print_code(console: Console, text: str, lexer: str | None) -> None:
     if lexer is None:
-        console.print(Text(text))  # Text, not str: brackets in model output are not rich markup
+        # Text, not str: brackets in model output are not rich markup; from_ansi keeps the colours.
+        console.print(Text.from_ansi(text))
     else:
         console.print(Syntax(text, lexer, theme=_SYNTAX_THEME, word_wrap=True, background_color="default"))
 

@@ -1,78 +1,130 @@
-"""Append-only trajectory writing. Every line is flushed and fsynced, so a killed
-process loses at most the turn it was writing (which the reader then skips)."""
+"""Append-only trajectory writing. Every line is written unbuffered and fsynced, so a killed
+process loses at most the turn it was writing (which the reader then skips).
+
+A failed write (a full disk) cuts the file back to its last complete line, so the file
+stays readable with every saved turn, and the next line can still follow cleanly.
+"""
 
 from __future__ import annotations
 
-import json
+import errno
 import os
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
-from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.jsonl import encode_line
+from agentworld_local.trajectory.reader import UNDO, Trajectory, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
 
 
-def _encode(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+def _open(path: Path, mode: str) -> BinaryIO:
+    """Unbuffered: a failed write leaves nothing in a buffer for `close()` to retry."""
+    return open(path, mode, buffering=0)  # type: ignore[return-value]
+
+
+class _WriteFailed(Exception):
+    def __init__(self, reason: str, cut_back: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cut_back = cut_back
 
 
 class TrajectoryWriter:
     """Writes one trajectory. Build it with `create` or `append_to`, not directly."""
 
-    def __init__(self, path: Path, handle: BinaryIO, turn_of: dict[int, int]) -> None:
+    def __init__(
+        self, path: Path, handle: BinaryIO, turn_of: dict[int, int], *,
+        parent_of: dict[int, int | None] | None = None, head: int | None = None, size: int = 0,
+    ) -> None:
         self.path = path
         self._handle: BinaryIO | None = handle
         self._turn_of = turn_of  # id -> branch position, for parent checks and turn numbers
+        self._parent_of = dict(parent_of or {})  # id -> parent, to walk back on undo
+        self._head = next(reversed(turn_of), 0) if head is None else head  # current branch tip, 0 for none
+        self._size = size  # bytes of complete lines in the file: where a failed write is cut back to
+        self._broken: str | None = None
 
     @classmethod
     def create(cls, path: str | Path, header: Header, *, overwrite: bool = False) -> TrajectoryWriter:
-        """Start a new file holding just `header`. Refuses an existing file unless `overwrite`."""
+        """Start a new file holding just `header`. Refuses an existing file unless `overwrite`.
+
+        If the header cannot be written, no file is left behind, so the same command can be retried.
+        """
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(path, "wb" if overwrite else "xb")
+            handle = _open(path, "wb" if overwrite else "xb")
         except FileExistsError:
             raise TrajectoryError(
                 f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
             ) from None
         except OSError as error:
-            raise TrajectoryError(f"cannot create {path}: {error.strerror}.", "Choose a writable location.") from None
+            raise TrajectoryError(f"cannot create {path}: {_reason(error)}.", "Choose a writable location.") from None
         writer = cls(path, handle, {})
-        writer._write(header.to_dict())
+        try:
+            writer._write(encode_line(header.to_dict()))
+        except _WriteFailed as failed:
+            writer.discard()
+            raise TrajectoryError(
+                f"cannot start {path}: {failed.reason}; nothing was saved and no file was left behind.",
+                "Free disk space or choose another location, then run the same command again.",
+            ) from None
+        except BaseException:
+            writer.discard()
+            raise
         return writer
 
     @classmethod
     def append_to(cls, path: str | Path) -> TrajectoryWriter:
         """Reopen an existing trajectory to add turns. An interrupted last line is cut off first."""
         path = Path(path)
-        traj = read_trajectory(path)  # raises on anything damaged; nothing is repaired
+        traj = read_trajectory(path)
+        if traj.damaged_line is not None:
+            # Appending after the damage would put the new turns where readers stop.
+            raise TrajectoryError(
+                f"{path} is damaged at line {traj.damaged_line}; awl will not add turns after the damage.",
+                f"Write a clean copy of the {len(traj.current_branch())} intact turns and continue there: "
+                f"`{traj.fork_command()}`.",
+            )
         if traj.file_version != SCHEMA_VERSION:
             raise TrajectoryError(
                 f"{path} uses schema v{traj.file_version}; awl only appends to v{SCHEMA_VERSION} files.",
-                "Fork it with `awl fork` to get an up-to-date copy and continue there.",
+                f"Write an up-to-date copy and continue there: `{traj.fork_command()}`.",
             )
+        size = traj.good_bytes
         try:
-            handle = open(path, "r+b")
-            handle.truncate(traj.good_bytes)
+            handle = _open(path, "r+b")
+            handle.truncate(size)
             handle.seek(0, os.SEEK_END)
-            if traj.good_bytes and not _ends_with_newline(handle):
-                handle.write(b"\n")  # a hand-edited file may lack the final newline
+            if size and not _ends_with_newline(handle):
+                _write_all(handle, b"\n")  # a hand-edited file may lack the final newline
+                size += 1
         except OSError as error:
-            raise TrajectoryError(f"cannot open {path} for appending: {error.strerror}.", "Check its permissions.") from None
-        return cls(path, handle, {t.id: t.turn for t in traj.turns})
+            raise TrajectoryError(f"cannot open {path} for appending: {_reason(error)}.", "Check its permissions.") from None
+        return cls(
+            path, handle, {t.id: t.turn for t in traj.turns},
+            parent_of={t.id: t.parent for t in traj.turns}, head=traj.head or 0, size=size,
+        )
 
     @property
     def last_id(self) -> int:
         """Id of the last turn in the file, 0 when there is none."""
         return next(reversed(self._turn_of), 0)
 
+    @property
+    def branch_length(self) -> int:
+        """How many turns the current branch holds (after any undo)."""
+        return self._turn_of.get(self._head, 0)
+
     def append(self, turn: TurnRecord) -> TurnRecord:
         """Write `turn` as the next line and return it with `id` (and `turn`, if 0) filled in.
 
         The caller decides `parent` (the previous turn of the current branch, None for the first).
+        On a failed write the file is cut back and TrajectoryError says so; nothing is recorded.
         """
         if turn.parent is not None and turn.parent not in self._turn_of:
             raise ValueError(f"parent {turn.parent} is not a turn of {self.path}")
@@ -83,24 +135,87 @@ class TrajectoryWriter:
         if turn.id not in (0, next_id):
             raise ValueError(f"turn id {turn.id} is not the next id ({next_id})")
         record = replace(turn, id=next_id, turn=position)
-        self._write(record.to_dict())
+        self._save(encode_line(record.to_dict()), f"turn {position}")
         self._turn_of[next_id] = position
+        self._parent_of[next_id] = turn.parent
+        self._head = next_id
         return record
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def record_undo(self, kept_turns: int) -> None:
+        """Write that the current branch now ends after its first `kept_turns` turns.
+
+        Called before the session drops the turns, so a failed write leaves both unchanged.
+        """
+        length = self.branch_length
+        if not 0 <= kept_turns <= length:
+            raise ValueError(f"cannot keep {kept_turns} turns: the current branch of {self.path} has {length}")
+        if kept_turns == length:
+            return  # nothing is dropped
+        self._save(encode_line({"type": UNDO, "kept": kept_turns, "created": utc_now()}), "the undo")
+        self._head = walk_back(self._head, length - kept_turns, self._parent_of)
+
+    def _save(self, line: bytes, what: str) -> None:
+        if self._broken is not None:
+            raise TrajectoryError(
+                f"cannot save {what}: {self.path} could not be written earlier ({self._broken}).",
+                f"The turns saved before that are intact; continue in a copy: `awl fork {self.path} --out NEW.jsonl`.",
+            )
+        try:
+            self._write(line)
+        except _WriteFailed as failed:
+            saved = self.branch_length
+            if failed.cut_back:
+                raise TrajectoryError(
+                    f"could not save {what} to {self.path}: {failed.reason}. The file was cut back to its last "
+                    f"complete line; the {saved} turns saved before are intact.",
+                    "Free disk space or check the drive.",
+                ) from None
+            self._broken = failed.reason
+            raise TrajectoryError(
+                f"could not save {what} to {self.path}: {failed.reason}. Its last line is incomplete (readers skip "
+                f"it); the {saved} turns saved before are intact.",
+                f"Free disk space, then continue in a copy: `awl fork {self.path} --out NEW.jsonl`.",
+            ) from None
+
+    def _write(self, line: bytes) -> None:
+        """Write one complete line, or cut the file back to where it was and raise _WriteFailed."""
         if self._handle is None:
             raise ValueError(f"the writer for {self.path} is closed")
+        start = self._size
         try:
-            self._handle.write(_encode(record))
+            _write_all(self._handle, line)
             self._handle.flush()
             os.fsync(self._handle.fileno())
         except OSError as error:
-            raise TrajectoryError(f"cannot write {self.path}: {error.strerror}.", "Free disk space or check the drive.") from None
+            raise _WriteFailed(_reason(error), self._cut_back(start)) from None
+        self._size = start + len(line)
+
+    def _cut_back(self, size: int) -> bool:
+        assert self._handle is not None
+        try:
+            self._handle.truncate(size)
+            self._handle.seek(size)
+            os.fsync(self._handle.fileno())
+        except OSError:
+            return False
+        return True
+
+    def discard(self) -> None:
+        """Close and delete the file: for a new file whose content is worthless after a failure."""
+        self.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Close the file. Never raises: every line was already fsynced, or its failure reported."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
 
     @property
     def closed(self) -> bool:
@@ -113,6 +228,22 @@ class TrajectoryWriter:
         self.close()
 
 
+def _write_all(handle: BinaryIO, data: bytes) -> None:
+    """An unbuffered write may write only part; loop until every byte is out."""
+    view = memoryview(data)
+    while view:
+        written = handle.write(view)
+        if not written:
+            raise OSError(errno.EIO, "the write made no progress")
+        view = view[written:]
+
+
+def _reason(error: OSError) -> str:
+    if error.errno == errno.ENOSPC:
+        return "the disk is full"
+    return error.strerror or str(error) or type(error).__name__
+
+
 def _ends_with_newline(handle: BinaryIO) -> bool:
     handle.seek(-1, os.SEEK_END)
     last = handle.read(1)
@@ -120,28 +251,46 @@ def _ends_with_newline(handle: BinaryIO) -> bool:
     return last == b"\n"
 
 
-def fork_trajectory(src: str | Path, dst: str | Path, at_turn: int, *, overwrite: bool = False) -> Path:
-    """Copy the current branch of `src` up to branch position `at_turn` into a new file `dst`.
+def write_new(path: str | Path, header: Header, turns: Iterable[TurnRecord], *, overwrite: bool = False) -> Path:
+    """A complete new trajectory file, or none: a failure part-way removes what was written."""
+    path = Path(path)
+    writer = TrajectoryWriter.create(path, header, overwrite=overwrite)
+    try:
+        for turn in turns:
+            writer.append(turn)
+    except BaseException:
+        writer.discard()
+        raise
+    writer.close()
+    return path
+
+
+def fork_trajectory(src: str | Path, dst: str | Path, at_turn: int | None = None, *, overwrite: bool = False) -> Path:
+    """Copy the current branch of `src` up to branch position `at_turn` (default: all of it) into a new file.
 
     Turns are renumbered as a straight line (id = turn, parent = turn - 1); `at_turn=0`
-    keeps only the header, i.e. the same setup started afresh.
+    keeps only the header, i.e. the same setup started afresh. A damaged source gives its
+    intact turns; an interrupted last line is left out.
     """
-    src, dst = Path(src), Path(dst)
-    traj = read_trajectory(src)
+    return fork_from(read_trajectory(src), dst, at_turn, overwrite=overwrite)
+
+
+def fork_from(traj: Trajectory, dst: str | Path, at_turn: int | None = None, *, overwrite: bool = False) -> Path:
+    """`fork_trajectory` for a file already read."""
+    src, dst = traj.path, Path(dst)
     branch = traj.current_branch()
+    at_turn = len(branch) if at_turn is None else at_turn
     if not 0 <= at_turn <= len(branch):
         raise TrajectoryError(
             f"cannot fork at turn {at_turn}: {src} has {len(branch)} turns in its current branch.",
             f"Pick a turn from 0 to {len(branch)}.",
         )
-    if dst.resolve() == src.resolve():
+    if dst.exists() and dst.resolve() == src.resolve():
         raise TrajectoryError(f"cannot fork {src} onto itself.", "Choose a different destination file.")
     # A fork is a new session written now, in the current schema; its setup is the source's.
     header = replace(
         traj.header, version=SCHEMA_VERSION, awl_version=__version__, created=utc_now(),
         forked_from={"file": str(src.resolve()), "turn": at_turn},
     )
-    with TrajectoryWriter.create(dst, header, overwrite=overwrite) as writer:
-        for old in branch[:at_turn]:
-            writer.append(replace(old, id=old.turn, parent=old.turn - 1 or None))
-    return dst
+    turns = (replace(old, id=old.turn, parent=old.turn - 1 or None) for old in branch[:at_turn])
+    return write_new(dst, header, turns, overwrite=overwrite)

@@ -165,7 +165,7 @@ def test_bench_errors_are_one_line_before_the_model_loads(tmp_path):
                           f"{bench}: row 2: field 'prompt' should be a list of strings, not an object")
     assert_one_line_error(awl("import", str(bench), "--out-dir", str(tmp_path / "x"), home=tmp_path), "row 2", "field 'prompt'")
     assert not (tmp_path / "x").exists()
-    assert_one_line_error(awl("run", "--from-bench", str(bench), "--row", "5", *model, home=tmp_path), "has 2 rows", "from 1 to 2")
+    assert_one_line_error(awl("run", "--from-bench", str(bench), "--row", "5", *model, home=tmp_path), "has 2 lines", "from 1 to 2")
     assert_one_line_error(awl("run", "--from-bench", str(bench), *model, home=tmp_path), "--from-bench needs --row")
     assert_one_line_error(awl("run", "--row", "1", *model, home=tmp_path, stdin=""), "--row only works with --from-bench")
     assert_one_line_error(awl("run", "--from-bench", str(bench), "--row", "1", "-s", "online-shop", *model, home=tmp_path),

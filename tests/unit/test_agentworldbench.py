@@ -1,9 +1,9 @@
 """AgentWorldBench interchange on hand-written rows of every domain.
 
-The official message layout is rebuilt here independently, following the evaluation
-script's `run_inference` (QwenLM/Qwen-AgentWorld, eval/eval.py): system message when
-`system_str` is set; for each earlier turn the raw `prompt[j]` and `response[j]`; then
-`current_prompt`, or `prompt[turn_idx - 1]` when it is empty.
+The official message layout is rebuilt here independently, following the current evaluation
+script (QwenLM/Qwen-AgentWorld, eval/eval.py): system message when `system_str` is set; for
+each earlier turn k < turn_idx the raw `prompt[k - 1]` and `response[k - 1]`; then
+`prompt[turn_idx - 1]`. `current_prompt` is ignored and `turn_idx` is required.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from agentworld_local.trajectory.agentworldbench import (
     parse_row,
     read_bench_row,
     read_bench_rows,
-    trajectory_to_rows,
 )
+from agentworld_local.trajectory.bench_export import trajectory_to_rows
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
@@ -38,14 +38,11 @@ def official_messages(job: dict) -> list[dict[str, str]]:
     prompts, responses = job.get("prompt", []), job.get("response", [])
     prompts = [prompts] if isinstance(prompts, str) else prompts
     responses = [responses] if isinstance(responses, str) else responses
-    current_index = max(job.get("turn_idx", 1) - 1, 0)
+    turn_idx = job["turn_idx"]
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    for j in range(min(current_index, len(prompts), len(responses))):
-        messages += [{"role": "user", "content": prompts[j]}, {"role": "assistant", "content": responses[j]}]
-    current = job.get("current_prompt", "")
-    if not current and current_index < len(prompts):
-        current = prompts[current_index]
-    return messages + [{"role": "user", "content": current}]
+    for k in range(1, turn_idx):
+        messages += [{"role": "user", "content": prompts[k - 1]}, {"role": "assistant", "content": responses[k - 1]}]
+    return messages + [{"role": "user", "content": prompts[turn_idx - 1]}]
 
 
 def fenced(payload: object) -> str:
@@ -164,10 +161,19 @@ def test_row_variants_the_official_script_accepts():
     assert bench_messages(row)[0]["role"] == "user", "no system message for an empty system_str"
     assert bench_world(row, None).messages_for(row.current) == official_messages(job)
     assert row.current == job["prompt"][1]
-    single = {"task": "benchmarks/mcp", "id": "a-1", "prompt": "### Turn 1\n**Action:**\nping", "response": OBS + "pong"}
+    single = {"task": "benchmarks/mcp", "id": "a-1", "prompt": "### Turn 1\n**Action:**\nping", "response": OBS + "pong", "turn_idx": 1}
     one = parse_row(single, line=1, source="x")
     assert one.domain == "mcp" and bench_messages(one) == official_messages(single)
     assert one.ground_truth == "pong"
+
+
+def test_the_last_user_message_is_prompt_at_turn_idx_whatever_current_prompt_says():
+    # The current official evaluation ignores current_prompt; an older version sent it.
+    job = bench_job("terminal", 2, current_prompt="### Turn 2\n**Action:**\nsomething else")
+    row = parse_row(job, line=1, source="x")
+    assert row.current == job["prompt"][1]
+    assert bench_messages(row)[-1] == {"role": "user", "content": job["prompt"][1]}
+    assert bench_world(row, None).messages_for(row.current) == official_messages(job)
 
 
 def test_row_shape_errors_name_the_row_and_the_field(tmp_path):
@@ -177,7 +183,9 @@ def test_row_shape_errors_name_the_row_and_the_field(tmp_path):
         json.dumps({**bench_job("web", 2), "response": ["ok", None]}): "row 3: field 'response' item 2 should be a string, not null",
         json.dumps({k: v for k, v in bench_job("web", 2).items() if k != "task"}): "row 3: field 'task' is missing",
         json.dumps({**bench_job("web", 2), "turn_idx": 0}): "row 3: field 'turn_idx' should be a whole number from 1",
-        json.dumps({**bench_job("web", 2), "turn_idx": 9, "current_prompt": ""}): "row 3: field 'turn_idx' is 9 but 'prompt' has 3 turns",
+        json.dumps({**bench_job("web", 2), "turn_idx": 9, "current_prompt": ""}): "row 3: field 'turn_idx' is 9 but 'prompt' has only 3 turns",
+        json.dumps({k: v for k, v in bench_job("web", 2).items() if k != "turn_idx"}): "row 3: field 'turn_idx' is missing",
+        json.dumps({**bench_job("web", 3), "response": [OBS + "a"]}): "row 3: field 'turn_idx' is 3 but 'response' has only 1 turns",
         json.dumps({**bench_job("web", 2), "system_str": ["x"]}): "row 3: field 'system_str' should be a string, not a list",
         '{"task": "web", "id": 1, "prompt": [': "row 3: not valid JSON",
         "[1, 2]": "row 3: expected a JSON object, got a list",
@@ -191,7 +199,7 @@ def test_row_shape_errors_name_the_row_and_the_field(tmp_path):
         assert f"{path}: {fragment}" in line and "AgentWorldBench row" in line and "\n" not in line
     # Only the chosen row is validated when one row is asked for.
     assert read_bench_row(path, 2).turn_idx == 2
-    with pytest.raises(InputError, match="has 3 rows; there is no row 4"):
+    with pytest.raises(InputError, match="has 3 lines; there is no row 4"):
         read_bench_row(path, 4)
 
 

@@ -194,24 +194,28 @@ def test_missing_and_empty_files_error(tmp_path):
         read_trajectory(tmp_path / "empty.jsonl")
 
 
-def test_corrupt_middle_line_names_the_line(tmp_path):
+def test_a_damaged_middle_line_keeps_the_turns_before_it(tmp_path):
     path = tmp_path / "s.jsonl"
-    write_linear(path, [("a", "1"), ("b", "2"), ("c", "3")])
+    write_linear(path, [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")])
     lines = path.read_text().splitlines(keepends=True)
-    lines[2] = "{not json\n"
+    lines[3] = "{not json\n"  # turn c
     path.write_text("".join(lines))
-    with pytest.raises(TrajectoryError, match="line 3"):
-        read_trajectory(path)
+    traj = read_trajectory(path)
+    assert [t.action for t in traj.current_branch()] == ["a", "b"] and traj.damaged_line == 4
+    [warning] = traj.warnings
+    assert warning.startswith("line 4 is damaged (not valid JSON") and "the 2 intact turns before it" in warning
+    assert "lines 4-5 were skipped" in warning and f"awl fork {path} --turn 2 --out NEW.jsonl" in warning
 
 
 def test_turn_with_bad_field_names_the_line_and_field(tmp_path):
     path = tmp_path / "s.jsonl"
     write_linear(path, [("a", "1"), ("b", "2")])
     lines = lines_of(path)
-    lines[1]["id"] = "one"
+    lines[2]["id"] = "one"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    with pytest.raises(TrajectoryError, match=r"line 2 .*'id'"):
-        read_trajectory(path)
+    traj = read_trajectory(path)
+    assert [t.action for t in traj.turns] == ["a"]
+    assert re.match(r"line 3 is damaged \(field 'id' should be int, not str\)", traj.warnings[0])
 
 
 # --- branches and fork ---------------------------------------------------------------------------

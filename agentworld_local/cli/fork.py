@@ -1,0 +1,44 @@
+"""`awl fork FILE --out NEW`: a clean copy of a saved session, to continue or to branch from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from agentworld_local.cli.bench import print_warnings
+from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.main import app
+from agentworld_local.cli.session import ensure_new_file
+from agentworld_local.errors import InputError
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.writer import fork_from
+
+
+@app.command()
+def fork(
+    file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False),
+    out: Path = typer.Option(..., "--out", "-o", help="The new trajectory file (never overwrites).", show_default=False),
+    turn: int = typer.Option(
+        None, "--turn", help="Keep the current branch up to this turn (0 keeps only the setup). Default: every intact turn.",
+        show_default=False,
+    ),
+) -> None:
+    """Copy a session's current branch, up to a turn, into a new clean file.
+
+    Undone turns are left out and the turns are renumbered. A file whose last line was cut off, or that is damaged part-way, gives its intact turns.
+
+    Example: `awl fork session.jsonl --turn 3 --out session-from-3.jsonl`
+    """
+    if turn is not None and turn < 0:
+        raise InputError(f"--turn counts from 0 (the setup only), not {turn}.", "Use --turn 0 to keep only the setup.")
+    ensure_new_file(out)
+    traj = read_trajectory(file)
+    # The reader's damage warning ends by suggesting this very command; the rest still matters.
+    print_warnings([warning.split(" To keep going")[0] for warning in traj.warnings])
+    fork_from(traj, out, turn)
+    count = len(traj.current_branch()) if turn is None else turn
+    stderr_console().print(
+        f"[dim]wrote {count} {'turn' if count == 1 else 'turns'} to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]"
+    )
