@@ -142,10 +142,10 @@ def parse_row(data: Any, *, line: int, source: str) -> BenchRow:
     if total is not None and (not _whole_number(total) or total < 0):
         raise _row_error(source, line, f"field 'total_turns' should be a whole number, not {_shown(total)}")
     if turn_idx > len(prompts):
-        raise _row_error(source, line, f"field 'turn_idx' is {turn_idx} but 'prompt' has only {len(prompts)} turns")
+        raise _row_error(source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'prompt' has only {len(prompts)} turns")
     if turn_idx - 1 > len(responses):
         raise _row_error(
-            source, line, f"field 'turn_idx' is {turn_idx} but 'response' has only {len(responses)} turns; "
+            source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'response' has only {len(responses)} turns; "
             "the turns before it need their responses",
         )
     known = {"task", "id", "prompt", "response", "current_prompt", "system_str", "turn_idx", "total_turns"}
