@@ -256,7 +256,7 @@ def remove_model(
 @models_app.command("add")
 def add_model(
     spec: str = typer.Argument(..., help="A new name, or a registry name (NAME or NAME:QUANT) this file is a copy of.", metavar="NAME[:QUANT]"),
-    path: Path = typer.Argument(..., help="The .gguf file you already have (it is not copied or moved)."),
+    path: str = typer.Argument(..., help="The .gguf file you already have (it is not copied or moved).", metavar="PATH"),
     force: bool = typer.Option(False, "--force", help="Point a name that already has a file to this one instead."),
 ) -> None:
     """Register a GGUF you already have, so `--model NAME` finds it.

@@ -25,6 +25,8 @@ class FileIdentity:
 
 def check_gguf_path(path: str | Path) -> Path:
     """Raise a ModelError with a next step unless `path` is a readable GGUF file."""
+    if not str(path).strip():
+        raise ModelError("The model path is blank.", "Give the path of a .gguf file.")
     file = Path(path).expanduser()
     if not file.exists():
         raise ModelError(

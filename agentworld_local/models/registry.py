@@ -98,6 +98,8 @@ class Registry:
 
     def entry(self, name: str) -> ModelEntry:
         """The model called `name` (case-insensitive), or an InputError suggesting close names."""
+        if not name.strip():
+            raise InputError("The model name is blank.", "Run `awl models list` for the known names, or pass a path to a .gguf file.")
         by_lower = {known.lower(): known for known in self.entries}
         known = by_lower.get(name.lower())
         if known is None:
@@ -294,6 +296,9 @@ def add_local_file(spec: str, path: str | Path, registry: Registry | None = None
     a typo must not silently replace a registered model.
     """
     name, _, quant = spec.strip().partition(":")
+    name = name.strip()
+    if not name:
+        raise InputError("The model name is blank.", "Give the name to register the file under, e.g. `awl models add my-world PATH`.")
     if not _NAME.match(name):
         raise InputError(f"`{name}` is not a valid model name.", "Use letters, digits, `.`, `_` and `-` only, e.g. `my-world-model`.")
     file = check_gguf_path(path).resolve()

@@ -20,6 +20,8 @@ class ResolvedModel:
 
 def looks_like_path(spec: str) -> bool:
     """Registry names never contain a path separator or end in .gguf; paths usually do."""
+    if not spec.strip():
+        return False  # blank: the registry says so in words (Path("") would be the current directory)
     return (
         spec.lower().endswith(".gguf")
         or any(sep in spec for sep in ("/", "\\"))

@@ -216,6 +216,29 @@ def test_a_small_first_try_model_is_listed_and_marked_not_a_world_model(home):
     assert {"repo", "license", "context_length", "sampling"} <= set(small.unverified)
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_name_or_path_is_called_blank(home, qwen_gguf, blank):
+    # Before: "`` is not a valid model name", and a blank path became "." ("a directory").
+    with pytest.raises(InputError, match="The model name is blank"):
+        add_local_file(blank, qwen_gguf)
+    with pytest.raises(InputError, match="The model name is blank"):
+        load_registry().find(blank)
+    with pytest.raises(InputError, match="The model name is blank"):
+        resolve_model(blank)
+    with pytest.raises(ModelError, match="The model path is blank"):
+        add_local_file("mine", blank)
+
+
+def test_the_user_registry_as_a_pipe_is_refused_at_once(home):
+    import os
+
+    path = home / "config" / "models.toml"
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(InputError, match="not a regular file"):
+        load_registry()
+
+
 def test_add_refuses_what_is_not_a_gguf(home):
     text = home / "notes.txt"
     text.write_text("hello")
