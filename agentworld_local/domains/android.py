@@ -7,7 +7,7 @@ from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain, action_json
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
-from agentworld_local.domains.syntax import load_json, parse_int, split_words, strip_fence
+from agentworld_local.domains.syntax import begin_action, load_json, parse_int, read_int, split_words, unfence, value_text
 from agentworld_local.errors import ActionError, did_you_mean
 
 DIRECTIONS = ("up", "down", "left", "right")
@@ -66,7 +66,7 @@ def _error(message: str) -> ActionError:
 
 def _non_negative_int(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _error(f"`{field}` must be a whole number >= 0, not {json.dumps(value)}.")
+        raise _error(f"`{field}` must be a whole number >= 0, not {value_text(json.dumps(value, ensure_ascii=False))}.")
     return value
 
 
@@ -76,13 +76,15 @@ def validate(raw: Any) -> dict[str, Any]:
         raise _error('A JSON action needs an "action_type", e.g. {"action_type": "navigate_back"}.')
     kind = TYPE_ALIASES.get(raw["action_type"], raw["action_type"])
     if kind not in ACTION_TYPES:
-        raise _error(f"Unknown action_type `{kind}`. {did_you_mean(kind, [*ACTION_TYPES, *TYPE_ALIASES])}".rstrip())
+        shown = value_text(kind)
+        raise _error(f"Unknown action_type `{shown}`. {did_you_mean(shown, [*ACTION_TYPES, *TYPE_ALIASES])}".rstrip())
     required, optional = ACTION_TYPES[kind]
     fields = {key: value for key, value in raw.items() if key != "action_type"}
     unknown = [key for key in fields if key not in required + optional]
     if unknown:
         allowed = ", ".join(required + optional) or "no other fields"
-        raise _error(f"`{kind}` does not take {', '.join(f'`{k}`' for k in unknown)} (it takes: {allowed}).")
+        named = value_text(", ".join(f"`{k}`" for k in unknown), 120)
+        raise _error(f"`{kind}` does not take {named} (it takes: {allowed}).")
     missing = [key for key in required if key not in fields]
     if missing:
         raise _error(f"`{kind}` needs {', '.join(f'`{k}`' for k in missing)}.")
@@ -98,9 +100,9 @@ def validate(raw: Any) -> dict[str, Any]:
     for key in ("text", "app_name"):
         if key in fields and not isinstance(fields[key], str):
             raise _error(f"`{key}` must be text.")
-    if "direction" in fields and fields["direction"] not in DIRECTIONS:
+    if "direction" in fields and (not isinstance(fields["direction"], str) or fields["direction"] not in DIRECTIONS):
         raise _error(f"`direction` must be one of {', '.join(DIRECTIONS)}.")
-    if "goal_status" in fields and fields["goal_status"] not in GOAL_STATUSES:
+    if "goal_status" in fields and (not isinstance(fields["goal_status"], str) or fields["goal_status"] not in GOAL_STATUSES):
         raise _error(f"`goal_status` must be one of {', '.join(GOAL_STATUSES)}.")
     fields["action_type"] = kind
     return {key: fields[key] for key in _FIELD_ORDER if key in fields}
@@ -128,8 +130,9 @@ def _friendly(text: str) -> dict[str, Any]:
         kind = {"tap": "click", "long": "long_press"}.get(word, word)
         return {"action_type": kind, **_target(words, word)}
     if word == "type":
-        if len(words) >= 2 and words[0].isdigit():
-            return {"action_type": "input_text", "index": int(words[0]), "text": " ".join(words[1:])}
+        index = read_int(words[0]) if len(words) >= 2 else None
+        if index is not None and index >= 0:
+            return {"action_type": "input_text", "index": index, "text": " ".join(words[1:])}
         return {"action_type": "input_text", "text": " ".join(words)}
     if word in ("swipe", "scroll"):
         if not words:
@@ -142,7 +145,8 @@ def _friendly(text: str) -> dict[str, Any]:
     if word == "answer":
         return {"action_type": "answer", "text": " ".join(words)}
     friendly = ["tap", "long_press", "type", "swipe", "scroll", "back", "home", "open", "wait"]
-    raise _error(f"Unknown android action `{word}`. {did_you_mean(word, friendly)}".rstrip())
+    shown = value_text(word)
+    raise _error(f"Unknown android action `{shown}`. {did_you_mean(shown, friendly)}".rstrip())
 
 
 class AndroidDomain(ToollessDomain):
@@ -154,11 +158,9 @@ class AndroidDomain(ToollessDomain):
     DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
-        stripped = text.strip()
-        if not stripped:
-            raise _error("The action is empty.")
-        body = strip_fence(stripped)
-        raw = load_json(body, ACTION_HELP) if body[:1] in "{[" else _friendly(body)
+        stripped = begin_action(text, ACTION_HELP)
+        body = unfence(stripped, ACTION_HELP)
+        raw = load_json(body, ACTION_HELP) if body.startswith(("{", "[")) else _friendly(body)
         payload = validate(raw)
         return Action(text=stripped, payload=payload, prompt_text=action_json(payload))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
-from agentworld_local.domains.syntax import parse_int, split_words
+from agentworld_local.domains.syntax import begin_action, parse_int, parse_python, split_words
 from agentworld_local.errors import ActionError
 
 SCREEN = (1920, 1080)
@@ -65,10 +65,16 @@ def _point(words: list[str], name: str) -> str:
     return f"{x}, {y}"
 
 
+_POINTER = {"click": "click", "double_click": "doubleClick", "doubleclick": "doubleClick",
+            "right_click": "rightClick", "rightclick": "rightClick", "move": "moveTo", "drag": "dragTo"}
+SHORTCUT_WORDS = frozenset({*_POINTER, "type", "press", "hotkey", "scroll", "wait", "done", "fail"})
+# Nodes of an expression that does nothing (`scroll -3`, `wait`): the shortcut is meant.
+_INERT = (ast.Module, ast.Expr, ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.unaryop, ast.operator, ast.expr_context)
+
+
 def _shortcut(word: str, words: list[str]) -> str | None:
     """The pyautogui code for a friendly shortcut, or None when `word` is not one."""
-    pointer = {"click": "click", "double_click": "doubleClick", "doubleclick": "doubleClick",
-               "right_click": "rightClick", "rightclick": "rightClick", "move": "moveTo", "drag": "dragTo"}
+    pointer = _POINTER
     if word in pointer:
         if word in ("move", "drag") and not words:
             raise ActionError(f"`{word}` needs a screen position: `{word} X Y`.", ACTION_HELP)
@@ -95,15 +101,34 @@ def _shortcut(word: str, words: list[str]) -> str | None:
     return None
 
 
-def check_python(code: str) -> None:
+def check_python(code: str) -> ast.Module:
     """Refuse code that does not parse; never run it."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as error:
-        line = (error.text or "").strip() or "?"
-        raise ActionError(f"Python syntax error on line {error.lineno}: {error.msg} (`{line}`).", ACTION_HELP) from None
+    tree = parse_python(code, ACTION_HELP)
+    assert isinstance(tree, ast.Module)
     if not tree.body:
         raise ActionError("The code has no statement to run (only comments or blank lines).", ACTION_HELP)
+    return tree
+
+
+def _python_or_none(code: str) -> ast.Module | None:
+    try:
+        return check_python(code)
+    except ActionError:
+        return None
+
+
+def _means_shortcut(code: str) -> bool:
+    """A one-line shortcut (`click 200 300`) rather than Python.
+
+    Python comes first: only a line whose first word is a shortcut word and that is not
+    Python doing something (a call, an assignment) is a shortcut. So `print('a b')` and
+    `type(x)` stay Python, and `scroll -3` (valid Python that does nothing) scrolls.
+    """
+    first = code.split(None, 1)[0].lower()
+    if "\n" in code or first not in SHORTCUT_WORDS:
+        return False
+    tree = _python_or_none(code)
+    return tree is None or all(isinstance(node, _INERT) for node in ast.walk(tree))
 
 
 class OSDomain(ToollessDomain):
@@ -115,16 +140,16 @@ class OSDomain(ToollessDomain):
     DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
+        stripped = begin_action(text, ACTION_HELP)
         code = textwrap.dedent(text.strip("\n")).strip()
-        if not code:
-            raise ActionError("The action is empty.", ACTION_HELP)
-        word, _, rest = code.partition(" ")
-        if "\n" not in code and not rest.lstrip().startswith(("(", ".", "=", "[")):
+        if _means_shortcut(code):
+            word, *more = code.split(None, 1)
+            rest = more[0] if more else ""
             converted = _shortcut(word.lower(), split_words(rest, ACTION_HELP) if rest.strip() else [])
             if converted is not None:
                 code = converted
         check_python(code)
-        return Action(text=text.strip(), payload={"code": code}, prompt_text=code)
+        return Action(text=stripped, payload={"code": code}, prompt_text=code)
 
     def system_prompt(self) -> str:
         width, height = SCREEN

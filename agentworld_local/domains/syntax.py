@@ -2,90 +2,264 @@
 
 Friendly forms are shell-like (`fill 5 "hello world"`, `read_file path=README.md`), raw
 forms are JSON or a Python call. Python is only ever *parsed* (`ast`), never evaluated.
+Every helper here is linear in the length of the action and raises only ActionError:
+actions come from people and programs we do not control.
 """
 
 from __future__ import annotations
 
 import ast
-import json
+import math
 import re
-import shlex
-from typing import Any
+from typing import Any, NamedTuple
 
+from agentworld_local import safe_parse
 from agentworld_local.errors import ActionError
+from agentworld_local.terminal_text import shorten
 
-# A pasted raw action often arrives inside a Markdown code fence, as the benchmark writes it.
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
-_NUMBER = re.compile(r"^-?(?:\d+|\d*\.\d+)(?:[eE][-+]?\d+)?$")
+#: Far more than any model's context holds (262,144 tokens is about 1 MiB of text).
+MAX_ACTION_CHARS = 4 * 1024 * 1024
+#: Friendly numbers longer than this stay text: they are identifiers, not quantities.
+MAX_NUMBER_DIGITS = 100
+
+_FENCE_INFO = re.compile(r"[A-Za-z0-9_-]*[ \t]*")
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")  # a leading zero makes text (`007` is an id)
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)?\.[0-9]+(?:[eE][-+]?[0-9]+)?|-?(?:0|[1-9][0-9]*)[eE][-+]?[0-9]+")
+_ASCII_INT = re.compile(r"[-+]?[0-9]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# One piece of a shell-like word: plain run, '...', "..." (\" and \\ escaped), \x, or a lone quote.
+_PIECE = re.compile(r"""[^\s'"\\]+|\s+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|\\|['"]""", re.DOTALL)
+_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def value_text(value: Any, limit: int = 60) -> str:
+    """A user's value inside an error message: one line, at most about `limit` characters."""
+    return shorten(value if isinstance(value, str) else repr(value), limit)
+
+
+def begin_action(text: str, help_text: str) -> str:
+    """The action without surrounding whitespace; refuses empty, oversized or non-Unicode text."""
+    if len(text) > MAX_ACTION_CHARS:
+        raise ActionError(
+            f"The action is {len(text):,} characters long; awl accepts at most {MAX_ACTION_CHARS:,}.",
+            "Shorten it: no model context holds more.",
+        )
+    bad = _SURROGATE.search(text)
+    if bad:
+        raise ActionError(
+            f"The action contains a lone surrogate (U+{ord(bad.group()):04X}, at character {bad.start() + 1}), "
+            "which is not valid Unicode text.",
+            "Retype that part, or paste it again from a UTF-8 source.",
+        )
+    stripped = text.strip()
+    if not stripped:
+        raise ActionError("The action is empty.", help_text)
+    return stripped
+
+
+def fenced_body(text: str) -> str | None:
+    """The body of a ```lang ... ``` block (stripped), or None when `text` is not one block."""
+    text = text.strip()
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return None
+    info, newline, body = text[3:-3].partition("\n")
+    if not _FENCE_INFO.fullmatch(info):
+        return None
+    return body.strip() if newline else ""
 
 
 def strip_fence(text: str) -> str:
     """The body of a ```lang ... ``` block, or the text unchanged."""
-    match = _FENCE.match(text.strip())
-    return match.group(1).strip() if match else text
+    body = fenced_body(text)
+    return text if body is None else body
+
+
+def unfence(text: str, help_text: str) -> str:
+    """Like strip_fence, but an empty code block is refused with a clear message."""
+    body = fenced_body(text)
+    if body is None:
+        return text
+    if not body:
+        raise ActionError("The code block is empty; put the action between the ``` lines.", help_text)
+    return body
 
 
 def load_json(text: str, help_text: str) -> Any:
+    """JSON from an action; deep nesting, huge numbers and bad syntax become ActionError."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ActionError(
-            f"Invalid JSON action ({error.msg} at line {error.lineno} column {error.colno}).", help_text
-        ) from None
+        return safe_parse.load_json(text)
+    except safe_parse.SyntaxProblem as problem:
+        raise ActionError(f"Invalid JSON action ({problem.reason}).", help_text) from None
+
+
+class Word(NamedTuple):
+    """A shell-like word and where it was in the text (`text[start:end]` is what was typed)."""
+
+    value: str
+    start: int
+    end: int
+
+
+def split_spans(text: str, help_text: str) -> list[Word]:
+    """Shell-like words (POSIX `shlex.split` rules, no comments), in linear time.
+
+    `shlex` builds each word one character at a time, which is quadratic: a 1 MiB
+    argument took 15 s. Quotes group words with spaces and are removed.
+    """
+    words: list[Word] = []
+    parts: list[str] = []
+    start = -1
+    position = 0
+    for match in _PIECE.finditer(text):
+        piece = match.group()
+        first = piece[0]
+        if first.isspace():
+            if start >= 0:
+                words.append(Word("".join(parts), start, match.start()))
+                parts, start = [], -1
+            continue
+        if start < 0:
+            start = match.start()
+        if len(piece) == 1 and first in "'\"":
+            raise ActionError("Cannot read the action: No closing quotation.", help_text)
+        if piece == "\\":
+            raise ActionError("Cannot read the action: No escaped character (a `\\` at the end).", help_text)
+        if first == "'":
+            parts.append(piece[1:-1])
+        elif first == '"':
+            parts.append(_DQ_ESCAPE.sub(r"\1", piece[1:-1]))
+        elif first == "\\":
+            parts.append(piece[1])
+        else:
+            parts.append(piece)
+        position = match.end()
+    if start >= 0:
+        words.append(Word("".join(parts), start, position))
+    return words
 
 
 def split_words(text: str, help_text: str) -> list[str]:
     """Shell-like words: quotes group words with spaces and are removed."""
-    try:
-        return shlex.split(text)
-    except ValueError as error:  # "No closing quotation"
-        raise ActionError(f"Cannot read the action: {error}.", help_text) from None
+    return [word.value for word in split_spans(text, help_text)]
+
+
+def read_int(word: str) -> int | None:
+    """A whole number written in ASCII digits (leading zeros allowed), or None."""
+    if len(word) > MAX_NUMBER_DIGITS + 1 or not _ASCII_INT.fullmatch(word):
+        return None
+    return int(word)
+
+
+def read_number(word: str) -> int | float | None:
+    """A whole or decimal number (finite), or None."""
+    whole = read_int(word)
+    if whole is not None:
+        return whole
+    if len(word) > MAX_NUMBER_DIGITS or not re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", word):
+        return None
+    value = float(word)
+    return value if math.isfinite(value) else None
 
 
 def guess_scalar(value: str) -> Any:
-    """`3` -> 3, `2.5` -> 2.5, `true` -> True, `null` -> None, JSON lists/objects; else the text."""
+    """`3` -> 3, `2.5` -> 2.5, `true` -> True, `null` -> None, JSON lists/objects; else the text.
+
+    Only plain numbers become numbers: `007` (a leading zero) and very long digit strings
+    are identifiers and stay text.
+    """
     lowered = value.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered in ("null", "none"):
         return None
-    if re.match(r"^-?\d+$", value):
-        return int(value)
-    if _NUMBER.match(value):
-        return float(value)
-    if value[:1] in "[{":
+    if len(value) <= MAX_NUMBER_DIGITS:
+        if _INTEGER.fullmatch(value):
+            return int(value)
+        if _DECIMAL.fullmatch(value):
+            number = float(value)
+            if math.isfinite(number):
+                return number
+    if value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError:
+            return safe_parse.load_json(value)
+        except safe_parse.SyntaxProblem:
             return value
     return value
 
 
 def parse_int(word: str, what: str, help_text: str) -> int:
+    number = read_int(word)
+    if number is None:
+        raise ActionError(f"{what} must be a whole number, not `{value_text(word)}`.", help_text)
+    return number
+
+
+def parse_python(code: str, help_text: str, mode: str = "exec") -> ast.AST:
+    """`ast.parse` whose every failure (syntax, depth, size, NUL) is one ActionError."""
+    if "\0" in code:
+        raise ActionError("The code contains a NUL character, which Python code cannot hold.", help_text)
     try:
-        return int(word)
-    except ValueError:
-        raise ActionError(f"{what} must be a whole number, not `{word}`.", help_text) from None
+        return ast.parse(code, mode=mode)
+    except SyntaxError as error:
+        reason = error.msg
+        if "digits" in reason:  # Python's limit on decimal integer literals
+            reason = "a number with more than 4,300 digits"
+        where = f" on line {error.lineno}" if error.lineno else ""
+        line = (error.text or "").strip()
+        shown = f" (`{shorten(line, 80)}`)" if line else ""
+        raise ActionError(f"Python syntax error{where}: {reason}{shown}.", help_text) from None
+    except (RecursionError, MemoryError):
+        raise ActionError("The code is nested too deeply for Python's parser.", help_text) from None
+    except ValueError:  # "source code string cannot contain null bytes" (Python 3.11)
+        raise ActionError("The code contains a NUL character, which Python code cannot hold.", help_text) from None
+
+
+def _argument(node: ast.AST) -> str:
+    """`Argument `x + 1`` for messages; just "An argument" when it cannot be written back."""
+    try:
+        return f"Argument `{shorten(ast.unparse(node), 60)}`"
+    except (RecursionError, MemoryError, ValueError):  # e.g. a hex literal too long to print
+        return "An argument"
+
+
+def _check_printable(value: Any, node: ast.AST, help_text: str) -> None:
+    """Refuse literals that cannot be written back into the prompt (huge ints, inf, NaN)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int) and item.bit_length() > 4 * MAX_NUMBER_DIGITS:
+            raise ActionError(f"{_argument(node)} is a number too large to use; write it as text.", help_text)
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ActionError(f"{_argument(node)} is not a finite number.", help_text)
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
 
 
 def python_literal(node: ast.expr, help_text: str) -> Any:
     """The value of a literal argument (`'12'`, `-3`, `['a', 'b']`); anything else is refused."""
     try:
-        return ast.literal_eval(node)
-    except ValueError:
-        source = ast.unparse(node)
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         raise ActionError(
-            f"Argument `{source}` is not a literal value (use quoted text or a number).", help_text
+            f"{_argument(node)} is not a literal value (use quoted text or a number).", help_text
         ) from None
+    _check_printable(value, node, help_text)
+    return value
 
 
 def python_call(text: str, help_text: str) -> tuple[str, list[Any], dict[str, Any]]:
     """Parse `name(arg, key=value)` into its parts, without evaluating anything."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as error:
-        raise ActionError(f"Invalid call syntax: {error.msg} (column {error.offset}).", help_text) from None
-    call = tree.body
+        tree = parse_python(text.strip(), help_text, mode="eval")
+    except ActionError as error:
+        message = error.message.replace("Python syntax error", "Invalid call syntax", 1)
+        raise ActionError(message, help_text) from None
+    call = tree.body  # type: ignore[attr-defined]
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ActionError("Expected one call such as `click('12')`.", help_text)
     args = [python_literal(arg, help_text) for arg in call.args]

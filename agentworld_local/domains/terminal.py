@@ -6,12 +6,18 @@ import re
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain, action_json
-from agentworld_local.domains.syntax import load_json
+from agentworld_local import safe_parse
+from agentworld_local.domains.syntax import begin_action, unfence
 from agentworld_local.errors import ActionError
 
 DEFAULT_DURATION = 1.0
 CONTROL_KEY_DURATION = 0.5
+MAX_DURATION = 86_400  # a day: longer waits are typos (and 1e999 is not a number of seconds)
 # tmux-style keys the prompt documents; several may be given separated by spaces.
+# Text that starts like a keystroke array or object (`[{`, `{"`) but is not valid JSON is a
+# broken JSON action; other text starting with `[` or `{` is a shell command (`[ -f x ]`,
+# `[[ -d /tmp ]]`, `{ echo a; } > f`): a brace group needs a space after `{`.
+_MEANT_AS_JSON = re.compile(r'\[\s*\{|\{"')
 _CONTROL_KEYS = re.compile(r"^(?:C-[a-z@\[\\\]^_]|M-[a-z]|Escape|Enter|Tab|BSpace|Up|Down|Left|Right)$")
 
 SYSTEM_PROMPT = """\
@@ -56,9 +62,15 @@ user@sandbox:~$ \
 """
 
 ACTION_HELP = (
-    "Accepted forms: a plain command (`ls -la`), a control key (`C-c`), or a JSON array "
-    'of keystrokes (`[{"keystrokes": "ls -la\\n", "duration": 1.0}]`).'
+    "Accepted forms: a plain command (`ls -la`, `[ -f x ] && echo yes`), a control key (`C-c`), or a JSON "
+    'array of keystrokes, fenced or not (`[{"keystrokes": "ls -la\\n", "duration": 1.0}]`).'
 )
+
+
+def _seconds(value: Any) -> float | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_DURATION:
+        return None  # NaN fails the range check too
+    return float(value)
 
 
 def _validate_keystrokes(payload: Any) -> list[dict[str, Any]]:
@@ -69,10 +81,13 @@ def _validate_keystrokes(payload: Any) -> list[dict[str, Any]]:
     for index, item in enumerate(items, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
             raise ActionError(f'Keystroke object {index} needs a string "keystrokes" field.', ACTION_HELP)
-        duration = item.get("duration", DEFAULT_DURATION)
-        if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration < 0:
-            raise ActionError(f'Keystroke object {index} has an invalid "duration" (a number of seconds >= 0).', ACTION_HELP)
-        result.append({"keystrokes": item["keystrokes"], "duration": float(duration)})
+        duration = _seconds(item.get("duration", DEFAULT_DURATION))
+        if duration is None:
+            raise ActionError(
+                f'Keystroke object {index} has an invalid "duration" (a number of seconds from 0 to {MAX_DURATION:,}).',
+                ACTION_HELP,
+            )
+        result.append({"keystrokes": item["keystrokes"], "duration": duration})
     return result
 
 
@@ -88,14 +103,32 @@ class TerminalDomain(ToollessDomain):
     DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
 
     def parse_action(self, text: str) -> Action:
-        stripped = text.strip()
-        if not stripped:
-            raise ActionError("The action is empty.", ACTION_HELP)
-        if stripped[0] in "[{":
-            payload = _validate_keystrokes(load_json(stripped, ACTION_HELP))
-        elif all(_CONTROL_KEYS.match(key) for key in stripped.split()):
-            payload = [{"keystrokes": key, "duration": CONTROL_KEY_DURATION} for key in stripped.split()]
+        stripped = begin_action(text, ACTION_HELP)
+        body = unfence(stripped, ACTION_HELP)
+        raw = _json_action(body)
+        if raw is not None:
+            payload = _validate_keystrokes(raw)
+        elif all(_CONTROL_KEYS.match(key) for key in body.split()):
+            payload = [{"keystrokes": key, "duration": CONTROL_KEY_DURATION} for key in body.split()]
         else:
             # A plain command: type it and press Enter.
-            payload = [{"keystrokes": text.rstrip("\r\n").strip() + "\n", "duration": DEFAULT_DURATION}]
+            payload = [{"keystrokes": body.rstrip("\r\n").strip() + "\n", "duration": DEFAULT_DURATION}]
         return Action(text=stripped, payload=payload, prompt_text=action_json(payload))
+
+
+def _json_action(body: str) -> Any:
+    """The JSON array or object `body` holds, or None when it is a shell command.
+
+    Valid JSON that is an array or object is always meant as keystrokes (no useful shell
+    command is valid JSON); invalid JSON is a shell command unless it starts like
+    keystroke JSON, and then its syntax error is the clearest answer.
+    """
+    if not body.startswith(("[", "{")):
+        return None
+    try:
+        raw = safe_parse.load_json(body)
+    except safe_parse.SyntaxProblem as problem:
+        if _MEANT_AS_JSON.match(body):
+            raise ActionError(f"Invalid JSON action ({problem.reason}).", ACTION_HELP) from None
+        return None
+    return raw if isinstance(raw, (list, dict)) else None

@@ -11,12 +11,23 @@ server's reaction to odd but well-formed arguments is for the world model to sim
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agentworld_local.domains.base import Action, action_json
-from agentworld_local.domains.syntax import guess_scalar, load_json, split_words, strip_fence
+from agentworld_local.domains.syntax import (
+    Word,
+    begin_action,
+    guess_scalar,
+    load_json,
+    read_int,
+    read_number,
+    split_spans,
+    unfence,
+    value_text,
+)
 from agentworld_local.errors import ActionError, InputError, did_you_mean
 
 TOOL_DEFINITION_HINT = (
@@ -65,24 +76,84 @@ class ToolSpec:
         return f"{self.name}({', '.join(names)})"
 
 
+def _schema_problem(schema: dict[str, Any]) -> str | None:
+    """What makes an input schema unusable for checking calls, in plain words, or None."""
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return "its `properties` should be a table of argument schemas"
+    for key, value in properties.items():
+        if not isinstance(value, dict):
+            return f'its property `{key}` should be a table (a JSON schema such as {{"type": "string"}})'
+        kind = value.get("type")
+        if kind is not None and not (isinstance(kind, str) or (isinstance(kind, list) and all(isinstance(k, str) for k in kind))):
+            return f'its property `{key}` has a `type` that is neither a type name nor a list of names (e.g. "string")'
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(key, str) for key in required):
+        return 'its `required` should be a list of argument names, e.g. ["path"]'
+    return None
+
+
+def _not_json(value: Any) -> str | None:
+    """The first value JSON cannot hold (a TOML date, a non-finite number), described, or None."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((child, f"{where}.{key}" if where else str(key)) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"`{where}` is {item}, which JSON cannot hold; use a finite number"
+        elif not (item is None or isinstance(item, (str, int, float, bool))):
+            return (
+                f"`{where}` is a {_value_kind(item)} ({item}), which a JSON schema cannot hold; "
+                "write it in quotes as text"
+            )
+    return None
+
+
+def _value_kind(value: Any) -> str:
+    kinds = {"datetime": "date and time", "date": "date", "time": "time of day"}
+    return kinds.get(type(value).__name__, type(value).__name__)
+
+
 def normalize_tools(definitions: list[dict[str, Any]]) -> list[ToolSpec]:
     """Accept MCP (`inputSchema`), Anthropic (`input_schema`) and OpenAI (`parameters`,
     optionally wrapped in `{"type": "function", "function": ...}`) tool definitions."""
     specs: list[ToolSpec] = []
+    seen: dict[str, str] = {}  # name without any whitespace -> name
     for index, raw in enumerate(definitions, start=1):
         item = raw.get("function", raw) if isinstance(raw, dict) and raw.get("type") == "function" else raw
         if not isinstance(item, dict):
             raise InputError(f"Tool definition {index} is not an object.", TOOL_DEFINITION_HINT)
         name = item.get("name")
-        if not isinstance(name, str) or not name.strip():
+        if name is None:
             raise InputError(f'Tool definition {index} has no "name".', TOOL_DEFINITION_HINT)
+        if not isinstance(name, str):
+            raise InputError(f'Tool definition {index}: its "name" should be text.', TOOL_DEFINITION_HINT)
+        if not name.strip():
+            raise InputError(f'Tool definition {index} has a blank "name".', TOOL_DEFINITION_HINT)
+        name = name.strip()
         schema = item.get("inputSchema", item.get("input_schema", item.get("parameters")))
         schema = {"type": "object", "properties": {}} if schema is None else schema
-        if not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict):
+        if not isinstance(schema, dict):
             raise InputError(f"Tool `{name}`: its input schema must be a JSON object schema.", TOOL_DEFINITION_HINT)
-        if any(name == spec.name for spec in specs):
-            raise InputError(f"Tool `{name}` is defined twice.", "Give every tool a distinct name.")
-        specs.append(ToolSpec(name.strip(), str(item.get("description", "")), schema))
+        problem = _schema_problem(schema) or _not_json(item)
+        if problem:
+            raise InputError(f"Tool `{name}`: {problem}.", TOOL_DEFINITION_HINT)
+        description = item.get("description") or ""
+        if not isinstance(description, str):
+            raise InputError(f"Tool `{name}`: its description should be text.", TOOL_DEFINITION_HINT)
+        key = "".join(name.split())
+        if key in seen:
+            same = seen[key] == name
+            raise InputError(
+                f"Tool `{name}` is defined twice." if same
+                else f"Tools `{seen[key]}` and `{name}` differ only in spaces.",
+                "Give every tool a distinct name.",
+            )
+        seen[key] = name
+        specs.append(ToolSpec(name, description, schema))
     return specs
 
 
@@ -97,10 +168,19 @@ def tool_call_text(payload: dict[str, Any]) -> str:
     return f"```json\n{action_json(payload)}\n```"
 
 
-def _check_type(value: Any, schema: dict[str, Any]) -> bool:
+def _kinds(schema: dict[str, Any]) -> list[str]:
+    """The JSON types a parameter schema allows (`"string"` or `["string", "null"]`); [] if untyped."""
     expected = schema.get("type")
-    kinds = expected if isinstance(expected, list) else [expected]
-    if expected is None or "null" in kinds and value is None:
+    return [expected] if isinstance(expected, str) else list(expected or [])
+
+
+def _type_words(schema: dict[str, Any]) -> str:
+    return " or ".join(_kinds(schema)) or "any"
+
+
+def _check_type(value: Any, schema: dict[str, Any]) -> bool:
+    kinds = _kinds(schema)
+    if not kinds or ("null" in kinds and value is None):
         return True
     for kind in kinds:
         python_type = _JSON_TYPES.get(kind)
@@ -111,14 +191,33 @@ def _check_type(value: Any, schema: dict[str, Any]) -> bool:
 
 
 def convert_word(word: str, schema: dict[str, Any]) -> Any:
-    """A friendly-form value, read according to the parameter's JSON type."""
-    kind = schema.get("type")
-    if kind == "string":
+    """A friendly-form value, read according to the parameter's JSON type.
+
+    A typed parameter takes the first of its types the word can be (`id=123` is "123"
+    for a `["string", "null"]` id); an untyped one is guessed (`3` is 3, `007` stays text).
+    """
+    kinds = _kinds(schema)
+    if not kinds:
+        return guess_scalar(word)
+    lowered = word.lower()
+    if "null" in kinds and lowered in ("null", "none"):
+        return None
+    if "boolean" in kinds and lowered in ("true", "false"):
+        return lowered == "true"
+    if "integer" in kinds and (number := read_int(word)) is not None:
+        return number
+    if "number" in kinds and (number := read_number(word)) is not None:
+        return number
+    if "string" in kinds:
         return word
-    value = guess_scalar(word)
-    if kind == "array" and not isinstance(value, list):
-        return [value]
-    return value
+    if ("array" in kinds or "object" in kinds) and word[:1] in ("[", "{"):
+        value = guess_scalar(word)
+        if isinstance(value, (list, dict)):
+            return value
+    if "array" in kinds:
+        items = schema.get("items")
+        return [convert_word(word, items) if isinstance(items, dict) else guess_scalar(word)]
+    return guess_scalar(word)  # the type check then names the expected type
 
 
 # A shortcut: the rest of the line -> (tool name, arguments).
@@ -162,10 +261,8 @@ class ToolCallDomain:
     # -- parsing ------------------------------------------------------------------
 
     def parse_action(self, text: str) -> Action:
-        stripped = text.strip()
-        if not stripped:
-            raise ActionError("The action is empty.", self.action_help())
-        body = strip_fence(stripped)
+        stripped = begin_action(text, self.action_help())
+        body = unfence(stripped, self.action_help())
         if body.startswith("{"):
             name, arguments = self._from_json(load_json(body, self.action_help()))
         elif body.startswith("["):
@@ -195,48 +292,49 @@ class ToolCallDomain:
         return word, {}  # check_call names the tools
 
     def friendly_arguments(self, spec: ToolSpec, rest: str) -> dict[str, Any]:
-        """`key=value` words, or free text for the main parameter, or both (text first)."""
+        """`key=value` words, or free text for the main parameter, or both (text first).
+
+        Free text reaches the tool as it was typed (quotes and spacing matter in a shell
+        command), unless it is one quoted string: `search "ramen in Osaka"`.
+        """
         if not rest:
             return {}
         primary = spec.primary
         try:
-            words = split_words(rest, self.action_help())
+            words = split_spans(rest, self.action_help())
         except ActionError:
             if primary is None:
                 raise
-            words = [rest]  # an apostrophe in free text (`bash echo it's`): take the text as is
+            words = [Word(rest, 0, len(rest))]  # an apostrophe in free text (`bash echo it's`)
         properties = spec.properties
 
-        def is_pair(word: str) -> bool:
-            key = word.partition("=")[0]
-            return "=" in word and (key in properties or (not properties and key.isidentifier()))
+        def is_pair(word: Word) -> bool:
+            key = word.value.partition("=")[0]
+            return "=" in word.value and (key in properties or (not properties and key.isidentifier()))
 
         pairs = [word for word in words if is_pair(word)]
         free = [word for word in words if not is_pair(word)]
         arguments: dict[str, Any] = {}
         if free:
-            trailing = words[len(free):]
-            if primary is None or (pairs and trailing != pairs) or (pairs and primary in [p.partition("=")[0] for p in pairs]):
+            in_order = words[: len(free)] == free  # the text first, then the key=value pairs
+            if primary is None or not in_order or primary in [p.value.partition("=")[0] for p in pairs]:
                 arguments_hint = " ".join(f"{key}=..." for key in properties) or "key=value"
                 raise ActionError(
                     f"Cannot read the arguments of `{spec.name}`; write them as `{spec.name} {arguments_hint}`.",
                     self.action_help(),
                 )
-            if pairs:
-                value = " ".join(free)
-            else:
-                # Free text is kept verbatim (quotes matter in a shell command), unless it is
-                # one quoted string: `search "ramen in Osaka"`.
-                value = words[0] if len(words) == 1 and rest[0] in "\"'" and rest[-1] == rest[0] else rest
-            arguments[primary] = convert_word(value, properties.get(primary, {}))
+            typed = rest[free[0].start : free[-1].end]
+            one_quoted = len(free) == 1 and len(typed) >= 2 and typed[0] in "\"'" and typed[-1] == typed[0]
+            arguments[primary] = convert_word(free[0].value if one_quoted else typed, properties.get(primary, {}))
         for pair in pairs:
-            key, _, value = pair.partition("=")
+            key, _, value = pair.value.partition("=")
             arguments[key] = convert_word(value, properties.get(key, {}))
         return arguments
 
     def check_call(self, name: Any, arguments: Any) -> dict[str, Any]:
         if not isinstance(name, str) or name not in self._by_name:
-            parts = (f"Unknown tool `{name}`.", did_you_mean(str(name), self._by_name),
+            shown = value_text(name)
+            parts = (f"Unknown tool `{shown}`.", did_you_mean(shown, self._by_name),
                      f"Available tools: {', '.join(self._by_name)}.")
             raise ActionError(" ".join(part for part in parts if part), self.action_help())
         spec = self._by_name[name]
@@ -260,12 +358,14 @@ class ToolCallDomain:
             schema = spec.properties.get(key)
             if isinstance(schema, dict) and not _check_type(value, schema):
                 raise ActionError(
-                    f"Argument `{key}` of `{name}` must be of type {schema.get('type')}, not {json.dumps(value)}.",
+                    f"Argument `{key}` of `{name}` must be of type {_type_words(schema)}, "
+                    f"not {value_text(json.dumps(value, ensure_ascii=False))}.",
                     self.action_help(),
                 )
             if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and value not in schema["enum"]:
                 raise ActionError(
-                    f"Argument `{key}` of `{name}` must be one of {', '.join(map(json.dumps, schema['enum']))}.",
+                    f"Argument `{key}` of `{name}` must be one of "
+                    f"{value_text(', '.join(json.dumps(item, ensure_ascii=False) for item in schema['enum']), 200)}.",
                     self.action_help(),
                 )
         return {"name": name, "arguments": arguments}

@@ -6,13 +6,23 @@ prompt always receives the canonical BrowserGym call, whichever form the user ty
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.prompting import PromptSpec, compose_prompt
-from agentworld_local.domains.syntax import normalize_url, parse_int, python_call, split_words
+from agentworld_local.domains.syntax import (
+    begin_action,
+    normalize_url,
+    parse_int,
+    python_call,
+    read_int,
+    read_number,
+    split_words,
+    value_text,
+)
 from agentworld_local.errors import ActionError, did_you_mean
 
 _REQUIRED = object()
@@ -25,12 +35,14 @@ class Param:
     name: str
     kind: str  # str | number | int | list | options
     default: Any = _REQUIRED
+    choices: tuple[str, ...] = ()
 
 
 _BID_PARAM = Param("bid", "str")
+_BUTTON_PARAM = Param("button", "str", "left", ("left", "middle", "right"))
 ACTIONS: dict[str, list[Param]] = {
-    "click": [_BID_PARAM, Param("button", "str", "left"), Param("modifiers", "list", [])],
-    "dblclick": [_BID_PARAM, Param("button", "str", "left"), Param("modifiers", "list", [])],
+    "click": [_BID_PARAM, _BUTTON_PARAM, Param("modifiers", "list", [])],
+    "dblclick": [_BID_PARAM, _BUTTON_PARAM, Param("modifiers", "list", [])],
     "hover": [_BID_PARAM],
     "fill": [_BID_PARAM, Param("value", "str")],
     "select_option": [_BID_PARAM, Param("options", "options")],
@@ -114,28 +126,32 @@ _STATE_WORDS = {
 
 
 def _unknown(word: str) -> ActionError:
-    return ActionError(f"Unknown web action `{word}`. {did_you_mean(word, [*ACTIONS, *ALIASES])}".rstrip(), ACTION_HELP)
+    shown = value_text(word)
+    return ActionError(f"Unknown web action `{shown}`. {did_you_mean(shown, [*ACTIONS, *ALIASES])}".rstrip(), ACTION_HELP)
 
 
 def _convert(param: Param, value: Any, action: str) -> Any:
     if param.kind == "str":
         if isinstance(value, (int, float)) and not isinstance(value, bool) and param.name == "bid":
             return str(value)
+        if isinstance(value, str) and param.choices and value not in param.choices:
+            raise ActionError(
+                f"`{action}`: `{param.name}` must be {', '.join(param.choices[:-1])} or {param.choices[-1]}, "
+                f"not `{value_text(value)}`.",
+                ACTION_HELP,
+            )
         if isinstance(value, str):
             return value
     elif param.kind in ("number", "int"):
-        if isinstance(value, str):
-            try:
-                value = float(value) if "." in value else int(value)
-            except ValueError:
-                pass
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and (param.kind == "number" or isinstance(value, int)):
-            return value
+        number = (read_number(value) if param.kind == "number" else read_int(value)) if isinstance(value, str) else value
+        finite = isinstance(number, int) or (isinstance(number, float) and math.isfinite(number))
+        if finite and not isinstance(number, bool) and (param.kind == "number" or isinstance(number, int)):
+            return number
     elif param.kind == "list" and isinstance(value, list):
         return value
     elif param.kind == "options" and (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
         return value
-    raise ActionError(f"`{action}`: `{param.name}` cannot be {value!r}.", ACTION_HELP)
+    raise ActionError(f"`{action}`: `{param.name}` cannot be {value_text(repr(value))}.", ACTION_HELP)
 
 
 def _bind(action: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -190,8 +206,9 @@ def _friendly(text: str) -> tuple[str, list[Any]]:
     if action == "goto" and words:
         words = [normalize_url(" ".join(words))]
     required = [param for param in params if param.default is _REQUIRED]
-    if len(words) > len(required) and required and required[-1].kind == "str":
-        # The last text argument takes the rest: `fill 5 hello world`.
+    if len(words) > len(required) and required and required[-1].kind == "str" and required[-1].name != "bid":
+        # The last text argument takes the rest: `fill 5 hello world`. An element id never
+        # does: `click 12 right` is the button, not an element called "12 right".
         cut = len(required) - 1
         words = words[:cut] + [" ".join(words[cut:])]
     return action, words
@@ -209,9 +226,7 @@ class WebDomain(ToollessDomain):
     ACTION_HELP = ACTION_HELP
 
     def parse_action(self, text: str) -> Action:
-        stripped = text.strip()
-        if not stripped:
-            raise ActionError("The action is empty.", ACTION_HELP)
+        stripped = begin_action(text, ACTION_HELP)
         if re.match(r"^\w+\s*\(", stripped):
             name, args, kwargs = python_call(stripped, ACTION_HELP)
             if name not in ACTIONS:

@@ -50,6 +50,13 @@ CONTRACT = {
 NEW_DOMAINS = [name for name in domain_names() if name != "terminal"]
 
 
+def short_id(value):
+    """Readable test ids for huge hostile inputs."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"{value[:20]!r}...({len(value):,} chars)"
+    return None
+
+
 def test_the_contract_table_covers_every_registered_domain():
     assert sorted(CONTRACT) == domain_names()
     assert {"terminal", "swe", "mcp", "search", "web", "os", "android"} <= set(domain_names())
@@ -470,3 +477,196 @@ def test_tool_help_shows_only_the_session_tools():
         domain.parse_action("read_file path=README.md")
     accepted = caught.value.one_line().partition("Accepted forms")[2]
     assert "`get_issue number=<number>`" in accepted and "read_file" not in accepted
+
+
+# -- friendly forms read what was meant (issue 7 defect 9) ------------------------------
+
+
+def test_web_click_with_a_button_is_not_an_element_called_12_right():
+    web = get_domain("web")
+    assert web.parse_action("click 12 right").prompt_text == "click('12', button='right')"
+    assert web.parse_action("dblclick 4 middle").prompt_text == "dblclick('4', button='middle')"
+    with pytest.raises(ActionError, match="`button` must be left, middle or right, not `sideways`"):
+        web.parse_action("click 12 sideways")
+    with pytest.raises(ActionError, match="`button` must be left, middle or right"):
+        web.parse_action("click('12', button='back')")
+    with pytest.raises(ActionError, match="`hover` takes 1 argument"):
+        web.parse_action("hover 3 4")
+
+
+@pytest.mark.parametrize(
+    "text, arguments",
+    [
+        ('bash echo "a   b"', {"command": 'echo "a   b"'}),
+        ('bash echo "a   b" timeout=5', {"command": 'echo "a   b"', "timeout": 5}),
+        ("bash printf '%s\\n'   x  timeout=5", {"command": "printf '%s\\n'   x", "timeout": 5}),
+    ],
+)
+def test_free_text_reaches_the_tool_as_typed(swe, text, arguments):
+    assert swe.parse_action(text).payload["arguments"] == arguments
+
+
+def _one_tool(properties, required=()):
+    return [{"name": "get", "inputSchema": {"type": "object", "properties": properties, "required": list(required)}}]
+
+
+def test_friendly_values_follow_the_schema_type():
+    untyped = get_domain("mcp", tools=_one_tool({}))
+    assert untyped.parse_action("get id=007 n=12 big=" + "1" * 150).payload["arguments"] == {
+        "id": "007", "n": 12, "big": "1" * 150}
+    nullable = get_domain("mcp", tools=_one_tool({"id": {"type": ["string", "null"]}}))
+    assert nullable.parse_action("get id=123").payload["arguments"] == {"id": "123"}
+    assert nullable.parse_action("get id=null").payload["arguments"] == {"id": None}
+    typed = get_domain("mcp", tools=_one_tool({"n": {"type": "integer"}, "x": {"type": ["number", "null"]}}))
+    assert typed.parse_action("get n=007 x=2.5").payload["arguments"] == {"n": 7, "x": 2.5}
+    with pytest.raises(ActionError, match="must be of type number or null, not \"abc\""):
+        typed.parse_action("get x=abc")
+
+
+@pytest.mark.parametrize("other", ["read_file ", " read_file", "read _file", "read_file\t"])
+def test_tools_whose_names_differ_only_by_spaces_are_refused(other):
+    tools = [{"name": "read_file"}, {"name": other}]
+    with pytest.raises(InputError, match="(defined twice|differ only in spaces)"):
+        get_domain("mcp", tools=tools)
+
+
+@pytest.mark.parametrize("name", ["android", "mcp", "swe", "search", "terminal"])
+@pytest.mark.parametrize("fence", ["```json\n```", "```\n\n```", "``````", "```json\n   \n```"])
+def test_an_empty_code_block_is_a_clear_error(name, fence):
+    with pytest.raises(ActionError, match="The code block is empty"):
+        get_domain(name).parse_action(fence)
+
+
+@pytest.mark.parametrize(
+    "tool, fragment",
+    [
+        ({"name": "t", "inputSchema": {"type": "object", "required": 5}}, "`required` should be a list of argument names"),
+        ({"name": "t", "inputSchema": {"type": "object", "properties": {"p": "string"}}}, "property `p` should be a table"),
+        ({"name": "t", "inputSchema": {"type": "object", "properties": {"p": {"type": {"a": 1}}}}}, "neither a type name"),
+        ({"name": "t", "inputSchema": {"type": "object", "properties": []}}, "`properties` should be a table"),
+        ({"name": "   "}, 'has a blank "name"'),
+        ({"name": 5}, '"name" should be text'),
+        ({"name": "t", "description": ["x"]}, "description should be text"),
+    ],
+)
+def test_unusable_tool_schemas_are_refused_in_plain_words(tool, fragment):
+    with pytest.raises(InputError) as caught:
+        get_domain("mcp", tools=[tool])
+    message = caught.value.one_line()
+    assert fragment in message
+    for python_speak in ("not True", "not None", "datetime.", "object is not"):
+        assert python_speak not in message
+
+
+def test_a_date_in_a_tool_schema_is_named_as_a_date():
+    import datetime
+
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"since": {"type": "string", "default": datetime.date(2024, 5, 1)}}}}
+    with pytest.raises(InputError) as caught:
+        get_domain("mcp", tools=[tool])
+    message = caught.value.message
+    assert "`inputSchema.properties.since.default` is a date (2024-05-01)" in message and "datetime" not in message
+
+
+# -- os: Python first (issue 8) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'pyautogui.typewrite("hello world")',
+        "print('a b')",
+        "type ('x')",
+        "click = 5",
+        "scroll(3); print('a  b')",
+        "x = 0x" + "f" * 5000,
+    ],    ids=short_id,
+)
+def test_os_valid_python_is_accepted_as_written(code):
+    assert get_domain("os").parse_action(code).payload == {"code": code}
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("-" * 100_000 + "1", "nested too deeply"),
+        ("not " * 100_000 + "x", "nested too deeply"),
+        ("a" + ".a" * 100_000, "nested too deeply"),
+        ("(" * 100_000, "too many nested parentheses"),
+        ("x = " + "9" * 5000, "a number with more than 4,300 digits"),
+        ("x = 'a\ud800b'", "lone surrogate (U+D800"),
+        ("x = 1\0", "NUL character"),
+    ],    ids=short_id,
+)
+def test_os_hostile_python_is_a_clear_error(text, fragment):
+    with pytest.raises(ActionError) as caught:
+        get_domain("os").parse_action(text)
+    assert fragment in caught.value.message
+    assert len(caught.value.one_line()) < 2000
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("fill('1', " + "-" * 100_000 + "1)", "nested too deeply"),
+        ("scroll(0, 0x" + "f" * 5000 + ")", "number too large"),
+        ("scroll(0, " + "9" * 5000 + ")", "more than 4,300 digits"),
+        ("scroll(0, 1e999)", "not a finite number"),
+        ("scroll 0 " + "9" * 5000, "cannot be"),
+        ("click('\udcff')", "lone surrogate"),
+    ],    ids=short_id,
+)
+def test_web_hostile_calls_are_clear_errors(text, fragment):
+    with pytest.raises(ActionError) as caught:
+        get_domain("web").parse_action(text)
+    assert fragment in caught.value.message
+
+
+@pytest.mark.parametrize("name", domain_names())
+@pytest.mark.parametrize("payload", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 100_000, "9" * 5000], ids=short_id)
+def test_hostile_json_in_any_domain_is_an_action_error(name, payload):
+    domain = get_domain(name)
+    for text in (payload, f"```json\n{payload}\n```", '{"name": "x", "arguments": ' + payload + "}",
+                 '{"action_type": "click", "x": ' + payload + ', "y": 1}'):
+        try:
+            domain.parse_action(text)
+        except ActionError:
+            pass
+
+
+# -- 1 MiB arguments are linear (issue 8) ----------------------------------------------
+
+MIB = "x" * (1 << 20)
+
+
+@pytest.mark.parametrize(
+    "name, text, check",
+    [
+        ("swe", "bash echo " + MIB, lambda p: p["arguments"]["command"] == "echo " + MIB),
+        ("mcp", f'write_file path=a content="{MIB}"', lambda p: p["arguments"]["content"] == MIB),
+        ("web", f'fill 5 "{MIB}"', lambda p: p["args"]["value"] == MIB),
+        ("os", f'type "{MIB}"', lambda p: p["code"] == f'pyautogui.typewrite("{MIB}")'),
+        ("android", f'type "{MIB}"', lambda p: p["text"] == MIB),
+        ("search", f'search "{MIB}"', lambda p: p["arguments"]["query"] == MIB),
+        ("terminal", "echo " + MIB, lambda p: p[0]["keystrokes"] == f"echo {MIB}\n"),
+    ],    ids=short_id,
+)
+def test_a_one_mebibyte_argument_is_accepted(name, text, check, monkeypatch):
+    """Measured by hand: each takes well under a second (shlex took 13 to 18 s, quadratic).
+
+    The guard against a regression is structural: the friendly splitter must not be shlex,
+    which builds each word one character at a time.
+    """
+    import shlex
+
+    monkeypatch.setattr(shlex, "split", lambda *a, **k: pytest.fail("shlex is quadratic on long words"))
+    monkeypatch.setattr(shlex, "shlex", lambda *a, **k: pytest.fail("shlex is quadratic on long words"))
+    assert check(get_domain(name).parse_action(text).payload)
+
+
+def test_an_action_above_the_stated_limit_is_refused_with_the_limit():
+    from agentworld_local.domains.syntax import MAX_ACTION_CHARS
+
+    with pytest.raises(ActionError) as caught:
+        get_domain("terminal").parse_action("x" * (MAX_ACTION_CHARS + 1))
+    assert f"at most {MAX_ACTION_CHARS:,}" in caught.value.message

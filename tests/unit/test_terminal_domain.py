@@ -6,6 +6,13 @@ from agentworld_local.domains import get_domain
 from agentworld_local.errors import ActionError, InputError
 
 
+def short_id(value):
+    """Readable test ids for huge hostile inputs."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"{value[:20]!r}...({len(value):,} chars)"
+    return None
+
+
 @pytest.fixture
 def terminal():
     return get_domain("terminal")
@@ -49,3 +56,34 @@ def test_unknown_domain_suggests_a_close_name():
     with pytest.raises(InputError) as caught:
         get_domain("termnal")
     assert "terminal" in caught.value.one_line()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["[ -f x ] && echo yes", "[[ -d /tmp ]] && ls", "{ echo a; } > f", '[ "$x" = y ] || exit 1', "[[[ odd"],
+)
+def test_shell_commands_starting_with_a_bracket_or_brace_are_commands(terminal, command):
+    """Issue 7 defect 6: text that is not a JSON action is a shell command, typed as written."""
+    assert terminal.parse_action(command).payload == [{"keystrokes": command + "\n", "duration": 1.0}]
+
+
+def test_the_official_fenced_keystroke_array_is_accepted(terminal):
+    fenced = '```json\n[{"keystrokes": "cd /tmp\\n", "duration": 0.5}]\n```'
+    assert terminal.parse_action(fenced).payload == [{"keystrokes": "cd /tmp\n", "duration": 0.5}]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("```json\n```", "code block is empty"),
+        ('[{"keystrokes": "ls", "duration": ' + "9" * 5000 + "}]", "more than 4,300 digits"),
+        ("[{" * 100_000, "Invalid JSON action"),
+        ('[{"keystrokes": "ls", "duration": 1e999}]', '"duration"'),
+        ('[{"keystrokes": "ls", "duration": NaN}]', '"duration"'),
+    ],
+    ids=short_id,
+)
+def test_hostile_json_actions_are_clear_errors(terminal, text, fragment):
+    with pytest.raises(ActionError) as caught:
+        terminal.parse_action(text)
+    assert fragment in caught.value.message
