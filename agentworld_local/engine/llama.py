@@ -30,6 +30,8 @@ from llama_cpp import Llama
 from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import OBS_CLOSE, THINK_OPEN
+from agentworld_local.engine.guard import GenerationGuard
+from agentworld_local.engine.repetition import RepetitionDetector
 from agentworld_local.engine.template import ChatTemplate, fallback_template
 from agentworld_local.engine.thinking import FORCED_THINK_END, ThinkingSplitter
 from agentworld_local.engine.types import (
@@ -40,7 +42,7 @@ from agentworld_local.engine.types import (
     SamplingConfig,
     ThinkBudget,
 )
-from agentworld_local.errors import AwlError, ModelError, ModelLoadError
+from agentworld_local.errors import AwlError, GenerationError, ModelError, ModelLoadError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.hardware import GpuInfo, Hardware, detect_hardware
 from agentworld_local.models.inspect import inspect_gguf
@@ -387,6 +389,7 @@ class LlamaBackend:
         )
         self._tokens: list[int] = []
         self._checkpoints: list[_Checkpoint] = [_Checkpoint(0, None)]
+        self._guard = GenerationGuard()
 
     def _choose_layers(self, path: Path, gpu_layers: str | int, n_ctx: int) -> tuple[int, int]:
         """`auto`: the offload plan when this build has a GPU backend (0 layers on a CPU-only build)."""
@@ -472,7 +475,9 @@ class LlamaBackend:
             size = llama_cpp.llama_state_seq_get_size_ext(self._ctx, _SEQ, _PARTIAL)
             buffer = (ctypes.c_uint8 * size)()
             written = llama_cpp.llama_state_seq_get_data_ext(self._ctx, buffer, size, _SEQ, _PARTIAL)
-            state = bytes(buffer[:written])
+            # One C-level copy: slicing the ctypes array first builds a Python list of ints
+            # (for the real model's ~60 MB state, about a second and half a GB a turn).
+            state = ctypes.string_at(buffer, written)
         self._checkpoints.append(_Checkpoint(n, state))
         self._thin_checkpoints()
 
@@ -520,19 +525,39 @@ class LlamaBackend:
         self._llm.n_tokens = n
         return time.perf_counter() - started
 
+    def room(self) -> int:
+        """Tokens the context can still take."""
+        return self.n_ctx - len(self._tokens)
+
+    def _decode(self, tokens: list[int]) -> None:
+        """Evaluate `tokens` after the context. Callers check `room()` first: a full context
+        makes llama.cpp fail; anything it raises becomes one clear GenerationError."""
+        if len(tokens) > self.room():
+            raise GenerationError(
+                f"The context is full: {len(tokens)} more tokens do not fit in {self.n_ctx:,}.",
+                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+            )
+        try:
+            self._llm.eval(tokens)
+        except (RuntimeError, ValueError, OSError) as error:
+            raise GenerationError(
+                f"llama.cpp failed while evaluating the conversation ({error}).",
+                "Try a smaller `--ctx` or `--gpu-layers`; run with `--verbose` to see llama.cpp's log.",
+            ) from None
+        self._tokens.extend(tokens)
+
     def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
         """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
         for start in range(0, len(tokens), self.n_batch):
             if cancel is not None and cancel.is_set():
                 return False
-            chunk = tokens[start : start + self.n_batch]
-            self._llm.eval(chunk)
-            self._tokens.extend(chunk)
+            self._decode(tokens[start : start + self.n_batch])
         return True
 
     def reset(self) -> None:
         """Forget the whole context (a new session on the same loaded model)."""
-        self._restore(0)
+        with self._guard.hold():
+            self._restore(0)
 
     # -- generation -----------------------------------------------------------------
 
@@ -557,7 +582,22 @@ class LlamaBackend:
         seed: int,
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]:
-        """Stream the model's answer to `messages` (which end with the current user turn)."""
+        """Stream the model's answer to `messages` (which end with the current user turn).
+
+        One generation at a time: another one while this is in flight gets BackendBusy.
+        """
+        with self._guard.hold():
+            yield from self._generate(messages, sampling=sampling, think=think, seed=seed, cancel=cancel)
+
+    def _generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None,
+    ) -> Iterator[GenerationEvent]:
         stats = GenerationStats()
         started = time.perf_counter()
         base_text, full_text = self.render(messages, think=think)
@@ -609,31 +649,38 @@ class LlamaBackend:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw: list[str] = []
         splitter = ThinkingSplitter(thinking=think_open)
+        repetition = RepetitionDetector()
+        forced_end = self.tokenize(FORCED_THINK_END)
         started = time.perf_counter()
         try:
             while True:
                 if cancel is not None and cancel.is_set():
                     stats.finish = "cancelled"
                     break
-                if len(self._tokens) >= self.n_ctx:
-                    stats.finish = "length"
+                if self.room() < 1:
+                    stats.finish = "length"  # the context is full: the turn ends, the session stays usable
                     break
                 token = sampler.sample(self._llm._ctx, -1)
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.finish = "stop"
                     break
-                self._llm.eval([token])
-                self._tokens.append(token)
+                self._decode([token])
                 stats.generated_tokens += 1
                 text = decoder.decode(self._llm.detokenize([token], special=True))
                 raw.append(text)
                 was_thinking = splitter.thinking
                 yield from splitter.feed(text)
+                if repetition.feed(text):
+                    stats.finish = "repetition"  # a degenerate loop would only fill max_tokens
+                    break
                 if was_thinking or splitter.thinking:
                     stats.thinking_tokens += 1
                     if splitter.thinking and think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
+                        if len(forced_end) > self.room():
+                            stats.finish = "length"  # no room left even to close thinking
+                            break
                         yield from splitter.end_thinking()
-                        self._evaluate(self.tokenize(FORCED_THINK_END), None)
+                        self._decode(forced_end)
                         raw.append(FORCED_THINK_END)
                     continue
                 if OBS_CLOSE in splitter.answer[-len(OBS_CLOSE) - 16 :]:

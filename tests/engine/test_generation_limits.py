@@ -1,0 +1,142 @@
+"""The llama backend at its limits (tiny hybrid fixture): a full context, two generations at once.
+
+A full context ends the turn with `finish = "length"` and a usable session, never a raw
+llama.cpp error; a backend serves one generation at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+
+from agentworld_local.domains import get_domain
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.errors import AwlError, BackendBusy
+
+N_CTX = 1536
+
+
+@pytest.fixture(scope="module")
+def backend(qwen_gguf):
+    engine = LlamaBackend(qwen_gguf, n_ctx=N_CTX, gpu_layers=0, notice=lambda text: None)
+    yield engine
+    engine.close()
+
+
+def prompt_tokens(backend: LlamaBackend, world: World) -> int:
+    messages = world.messages_for(world.turn_prompt(world.domain.parse_action("ls")))
+    return len(backend.tokenize(backend.render(messages, think=world.settings.think)[1]))
+
+
+def world_with_room(backend: LlamaBackend, room: int, *, think: str) -> World:
+    """A World whose first prompt leaves `room` tokens (padding the task text to get there)."""
+    backend.reset()
+    settings = SessionSettings(sampling=SamplingConfig(max_tokens=4096), think=ThinkBudget.parse(think))
+    world = World(backend, get_domain("terminal"), settings)
+    low, high = 0, 4000
+    while low < high:  # the most padding that still leaves `room` tokens
+        middle = (low + high + 1) // 2
+        settings.task = "check the files " * middle
+        if backend.n_ctx - prompt_tokens(backend, world) >= room:
+            low = middle
+        else:
+            high = middle - 1
+    settings.task = "check the files " * low
+    assert backend.n_ctx - prompt_tokens(backend, world) - room in range(0, 8)
+    return world
+
+
+def test_a_thinking_budget_that_ends_at_the_context_limit_ends_the_turn_with_length(backend):
+    """The forced end of thinking needs several tokens; with one left it used to crash llama_decode."""
+    world = world_with_room(backend, 13, think="12")
+    room = backend.n_ctx - prompt_tokens(backend, world)
+    world.settings = replace(world.settings, think=ThinkBudget.parse(str(room - 1)))
+    # A random model may end early; some seed thinks until the budget runs out at the limit.
+    for seed in range(12):
+        backend.reset()
+        world.settings = replace(world.settings, seed=seed)
+        record = world.run_turn("ls")
+        if record.tokens["thinking"] == room - 1:
+            break
+        world.undo()
+    else:
+        pytest.fail("no seed thought until the budget ran out")
+    assert record.finish == "length"
+    # The session goes on: the next turn says that the conversation no longer fits.
+    with pytest.raises(AwlError, match="context holds"):
+        world.run_turn("pwd")
+    world.undo()
+    world.settings = replace(world.settings, think=ThinkBudget.parse("4"))
+    assert world.run_turn("ls") is not None
+
+
+def test_sampling_up_to_the_last_slot_ends_with_length(backend):
+    world = world_with_room(backend, 10, think="full")
+    record = world.run_turn("ls")
+    assert record is not None and record.finish in ("length", "stop")
+    assert record.tokens["prompt_total"] + record.tokens["generated"] <= backend.n_ctx
+
+
+def test_a_second_generation_on_the_same_backend_is_refused_at_once(backend):
+    backend.reset()
+    settings = SessionSettings(sampling=SamplingConfig(max_tokens=8), think=ThinkBudget.parse("4"))
+    first = World(backend, get_domain("terminal"), settings)
+    second = World(backend, get_domain("terminal"), settings)
+    steps = first.step("ls")
+    next(steps)  # the first turn is streaming
+    with pytest.raises(BackendBusy):
+        second.run_turn("pwd")
+    with pytest.raises(BackendBusy):
+        first.probe("ls")
+    with pytest.raises(BackendBusy):
+        backend.reset()
+    # The first turn was not disturbed and finishes; then the backend is free again.
+    record = [event for event in steps][-1].record
+    assert record.turn == 1 and record.finish in ("stop", "length")
+    assert second.run_turn("pwd") is not None
+
+
+def test_a_generation_from_another_thread_is_refused_and_never_reaches_llama_cpp(backend, monkeypatch):
+    backend.reset()
+    settings = SessionSettings(sampling=SamplingConfig(max_tokens=8), think=ThinkBudget.parse("4"))
+    steps = World(backend, get_domain("terminal"), settings).step("ls")
+    next(steps)
+    decodes = []
+    original = backend._llm.eval
+    monkeypatch.setattr(backend._llm, "eval", lambda tokens: (decodes.append(threading.get_ident()), original(tokens)))
+    errors = []
+
+    def other() -> None:
+        try:
+            World(backend, get_domain("terminal"), settings).run_turn("pwd")
+        except BackendBusy as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "already generating" in errors[0].message
+    assert thread.ident not in decodes
+    list(steps)
+
+
+def test_a_dropped_generation_frees_the_backend(backend):
+    backend.reset()
+    settings = SessionSettings(sampling=SamplingConfig(max_tokens=8), think=ThinkBudget.parse("4"))
+    steps = World(backend, get_domain("terminal"), settings).step("ls")
+    next(steps)
+    steps.close()  # what garbage collection does to an abandoned turn
+    assert World(backend, get_domain("terminal"), settings).run_turn("pwd") is not None
+
+
+def test_template_thinks_is_reported(backend, llama_gguf):
+    assert backend.info.template_thinks  # the Qwen3.5-style fixture template
+    plain = LlamaBackend(llama_gguf, n_ctx=512, gpu_layers=0, notice=lambda text: None)
+    try:
+        assert not plain.info.template_thinks  # plain ChatML: `--think` has no effect
+    finally:
+        plain.close()
