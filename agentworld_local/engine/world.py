@@ -118,12 +118,19 @@ class World:
         on_turn: Callable[[TurnRecord], None] | None = None,
         next_id: int = 1,
         history: list[TurnRecord] | None = None,
+        on_undo: Callable[[int], None] | None = None,
     ) -> None:
-        """`history`: turns that happened before this World (e.g. imported benchmark turns)."""
+        """`history`: turns that happened before this World (e.g. imported benchmark turns).
+
+        `on_turn` saves a finished turn and `on_undo` records an undo (with the number of
+        turns kept); both run before the World changes, so when saving fails (a full disk)
+        the World is as it was and the session can go on.
+        """
         self.backend = backend
         self.settings = settings or SessionSettings()
         self.domain = with_session_tools(domain, self.settings.tools)
         self.on_turn = on_turn
+        self.on_undo = on_undo
         self.history: list[TurnRecord] = list(history or [])
         self._next_id = max(next_id, max((r.id for r in self.history), default=0) + 1)
         # Added mid-session; they enter the next turn's prompt and are recorded on that turn.
@@ -254,11 +261,11 @@ class World:
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             controls_added=controls_added,
         )
+        if self.on_turn is not None:
+            self.on_turn(record)  # saved first: if this raises, the turn never happened
         del self._pending_controls[: len(controls_added)]
         self._next_id += 1
         self.history.append(record)
-        if self.on_turn is not None:
-            self.on_turn(record)
         yield TurnFinished(record)
 
     def run_turn(
@@ -284,7 +291,8 @@ class World:
     def undo(self, to_turn: int | None = None) -> list[TurnRecord]:
         """Drop the last turn (or every turn after `to_turn`); returns what was dropped.
 
-        The trajectory file keeps the dropped turns: the next turn's parent points back.
+        The trajectory file keeps the dropped turns: the next turn's parent points back,
+        and `on_undo` writes the undo itself (so readers know which turns are current).
         Control instructions added with the dropped turns become pending again, so the
         next turn receives them, as the dropped turn did.
         """
@@ -294,6 +302,8 @@ class World:
                 f"Cannot undo to turn {keep}: the session has {len(self.history)} turns.",
                 "Give a turn number between 0 and the current turn.",
             )
+        if self.on_undo is not None:
+            self.on_undo(keep)  # recorded first: if this raises, nothing was undone
         dropped = self.history[keep:]
         del self.history[keep:]
         restored = [control for record in dropped for control in record.controls_added]
