@@ -292,7 +292,7 @@ def test_cached_path_reads_the_hub_cache_layout_and_finds_files_from_older_snaps
 def test_the_readme_first_live_try_names_what_exists(home):
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("#### A first live try") :]
-    section = section[: section.index("\n#")]
+    section = section[: section.index("\n### ")]
     registry = load_registry()
     pulled = [line.split()[3] for line in section.splitlines() if line.startswith("awl models pull ")]
     assert pulled and all(registry.find(name).world_model is False for name in pulled)
