@@ -35,9 +35,10 @@ def fork(
         raise InputError(f"--turn counts from 0 (the setup only), not {turn}.", "Use --turn 0 to keep only the setup.")
     ensure_new_file(out)
     traj = read_trajectory(file)
-    # The reader's damage warning ends by suggesting this very command; the rest still matters.
-    print_warnings([warning.split(" To keep going")[0] for warning in traj.warnings])
     fork_from(traj, out, turn)
+    # Said after the copy is made (an error stays one line). The damage warning ends by
+    # suggesting this very command; the rest still matters.
+    print_warnings([warning.split(" To keep going")[0] for warning in traj.warnings])
     count = len(traj.current_branch()) if turn is None else turn
     stderr_console().print(
         f"[dim]wrote {count} {'turn' if count == 1 else 'turns'} to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]"
