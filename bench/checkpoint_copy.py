@@ -1,0 +1,70 @@
+"""Per-turn cost of copying a turn checkpoint (the recurrent state) out of llama.cpp.
+
+Prints numbers measured in one run (no pass/fail): the old copy through a Python list
+(`bytes(buffer[:written])`) against the direct copy the backend uses
+(`ctypes.string_at(buffer, written)`), for the state of the bench-size hybrid fixture
+read from llama.cpp, and for a buffer the size of the real model's state (~60 MB).
+
+    .venv/bin/python bench/checkpoint_copy.py [--repeats 20] [--real-mb 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import llama_cpp  # noqa: E402 - a benchmark of the llama.cpp path itself
+
+from turn_cost import bench_model  # noqa: E402
+
+
+def per_call_ms(copy: Callable[[], bytes], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        copy()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def compare(label: str, buffer: ctypes.Array, written: int, repeats: int) -> None:
+    old = per_call_ms(lambda: bytes(buffer[:written]), repeats)
+    new = per_call_ms(lambda: ctypes.string_at(buffer, written), repeats)
+    assert bytes(buffer[:written]) == ctypes.string_at(buffer, written)
+    print(f"{label}: {written / 1e6:.2f} MB  old list copy {old:8.2f} ms/turn  string_at {new:7.3f} ms/turn  ({old / new:.0f}x)")
+
+
+def fixture_state(model: Path) -> tuple[ctypes.Array, int]:
+    llm = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_gpu_layers=0, verbose=False)
+    llm.eval(llm.tokenize(b"<|im_start|>user\nls -la<|im_end|>\n" * 8, add_bos=False, special=True))
+    flags = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+    size = llama_cpp.llama_state_seq_get_size_ext(llm.ctx, 0, flags)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data_ext(llm.ctx, buffer, size, 0, flags)
+    llm.close()
+    return buffer, written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--real-mb", type=int, default=60, help="size of the real model's state, in MB")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        buffer, written = fixture_state(bench_model(Path(directory)))
+        compare("bench fixture state", buffer, written, args.repeats)
+    size = args.real_mb * 1_000_000
+    big = (ctypes.c_uint8 * size)()
+    compare(f"a {args.real_mb} MB state", big, size, max(1, args.repeats // 10))
+
+
+if __name__ == "__main__":
+    main()
