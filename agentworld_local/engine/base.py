@@ -21,7 +21,13 @@ class Backend(Protocol):
         seed: int,
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]:
-        """Stream the answer to `messages`; the last message is the current user turn."""
+        """Stream the answer to `messages`; the last message is the current user turn.
+
+        Ends with one GenerationDone whose `stats.finish` is stop, length, cancelled or
+        repetition. One generation at a time: a second call while one is in flight (not
+        finished nor closed) raises BackendBusy before it reaches the model
+        (engine/guard.py).
+        """
         ...
 
     def close(self) -> None: ...
