@@ -41,7 +41,7 @@ def run_bench_row(
     cancel = threading.Event()
     if not as_json:
         err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
-                  f"(after {len(world.history)} ground-truth turns)[/dim]")
+                  f"(after {len(world.history)} ground-truth {'turn' if len(world.history) == 1 else 'turns'})[/dim]")
     record: TurnRecord | None = None
     with TrajectoryWriter.create(out, header) as writer:
         try:

@@ -7,6 +7,7 @@ real observations verbatim, and the row's current prompt verbatim.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,6 +24,7 @@ def bench_world(row: BenchRow, backend: Backend, settings: SessionSettings | Non
     comes from the row (the prompts are sent verbatim; task, state and controls are read
     from the row's first prompt for the record).
     """
+    row = sendable(row)
     header = row_header(row)
     settings = replace(
         settings or SessionSettings(),
@@ -38,4 +40,21 @@ def bench_world(row: BenchRow, backend: Backend, settings: SessionSettings | Non
 
 def resimulate(world: World, row: BenchRow, cancel: threading.Event | None = None) -> Iterator[WorldEvent]:
     """Stream the model's prediction for the row's current turn (sent exactly as written)."""
+    row = sendable(row)
     return world.step(prompt_action(row.current), cancel, prompt=row.current)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(row: BenchRow) -> BenchRow:
+    """The row with lone surrogates (from `\\ud800` escapes in a damaged file) as U+FFFD.
+
+    They cannot be encoded, so no model can receive them; everything else stays verbatim.
+    """
+    texts = [row.system_str, *row.prompts, *row.responses]
+    if not any(_SURROGATE.search(text) for text in texts):
+        return row
+    fix = lambda text: _SURROGATE.sub("\ufffd", text)  # noqa: E731
+    return replace(row, system_str=fix(row.system_str), prompts=[fix(p) for p in row.prompts],
+                   responses=[fix(r) for r in row.responses])

@@ -172,3 +172,49 @@ def test_bench_errors_are_one_line_before_the_model_loads(tmp_path):
                           "--scenario cannot change it")
     assert_one_line_error(awl("export", str(bench), "--format", "csv", home=tmp_path), "Unknown export format `csv`", "agentworldbench")
     assert_one_line_error(awl("export", str(bench), home=tmp_path), "is not an awl trajectory")
+
+
+def test_import_then_export_through_the_cli_gives_back_every_row(tmp_path):
+    from tests.unit.test_agentworldbench_roundtrip import thirteen_rows
+
+    rows = thirteen_rows()
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    imported = awl("import", str(bench), "--out-dir", str(tmp_path / "imported"), home=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    exported = []
+    for path in imported.stdout.split():
+        result = awl("export", path, home=tmp_path)
+        assert result.returncode == 0, result.stderr
+        exported += [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(exported) == 13 and sorted(map(json.dumps, exported)) == sorted(map(json.dumps, rows))
+
+
+def test_a_row_without_turn_idx_is_refused_before_the_model_loads(tmp_path):
+    bench = tmp_path / "rows.jsonl"
+    row = {k: v for k, v in bench_job("mcp", 2).items() if k != "turn_idx"}
+    bench.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    model = ["-m", str(tmp_path / "missing.gguf")]  # never loaded: the row is checked first
+    assert_one_line_error(awl("run", "--from-bench", str(bench), "--row", "1", *model, home=tmp_path),
+                          f"{bench}: row 1: field 'turn_idx' is missing")
+    assert_one_line_error(awl("import", str(bench), "--out-dir", str(tmp_path / "x"), home=tmp_path), "row 1", "'turn_idx'")
+    bench.write_text("")
+    assert_one_line_error(awl("run", "--from-bench", str(bench), "--row", "1", *model, home=tmp_path), "holds no rows")
+
+
+def test_a_failed_resimulation_leaves_no_file_and_a_retry_works(tmp_path, qwen_gguf):
+    bench = tmp_path / "rows.jsonl"
+    job = bench_job("terminal", 2, system_str="sys \ud800 " + "word " * 5000)  # a surrogate, and too long for --ctx
+    bench.write_text(json.dumps(job) + "\n", encoding="utf-8")
+    out = tmp_path / "resim.jsonl"
+    run = ["run", "--from-bench", str(bench), "--row", "1", "-m", str(qwen_gguf), "-o", str(out), *FAST]
+    failed = awl(*run, home=tmp_path)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
+    assert not out.exists()
+    job["system_str"] = "sys \ud800"
+    bench.write_text(json.dumps(job) + "\n", encoding="utf-8")
+    retry = awl(*run, home=tmp_path)
+    assert retry.returncode == 0, retry.stderr
+    assert read_trajectory(out).header.system_prompt == "sys \ufffd", "what the model could be sent"
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("awl: error:")]
+    assert len(errors) == 1 and "larger `--ctx`" in errors[0], failed.stderr
