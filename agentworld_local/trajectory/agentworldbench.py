@@ -27,7 +27,7 @@ from agentworld_local.engine.session_context import CONTROL_HEADING
 from agentworld_local.errors import InputError
 from agentworld_local.files import check_regular_file
 from agentworld_local.safe_parse import SyntaxProblem, load_json
-from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.trajectory.reader import Trajectory, count
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import write_new
 
@@ -142,10 +142,10 @@ def parse_row(data: Any, *, line: int, source: str) -> BenchRow:
     if total is not None and (not _whole_number(total) or total < 0):
         raise _row_error(source, line, f"field 'total_turns' should be a whole number, not {_shown(total)}")
     if turn_idx > len(prompts):
-        raise _row_error(source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'prompt' has only {len(prompts)} turns")
+        raise _row_error(source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'prompt' has only {count(len(prompts), 'turn')}")
     if turn_idx - 1 > len(responses):
         raise _row_error(
-            source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'response' has only {len(responses)} turns; "
+            source, line, f"field 'turn_idx' is {_shown(turn_idx)} but 'response' has only {count(len(responses), 'turn')}; "
             "the turns before it need their responses",
         )
     known = {"task", "id", "prompt", "response", "current_prompt", "system_str", "turn_idx", "total_turns"}
@@ -207,7 +207,7 @@ def read_bench_row(path: str | Path, row: int) -> BenchRow:
     if not any(raw.strip() for raw in lines):
         raise _no_rows(path)
     if not 1 <= row <= len(lines):
-        raise InputError(f"{path} has {len(lines)} lines; there is no row {row}.", f"Pick a row from 1 to {len(lines)}.")
+        raise InputError(f"{path} has {count(len(lines), 'line')}; there is no row {row}.", f"Pick a row from 1 to {len(lines)}.")
     if not lines[row - 1].strip():
         raise InputError(f"{path}: line {row} is blank, so it holds no row.", "Pick a line that holds a row.")
     return _decode(lines[row - 1], row, str(path))

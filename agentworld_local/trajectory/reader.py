@@ -69,12 +69,17 @@ class Trajectory:
         return f"awl fork {self.path} --turn {len(self.current_branch())} --out NEW.jsonl"
 
 
+def count(n: int, noun: str) -> str:
+    """`1 turn`, `2 turns`: messages count things the way people do."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _damage_warning(traj: Trajectory, line_no: int, why: str, last_line: int) -> str:
     kept = len(traj.current_branch())
     skipped = f"line {line_no}" if last_line <= line_no else f"lines {line_no}-{last_line}"
     return (
-        f"line {line_no} is damaged ({why}); the {kept} intact turns before it are shown and {skipped} "
-        f"were skipped. To keep going, write a clean copy: `{traj.fork_command()}`"
+        f"line {line_no} is damaged ({why}); kept the {count(kept, 'intact turn')} before it, skipped {skipped}. "
+        f"To keep going, write a clean copy: `{traj.fork_command()}`"
     )
 
 
@@ -135,7 +140,7 @@ def read_trajectory(path: str | Path) -> Trajectory:
     if unknown:
         kinds = ", ".join(f"'{kind}'" for kind in sorted(unknown))
         traj.warnings.append(
-            f"{sum(unknown.values())} lines of a type this awl does not know ({kinds}) were skipped; "
+            f"{count(sum(unknown.values()), 'line')} of a type this awl does not know ({kinds}) were skipped; "
             "a newer awl may have written them"
         )
     return traj

@@ -14,7 +14,7 @@ from rich.text import Text
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.trajectory.reader import Trajectory, count
 from agentworld_local.trajectory.schema import TurnRecord
 
 HAND_WRITTEN_LINE = "hand-written example, not model output"
@@ -41,7 +41,7 @@ def replay(
     branch = traj.current_branch()
     if turn is not None and not 1 <= turn <= len(branch):
         raise TrajectoryError(
-            f"turn {turn} is out of range: {traj.path} has {len(branch)} turns in its current branch.",
+            f"turn {turn} is out of range: {traj.path} has {count(len(branch), 'turn')} in its current branch.",
             f"Pick a turn from 1 to {len(branch)}." if branch else "Replay it without --turn.",
         )
     render_header(traj, console, plain=plain, shown=len(branch))

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.trajectory.jsonl import encode_line
-from agentworld_local.trajectory.reader import UNDO, Trajectory, read_trajectory, walk_back
+from agentworld_local.trajectory.reader import UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
 
 
@@ -87,7 +87,7 @@ class TrajectoryWriter:
             # Appending after the damage would put the new turns where readers stop.
             raise TrajectoryError(
                 f"{path} is damaged at line {traj.damaged_line}; awl will not add turns after the damage.",
-                f"Write a clean copy of the {len(traj.current_branch())} intact turns and continue there: "
+                f"Write a clean copy of the {count(len(traj.current_branch()), 'intact turn')} and continue there: "
                 f"`{traj.fork_command()}`.",
             )
         if traj.file_version != SCHEMA_VERSION:
@@ -148,7 +148,7 @@ class TrajectoryWriter:
         """
         length = self.branch_length
         if not 0 <= kept_turns <= length:
-            raise ValueError(f"cannot keep {kept_turns} turns: the current branch of {self.path} has {length}")
+            raise ValueError(f"cannot keep {count(kept_turns, 'turn')}: the current branch of {self.path} has {length}")
         if kept_turns == length:
             return  # nothing is dropped
         self._save(encode_line({"type": UNDO, "kept": kept_turns, "created": utc_now()}), "the undo")
@@ -167,13 +167,13 @@ class TrajectoryWriter:
             if failed.cut_back:
                 raise TrajectoryError(
                     f"could not save {what} to {self.path}: {failed.reason}. The file was cut back to its last "
-                    f"complete line; the {saved} turns saved before are intact.",
+                    f"complete line; every turn saved before it is intact ({count(saved, 'turn')}).",
                     "Free disk space or check the drive.",
                 ) from None
             self._broken = failed.reason
             raise TrajectoryError(
                 f"could not save {what} to {self.path}: {failed.reason}. Its last line is incomplete (readers skip "
-                f"it); the {saved} turns saved before are intact.",
+                f"it); every turn saved before it is intact ({count(saved, 'turn')}).",
                 f"Free disk space, then continue in a copy: `awl fork {self.path} --out NEW.jsonl`.",
             ) from None
 
@@ -282,7 +282,7 @@ def fork_from(traj: Trajectory, dst: str | Path, at_turn: int | None = None, *, 
     at_turn = len(branch) if at_turn is None else at_turn
     if not 0 <= at_turn <= len(branch):
         raise TrajectoryError(
-            f"cannot fork at turn {at_turn}: {src} has {len(branch)} turns in its current branch.",
+            f"cannot fork at turn {at_turn}: {src} has {count(len(branch), 'turn')} in its current branch.",
             f"Pick a turn from 0 to {len(branch)}.",
         )
     if dst.exists() and dst.resolve() == src.resolve():

@@ -48,7 +48,7 @@ def test_a_damaged_file_replays_and_exports_its_intact_turns_and_forks_clean(tmp
     assert replayed.returncode == 0, replayed.stderr
     assert "/home" in replayed.stdout and "whoami" not in replayed.stdout
     [warning] = replayed.stderr.splitlines()
-    assert warning.startswith("awl: warning: line 4 is damaged (not UTF-8") and "the 2 intact turns" in warning
+    assert warning.startswith("awl: warning: line 4 is damaged (not UTF-8") and "kept the 2 intact turns before it" in warning
     assert f"awl fork {path} --turn 2 --out NEW.jsonl" in warning and "Traceback" not in replayed.stderr
     clean = tmp_path / "clean.jsonl"
     forked = awl("fork", str(path), "--turn", "2", "--out", str(clean), home=tmp_path)

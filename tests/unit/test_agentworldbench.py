@@ -185,7 +185,7 @@ def test_row_shape_errors_name_the_row_and_the_field(tmp_path):
         json.dumps({**bench_job("web", 2), "turn_idx": 0}): "row 3: field 'turn_idx' should be a whole number from 1",
         json.dumps({**bench_job("web", 2), "turn_idx": 9, "current_prompt": ""}): "row 3: field 'turn_idx' is 9 but 'prompt' has only 3 turns",
         json.dumps({k: v for k, v in bench_job("web", 2).items() if k != "turn_idx"}): "row 3: field 'turn_idx' is missing",
-        json.dumps({**bench_job("web", 3), "response": [OBS + "a"]}): "row 3: field 'turn_idx' is 3 but 'response' has only 1 turns",
+        json.dumps({**bench_job("web", 3), "response": [OBS + "a"]}): "row 3: field 'turn_idx' is 3 but 'response' has only 1 turn;",
         json.dumps({**bench_job("web", 2), "system_str": ["x"]}): "row 3: field 'system_str' should be a string, not a list",
         '{"task": "web", "id": 1, "prompt": [': "row 3: not valid JSON",
         "[1, 2]": "row 3: expected a JSON object, got a list",

@@ -203,8 +203,8 @@ def test_a_damaged_middle_line_keeps_the_turns_before_it(tmp_path):
     traj = read_trajectory(path)
     assert [t.action for t in traj.current_branch()] == ["a", "b"] and traj.damaged_line == 4
     [warning] = traj.warnings
-    assert warning.startswith("line 4 is damaged (not valid JSON") and "the 2 intact turns before it" in warning
-    assert "lines 4-5 were skipped" in warning and f"awl fork {path} --turn 2 --out NEW.jsonl" in warning
+    assert warning.startswith("line 4 is damaged (not valid JSON") and "kept the 2 intact turns before it" in warning
+    assert "skipped lines 4-5." in warning and f"awl fork {path} --turn 2 --out NEW.jsonl" in warning
 
 
 def test_turn_with_bad_field_names_the_line_and_field(tmp_path):

@@ -148,7 +148,7 @@ def test_a_full_disk_mid_session_cuts_back_and_says_the_saved_turns_are_intact(t
         writer.append(make_turn("b", "2" * 5000, parent=1))
     message = caught.value.one_line()
     assert "could not save turn 2" in message and "the disk is full" in message
-    assert "the 1 turns saved before are intact" in message and "\n" not in message
+    assert "every turn saved before it is intact (1 turn)" in message and "\n" not in message
     traj = read_trajectory(path)  # no half line: the file reads cleanly
     assert actions(traj) == ["a"] and traj.warnings == []
     # Space freed: the session goes on, with the next line complete and correctly numbered.
