@@ -8,7 +8,7 @@ import os
 from agentworld_local.trajectory import TrajectoryWriter, read_trajectory
 from tests.cli.helpers import assert_one_line_error, awl
 from tests.unit.test_trajectory import make_header, make_turn, write_linear
-from tests.unit.test_trajectory_faults import hostile_session
+from tests.unit.test_trajectory_faults import UTC_FORM, hostile_session
 
 FAST = ["--think", "4", "--max-tokens", "8", "--ctx", "4096", "--seed", "3"]
 
@@ -20,7 +20,10 @@ def test_an_undo_at_the_end_is_what_replay_export_and_fork_show(tmp_path, qwen_g
     result = awl("run", str(script), "-m", str(qwen_gguf), "-o", str(out), *FAST, home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "saved 1 turn " in result.stderr
-    assert [t.action for t in read_trajectory(out).current_branch()] == ["ls"]
+    saved = read_trajectory(out)
+    assert [t.action for t in saved.current_branch()] == ["ls"]
+    # Turn timestamps have the header's form (they used to end in +00:00).
+    assert all(UTC_FORM.match(stamp) for stamp in [saved.header.created, *(t.created for t in saved.turns)])
     replayed = awl("replay", str(out), "--plain", home=tmp_path)
     assert replayed.returncode == 0 and "turns: 1 (plus 1 undone)" in replayed.stdout
     assert "== Turn 2" not in replayed.stdout and "pwd" not in replayed.stdout.split("== Turn 1")[1]
