@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from agentworld_local.contract.parse import observation_so_far, parse_output
@@ -26,7 +25,7 @@ from agentworld_local.engine.types import (
     ThinkingDelta,
 )
 from agentworld_local.errors import InputError
-from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.trajectory.schema import TurnRecord, utc_now
 
 
 @dataclass(frozen=True)
@@ -258,7 +257,7 @@ class World:
                 "tokens_per_s": round(stats.tokens_per_s, 2),
             },
             finish=stats.finish,
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created=utc_now(),  # the header's form, so every timestamp in a file reads alike
             controls_added=controls_added,
         )
         if self.on_turn is not None:
