@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 
 from agentworld_local.cli.main import app
-from agentworld_local.cli.run import MODEL_HELP, THINK_HELP, load_backend, run_session
+from agentworld_local.cli.preflight import check_ctx_value, check_sampling, check_writable
+from agentworld_local.cli.run import CTX_HELP, MODEL_HELP, THINK_HELP, load_backend, run_session, say_model_limits
 from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
@@ -33,10 +34,10 @@ def demo(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
     speed: float = typer.Option(None, "--speed", help="Seconds between turns when replaying (default 0.6 on a terminal, 0 in a pipe)."),
     plain: bool = typer.Option(False, "--plain", help="No colours or box characters."),
-    think: str = typer.Option("off", "--think", help=THINK_HELP),
+    think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
     seed: int = typer.Option(0, "--seed", help="Sampling seed for the live run."),
     out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
-    ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens for the live run."),
+    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
 ) -> None:
@@ -53,13 +54,18 @@ def demo(
         return
     header = recorded.header
     domain = get_domain(header.domain)
+    budget = ThinkBudget.parse(think)  # the same default as `awl run`
+    check_sampling(max_tokens=max_tokens, temperature=SamplingConfig().temperature)
+    check_ctx_value(ctx)
     lines = [ScriptLine(record.turn, domain.parse_action(record.action)) for record in recorded.current_branch()]
     destination = out or default_session_path(header.domain)
     ensure_new_file(destination)
+    check_writable(destination)
     backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=None, verbose=False, quiet=False)
+    say_model_limits(backend, think)
     settings = SessionSettings(
         sampling=SamplingConfig(max_tokens=max_tokens),
-        think=ThinkBudget.parse(think), seed=seed, task=header.task, initial_state=header.initial_state)
+        think=budget, seed=seed, task=header.task, initial_state=header.initial_state)
     world = World(backend, domain, settings)
     printer = TurnPrinter(as_json=False, show_thinking=False)
     code = run_session(world, lines, out=destination, printer=printer, scenario=header.scenario)

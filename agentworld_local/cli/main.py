@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,19 @@ def _hide_flag_types() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _invoke(args: list[str]) -> Any:
+    """Parse and run one command, letting its exceptions through. (`app()` would turn a
+    KeyboardInterrupt into a silent exit 130, and a SIGTERM into the same.)"""
+    command = typer.main.get_command(app)
+    try:
+        with command.make_context("awl", args) as context:
+            return command.invoke(context)
+    except BrokenPipeError:
+        # The reader went away (`awl ... | head`): say nothing more to it.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - kept open until exit
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI. AwlError becomes one line on stderr and its exit code; nothing else is caught.
 
@@ -91,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _register_commands()
         _hide_flag_types()
-        # Outside standalone mode click returns the code of `typer.Exit` instead of raising it.
-        result = app(args=argv, standalone_mode=False)
+        result = _invoke(sys.argv[1:] if argv is None else list(argv))
     except AwlError as error:
         typer.echo(f"awl: error: {safe_for_terminal(error.one_line())}", err=True)
         return error.exit_code

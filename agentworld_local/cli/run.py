@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Iterator
@@ -11,14 +12,25 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
-from rich.markup import escape
+from rich.text import Text
 
 from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.main import app
+from agentworld_local.cli.preflight import (
+    DEFAULT_CTX,
+    MIN_CTX,
+    check_ctx_for_model,
+    check_ctx_value,
+    check_sampling,
+    check_text_option,
+    check_threads,
+    check_writable,
+)
 from agentworld_local.cli.session import (
     ScriptLine,
     TurnPrinter,
-    ctrl_c_cancels,
+    count,
     default_session_path,
     header_for,
     ensure_new_file,
@@ -30,9 +42,11 @@ from agentworld_local.cli.resimulate import run_bench_row
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
 from agentworld_local.engine.session_context import with_session_tools
-from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.types import DEFAULT_THINK_TOKENS, SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World
-from agentworld_local.errors import InputError
+from agentworld_local.errors import AwlError, InputError
+from agentworld_local.files import read_text
+from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.models.resolve import resolve_model
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.trajectory.agentworldbench import read_bench_row
@@ -40,17 +54,37 @@ from agentworld_local.trajectory.writer import TrajectoryWriter
 
 MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
-    "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf)."
+    "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf). "
+    "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: "
+    "agentworld_local/testing/scripted.py)."
 )
-THINK_HELP = "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides)."
+THINK_HELP = (
+    "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides). "
+    f"Default: {DEFAULT_THINK_TOKENS}."
+)
+CTX_HELP = (
+    f"Context size in tokens (default: {DEFAULT_CTX:,}, or what the model was trained for if less; "
+    f"at least {MIN_CTX:,})."
+)
+#: `--model scripted:FILE`: the scripted backend instead of a GGUF.
+SCRIPTED = "scripted:"
 
 
-def load_backend(model: str, *, gpu_layers: str, ctx: int, threads: int | None, verbose: bool, quiet: bool) -> Any:
-    """Load the model with a progress bar on stderr (llama_cpp is imported only here)."""
+def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool) -> Any:
+    """Load the model with a progress bar on stderr (llama_cpp is imported only here).
+
+    Every option is checked before the load starts. `scripted:FILE` plays raw answers
+    written in advance (agentworld_local.testing.scripted): a way to try awl without a model.
+    """
+    if model.startswith(SCRIPTED):
+        from agentworld_local.testing.scripted import ScriptedBackend
+
+        return ScriptedBackend.from_file(model[len(SCRIPTED):], n_ctx=ctx or DEFAULT_CTX)
+    resolved = resolve_model(model)
+    n_ctx = check_ctx_for_model(resolved.path, ctx)
     from agentworld_local.engine.llama import LlamaBackend
 
-    resolved = resolve_model(model)
-    options = dict(gpu_layers=gpu_layers, n_ctx=ctx, threads=threads, verbose=verbose, name=resolved.name)
+    options = dict(gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose, name=resolved.name)
     console = Console(stderr=True)
     if quiet or not console.is_terminal:
         return LlamaBackend(resolved.path, **options)
@@ -62,7 +96,21 @@ def load_backend(model: str, *, gpu_layers: str, ctx: int, threads: int | None, 
         )
 
 
+def say_model_limits(backend: Any, think: str | None) -> None:
+    """What the model cannot do as asked, said once, before the first turn."""
+    err = stderr_console()
+    info = backend.info
+    if info.chat_template_source == "fallback":
+        err.print(f"awl: {info.name} carries no chat template; using a generic one, so answers may be poorer.",
+                  markup=False, style="yellow")
+    if think is not None and ThinkBudget.parse(think).mode != "off" and not getattr(info, "template_thinks", True):
+        err.print(f"awl: --think {think} has no effect: {info.name}'s chat template has no thinking.",
+                  markup=False, style="yellow")
+
+
 def _stdin_lines(domain: Domain) -> Iterator[ScriptLine]:
+    """Actions from stdin, read as bytes and decoded line by line: a line that is not UTF-8
+    is named (at a prompt it is reported and the session goes on), never half-decoded."""
     interactive = sys.stdin.isatty()
     number = 0
     while True:
@@ -70,22 +118,33 @@ def _stdin_lines(domain: Domain) -> Iterator[ScriptLine]:
             sys.stderr.write("action> ")
             sys.stderr.flush()
         try:
-            text = sys.stdin.readline()
+            data = sys.stdin.buffer.readline()
         except OSError:
             return  # the terminal went away: treat it as the end of input
-        if not text:
+        if not data:
             return
         number += 1
         try:
+            text = _decode_line(data, number)
             line = parse_script_line(domain, text, number, "stdin")
         except InputError as error:
             if not interactive:
                 raise
             # At a prompt, a typo should not end the session.
-            sys.stderr.write(f"awl: {error.one_line()}\n")
+            stderr_console().print(f"awl: {safe_for_terminal(error.one_line())}", markup=False)
             continue
         if line is not None:
             yield line
+
+
+def _decode_line(data: bytes, number: int) -> str:
+    try:
+        return data.decode("utf-8-sig" if number == 1 else "utf-8")
+    except UnicodeDecodeError as problem:
+        raise InputError(
+            f"stdin:{number}: the line is not UTF-8 text (byte 0x{data[problem.start]:02x} at column {problem.start + 1}).",
+            "Send actions as UTF-8.",
+        ) from None
 
 
 def run_session(
@@ -97,34 +156,73 @@ def run_session(
     scenario: dict[str, Any] | None = None,
     interactive: bool = False,
 ) -> int:
-    """Play every line, saving each finished turn; Ctrl+C keeps the completed turns.
+    """Play every line, saving each finished turn; however it ends, the completed turns are
+    kept and the user is told how many and where (`--json`: a last `saved` event).
 
-    At an interactive prompt Ctrl+C cancels only the turn in flight and a mistake is
-    reported without ending the session (reloading a 20 GB model costs minutes);
-    Ctrl+C at the prompt itself, or anywhere in a script, ends the session.
+    Ctrl+C and SIGTERM: see cli/interrupts.SessionSignals. A failing turn (a full disk,
+    a full context) ends the session with one error line that says what is saved.
     """
-    err = stderr_console()
-    cancel = threading.Event()
-    with TrajectoryWriter.create(out, header_for(world, scenario=scenario)) as writer:
-        world.on_turn = writer.append
+    signals = SessionSignals(threading.Event(), interactive=interactive)
+    actions = 0
+    with signals.installed():
+        writer = TrajectoryWriter.create(out, header_for(world, scenario=scenario))
+        world.on_turn = signals.saving(writer.append)
+        world.on_undo = signals.saving(writer.record_undo)
         try:
             for line in lines:
-                if not interactive:
-                    if not play(world, line, printer, cancel):
-                        break
-                    continue
-                cancel.clear()
-                try:
-                    with ctrl_c_cancels(cancel):
-                        play(world, line, printer, cancel)
-                except InputError as error:  # e.g. `:undo` with nothing to undo
-                    err.print(f"awl: {error.one_line()}", markup=False)
-        except KeyboardInterrupt:
-            err.print(f"\n[yellow]interrupted[/yellow]: {len(world.history)} completed turns are saved in {escape(str(out))}")
-            return 130
+                actions += line.action is not None
+                with signals.turn():
+                    _play_line(world, line, printer, signals.cancel, interactive=interactive)
+        except KeyboardInterrupt as interrupt:
+            _close_after_failure(writer)
+            turns = len(world.history)
+            stderr_console().print(Text.assemble(
+                ("\ninterrupted", "yellow"), f": {_saved_in(turns, out)} (replay: awl replay {out})"))
+            printer.saved(out, turns)
+            return exit_code(interrupt)
+        except AwlError as error:
+            _close_after_failure(writer)
+            printer.saved(out, len(world.history))
+            message = error.message.rstrip()
+            error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(len(world.history), out)}"
+            raise
+        except BaseException:
+            _close_after_failure(writer)
+            raise
+        writer.close()
+    turns = len(world.history)
+    if not actions:
+        printer.notice("no actions were given, so no turn was run.")
+    printer.saved(out, turns)
     if not printer.as_json:
-        err.print(f"[dim]saved {len(world.history)} turns to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
+        stderr_console().print(Text(f"saved {count(turns, 'turn')} to {out}  (replay: awl replay {out})", style="dim"))
     return 0
+
+
+def _play_line(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event, *, interactive: bool) -> None:
+    if not interactive:
+        play(world, line, printer, cancel)
+        return
+    try:
+        play(world, line, printer, cancel)
+    except InputError as error:  # e.g. `:undo` with nothing to undo: the session goes on
+        stderr_console().print(f"awl: {safe_for_terminal(error.one_line())}", markup=False)
+
+
+def _saved_note(turns: int, out: Path) -> str:
+    if not turns:
+        return f"No turn was completed; {out} holds the session's setup."
+    return f"{_saved_in(turns, out).capitalize()}; continue from them with `awl fork {out} --out NEW.jsonl`."
+
+
+def _saved_in(turns: int, out: Path) -> str:
+    return f"{count(turns, 'completed turn')} {'is' if turns == 1 else 'are'} saved in {out}"
+
+
+def _close_after_failure(writer: TrajectoryWriter) -> None:
+    """Close without a second error on top of the one being reported (a full disk fails twice)."""
+    with contextlib.suppress(Exception):
+        writer.close()
 
 
 @app.command()
@@ -136,17 +234,17 @@ def run(
     scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
     initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
     task: str = typer.Option(None, "--task", help="The agent's task, given to the world model as context; overrides the scenario's.", show_default=False),
-    control: list[str] = typer.Option(None, "--control", "-c", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
+    control: list[str] = typer.Option(None, "--control", "-c", metavar="<str>", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
     from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
-    think: str = typer.Option(None, "--think", help=THINK_HELP + " Default: 1024."),
+    think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
-    ctx: int = typer.Option(16384, "--ctx", help="Context size in tokens."),
+    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; see `awl models info MODEL --plan`), all, or N."),
-    threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice)."),
+    threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice; at most this machine's CPUs).", show_default=False),
     temperature: float = typer.Option(0.6, "--temperature", help="Sampling temperature (0 = greedy)."),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
@@ -160,7 +258,13 @@ def run(
 
     Re-simulate a benchmark turn: `awl run --from-bench terminal_test.jsonl --row 2 -m world.gguf`.
     """
+    # Everything that can be checked without the model is checked before it loads.
     budget = ThinkBudget.parse(think)
+    check_sampling(max_tokens=max_tokens, temperature=temperature)
+    check_ctx_value(ctx)
+    for name, text in (("--task", task), *(("--control", text) for text in control or [])):
+        check_text_option(name, text)
+    threads = check_threads(threads)
     sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
     if from_bench is not None or row is not None:
@@ -190,9 +294,15 @@ def run(
     world_domain = with_session_tools(get_domain(domain_name, state_format=state_format), settings.tools)
     out = out or default_session_path(domain_name)
     ensure_new_file(out)
+    check_writable(out)
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(world_domain) if from_stdin else read_script(world_domain, script)
+    if not from_stdin and not any(line.action is not None for line in lines):
+        stderr_console().print(f"awl: the script {script} holds no actions (only blank lines, comments or "
+                               "session commands); nothing to run, and no model was loaded.", markup=False, style="yellow")
+        raise typer.Exit(0)
     backend = load_backend(model, **load)
+    say_model_limits(backend, think)
     world = World(backend, world_domain, settings)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     code = run_session(
@@ -221,6 +331,7 @@ def _bench_session(
     bench_row = read_bench_row(path, row)  # checked before the model loads
     out = out or default_session_path(f"bench-{bench_row.domain}")
     ensure_new_file(out)
+    check_writable(out)
     backend = load_backend(model, **load)
     code = run_bench_row(bench_row, path, backend, settings, out=out, as_json=as_json, show_thinking=show_thinking)
     backend.close()
@@ -228,9 +339,4 @@ def _bench_session(
 
 
 def _read_initial_state(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"Cannot read the initial state file {path} ({error}).", "Pass a UTF-8 text file.") from None
+    return None if path is None else read_text(path, "initial state file")

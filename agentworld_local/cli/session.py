@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from rich.text import Text
-from rich.markup import escape
 
 from agentworld_local import __version__
 from agentworld_local.cli.consoles import stderr_console
@@ -28,8 +24,10 @@ from agentworld_local.engine.world import (
     World,
 )
 from agentworld_local.errors import AwlError, InputError
+from agentworld_local.files import read_text
 from agentworld_local.paths import sessions_dir
-from agentworld_local.trajectory.schema import Header, ModelRef
+from agentworld_local.terminal_text import safe_for_terminal, shorten
+from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord
 
 UNDO = ":undo"
 CONTROL = ":control"
@@ -73,14 +71,14 @@ def parse_script_line(domain: Domain, text: str, number: int, source: str) -> Sc
 
 def read_script(domain: Domain, path: Path) -> list[ScriptLine]:
     """Parse a whole script before the model loads, so a typo costs seconds, not a load."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"Script file not found: {path}.", "Check the path, or pipe actions on stdin.") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"Cannot read the script {path} ({error}).", "Pass a UTF-8 text file, one action per line.") from None
+    text = read_text(path, "script")  # a FIFO or a device is refused at once; a BOM is fine
     lines = [parse_script_line(domain, line, number, str(path)) for number, line in enumerate(text.splitlines(), 1)]
     return [line for line in lines if line is not None]
+
+
+def count(n: int, noun: str) -> str:
+    """`1 turn`, `2 turns`: counts people read."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def default_session_path(domain: str) -> Path:
@@ -117,7 +115,11 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
 
 
 class TurnPrinter:
-    """Writes a turn's events: plain text for people, or JSON lines for programs."""
+    """Writes a turn's events: plain text for people, or JSON lines for programs.
+
+    Text for people goes through `safe_for_terminal`: a simulated screen must not be able
+    to drive the user's real terminal (colour may stay). `--json` stays exact.
+    """
 
     def __init__(self, *, as_json: bool, show_thinking: bool, out: IO[str] | None = None) -> None:
         self.as_json = as_json
@@ -127,21 +129,25 @@ class TurnPrinter:
         self._thinking_open = False
 
     def _json(self, **fields: Any) -> None:
-        self.out.write(json.dumps(fields, ensure_ascii=False) + "\n")
+        self.out.write(json_line(fields))
         self.out.flush()
+
+    def notice(self, text: str) -> None:
+        """Something the user should know, said once, plainly (stderr, in both modes)."""
+        self.err.print(Text(f"awl: {text}", style="yellow"))
 
     def start(self, turn: int, action: Action) -> None:
         if self.as_json:
             self._json(event="action", turn=turn, action=action.text, payload=action.payload)
         else:
-            self.err.print(f"[dim]── turn {turn} ── {escape(action.text)}[/dim]")
+            self.err.print(Text(f"── turn {turn} ── {safe_for_terminal(shorten(action.text))}", style="dim"))
 
     def event(self, turn: int, event: object) -> None:
         if isinstance(event, ThinkingDelta):
             if self.as_json:
                 self._json(event="thinking", turn=turn, text=event.text)
             elif self.show_thinking:
-                sys.stderr.write(event.text)
+                sys.stderr.write(safe_for_terminal(event.text))
                 sys.stderr.flush()
                 self._thinking_open = True
         elif isinstance(event, AnswerDelta):
@@ -157,13 +163,20 @@ class TurnPrinter:
                 self._thinking_open = False
             if isinstance(event, ObservationReplaced):
                 self.out.write("\n[the final observation differs from the streamed text]\n")
-            self.out.write(event.text)
+            self.out.write(safe_for_terminal(event.text))
             self.out.flush()
         elif isinstance(event, TurnFinished):
-            record = event.record
+            self._finished(turn, event.record)
+        elif isinstance(event, TurnCancelled):
             if self.as_json:
-                self._json(event="turn_done", turn=turn, record=record.to_dict())
-                return
+                self._json(event="cancelled", turn=turn)
+            else:
+                self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
+
+    def _finished(self, turn: int, record: TurnRecord) -> None:
+        if self.as_json:
+            self._json(event="turn_done", turn=turn, record=record.to_dict())
+        else:
             self.out.write("\n")
             self.out.flush()
             tokens, timings = record.tokens, record.timings
@@ -172,18 +185,17 @@ class TurnPrinter:
                 f"{tokens.get('generated', 0)} generated ({tokens.get('thinking', 0)} thinking), "
                 f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
             )
-        elif isinstance(event, TurnCancelled):
-            if self.as_json:
-                self._json(event="cancelled", turn=turn)
-            else:
-                self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
+        if not record.observation.strip():
+            self.notice(f"turn {turn}: the model predicted an empty observation.")
+        if record.finish in FINISH_NOTES:
+            self.notice(f"turn {turn}: {FINISH_NOTES[record.finish]}")
 
     def control(self, text: str) -> None:
         if self.as_json:
             self._json(event="control", text=text)
         else:
             # Text, not markup: the user's words may contain brackets.
-            self.err.print(Text(f"── control for the next turn: {text}", style="dim"))
+            self.err.print(Text(f"── control for the next turn: {safe_for_terminal(text)}", style="dim"))
 
     def undo(self, turns_left: int) -> None:
         if self.as_json:
@@ -191,21 +203,28 @@ class TurnPrinter:
         else:
             self.err.print(f"[dim]── undo: back to turn {turns_left}[/dim]")
 
+    def saved(self, path: Path, turns: int) -> None:
+        """The last word of a session, whatever ended it: where the turns are."""
+        if self.as_json:
+            self._json(event="saved", path=str(path), turns=turns)
 
-@contextlib.contextmanager
-def ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
-    """While a turn runs, the first Ctrl+C stops it between tokens; a second one quits."""
 
-    def on_interrupt(signum: int, frame: object) -> None:
-        if cancel.is_set():
-            raise KeyboardInterrupt
-        cancel.set()
+#: What a turn's finish means, when it is not a plain stop.
+FINISH_NOTES = {
+    "length": "the observation was cut off at --max-tokens (finish: length); raise --max-tokens for longer ones.",
+    "repetition": "the model was repeating itself, so the turn was stopped (finish: repetition).",
+}
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+
+def json_line(fields: dict[str, Any]) -> str:
+    """One JSON line, readable UTF-8; a lone surrogate (from damaged input) is written as a
+    `\\udXXX` escape, so the encoder never fails and the JSON stays exact."""
+    text = json.dumps(fields, ensure_ascii=False)
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(fields, ensure_ascii=True)
+    return text + "\n"
 
 
 def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:

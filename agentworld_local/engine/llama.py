@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import functools
 import gc
+import signal
 import sys
 import threading
 import time
@@ -238,16 +239,24 @@ _LOAD_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def _load_progress(progress: Callable[[float], None] | None) -> Iterator[None]:
-    """Llama() has no progress hook; hand llama.cpp a callback through its default params."""
-    if progress is None:
-        yield
-        return
+    """Hand llama.cpp a progress callback (Llama() has no hook) that also lets Ctrl+C stop the load.
+
+    An exception cannot leave a C callback (Python prints and ignores it, and the load went
+    on), so while loading SIGINT and SIGTERM only set a flag; the callback then answers
+    False, llama.cpp stops, and the signal goes to the handler that was there before, once
+    the load has ended. Handlers can be set only in the main thread; elsewhere the load
+    just reports progress.
+    """
     # `Llama` calls the binding module's function, not the package re-export.
     bindings = llama_cpp.llama_cpp
     original = bindings.llama_model_default_params
+    caught: list[int] = []
 
     def report(value: float, user_data: Any) -> bool:
-        progress(float(value))
+        if caught:
+            return False
+        if progress is not None:
+            progress(float(value))
         return True
 
     callback = llama_cpp.llama_progress_callback(report)
@@ -257,11 +266,27 @@ def _load_progress(progress: Callable[[float], None] | None) -> Iterator[None]:
         params.progress_callback = callback
         return params
 
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) not in (signal.SIG_IGN, None):  # None: set outside Python
+                previous[number] = signal.signal(number, lambda signum, frame: caught.append(signum))
     bindings.llama_model_default_params = params_with_progress
+    stopped = False
     try:
         yield
+    except Exception:
+        if not caught:
+            raise
+        stopped = True  # llama.cpp's "failed to load" only says that it obeyed the signal
     finally:
         bindings.llama_model_default_params = original
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if caught:
+        signal.raise_signal(caught[0])  # the caller's handler decides (KeyboardInterrupt, exit)
+        if stopped:
+            raise KeyboardInterrupt()
 
 
 def _explain_load_failure(path: Path, log: str) -> AwlError:
