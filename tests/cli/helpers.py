@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,3 +35,11 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) 
     assert len(lines) == 1 and lines[0].startswith("awl: error:"), result.stderr
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+def scripted_model(directory: Path, *answers: str | dict, chunk: int = 3, name: str = "answers.json") -> str:
+    """A `--model scripted:FILE` spec: the answers a real model writes, streamed in small chunks."""
+    path = directory / name
+    entries = [{"raw": answer, "chunk": chunk} if isinstance(answer, str) else answer for answer in answers]
+    path.write_text(json.dumps({"version": 1, "answers": entries}), encoding="utf-8")
+    return f"scripted:{path}"
