@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -114,6 +115,31 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
     )
 
 
+class TerminalStream:
+    """Streamed text made safe for a terminal. An escape sequence cut between two chunks is
+    held back until it is complete, so colour split across tokens still shows as colour."""
+
+    _OPEN_ESCAPE = re.compile(r"\x1b(\[[0-9;:]*)?\Z")
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self._held = ""
+
+    def write(self, text: str) -> None:
+        text = self._held + text
+        cut = self._OPEN_ESCAPE.search(text[-32:])
+        self._held = cut.group() if cut else ""
+        self.out.write(safe_for_terminal(text[: len(text) - len(self._held)]))
+        self.out.flush()
+
+    def end(self) -> None:
+        """The stream is over: what was held back is shown as it is (escaped)."""
+        if self._held:
+            self.out.write(safe_for_terminal(self._held))
+            self._held = ""
+        self.out.flush()
+
+
 class TurnPrinter:
     """Writes a turn's events: plain text for people, or JSON lines for programs.
 
@@ -127,6 +153,8 @@ class TurnPrinter:
         self.out = out or sys.stdout
         self.err = stderr_console()
         self._thinking_open = False
+        self._screen = TerminalStream(self.out)
+        self._thoughts = TerminalStream(sys.stderr)
 
     def _json(self, **fields: Any) -> None:
         self.out.write(json_line(fields))
@@ -147,8 +175,7 @@ class TurnPrinter:
             if self.as_json:
                 self._json(event="thinking", turn=turn, text=event.text)
             elif self.show_thinking:
-                sys.stderr.write(safe_for_terminal(event.text))
-                sys.stderr.flush()
+                self._thoughts.write(event.text)
                 self._thinking_open = True
         elif isinstance(event, AnswerDelta):
             if self.as_json:  # raw model text; people read the observation instead
@@ -159,15 +186,18 @@ class TurnPrinter:
                 self._json(event=kind, turn=turn, text=event.text)
                 return
             if self._thinking_open:
+                self._thoughts.end()
                 sys.stderr.write("\n")
                 self._thinking_open = False
             if isinstance(event, ObservationReplaced):
+                self._screen.end()
                 self.out.write("\n[the final observation differs from the streamed text]\n")
-            self.out.write(safe_for_terminal(event.text))
-            self.out.flush()
+            self._screen.write(event.text)
         elif isinstance(event, TurnFinished):
+            self._screen.end()
             self._finished(turn, event.record)
         elif isinstance(event, TurnCancelled):
+            self._screen.end()
             if self.as_json:
                 self._json(event="cancelled", turn=turn)
             else:
