@@ -155,6 +155,7 @@ class TurnPrinter:
         self._thinking_open = False
         self._screen = TerminalStream(self.out)
         self._thoughts = TerminalStream(sys.stderr)
+        self._said: set[str] = set()
 
     def _json(self, **fields: Any) -> None:
         self.out.write(json_line(fields))
@@ -216,9 +217,15 @@ class TurnPrinter:
                 f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
             )
         if not record.observation.strip():
-            self.notice(f"turn {turn}: the model predicted an empty observation.")
+            self._once("empty", f"turn {turn}: the model predicted an empty observation.")
         if record.finish in FINISH_NOTES:
-            self.notice(f"turn {turn}: {FINISH_NOTES[record.finish]}")
+            self._once(record.finish, f"turn {turn}: {FINISH_NOTES[record.finish]}")
+
+    def _once(self, kind: str, text: str) -> None:
+        """Said the first time only; the turn lines still show each turn's finish."""
+        if kind not in self._said:
+            self._said.add(kind)
+            self.notice(text)
 
     def control(self, text: str) -> None:
         if self.as_json:
@@ -241,7 +248,8 @@ class TurnPrinter:
 
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {
-    "length": "the observation was cut off at --max-tokens (finish: length); raise --max-tokens for longer ones.",
+    "length": "the observation was cut off at --max-tokens or the end of the context (finish: length); "
+              "raise --max-tokens for longer ones.",
     "repetition": "the model was repeating itself, so the turn was stopped (finish: repetition).",
 }
 

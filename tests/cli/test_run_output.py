@@ -96,9 +96,10 @@ def test_counts_are_grammatical(tmp_path):
 )
 def test_what_went_wrong_in_a_turn_is_said_once(tmp_path, answer, said):
     out = tmp_path / "s.jsonl"
-    result = awl("run", "-m", scripted_model(tmp_path, answer), "-o", str(out), home=tmp_path, stdin="ls\n")
+    result = awl("run", "-m", scripted_model(tmp_path, answer), "-o", str(out), home=tmp_path, stdin="ls\npwd\n")
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count(said) == 1, result.stderr
+    assert result.stderr.count(said) == 1, result.stderr  # turn 2 ended the same way: not said again
+    assert said.replace("turn 1", "turn 2") not in result.stderr
 
 
 def test_an_empty_script_is_said_and_loads_nothing(tmp_path, qwen_gguf):
