@@ -237,6 +237,21 @@ _LOGS = _LogCapture()
 _LOAD_LOCK = threading.Lock()
 
 
+@functools.cache
+def _extra_buffers_safe() -> bool:
+    """Whether to let llama.cpp repack weights into its extra CPU buffer types.
+
+    On CPUs with AMX, llama.cpp puts quantized weights in an AMX buffer, and decoding then
+    segfaults on some models (Gemma 3 270M Q4_K_M in llama-cpp-python 0.3.36, seen here).
+    Plain buffers are slower there but never crash; elsewhere the repacking stays on.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            return " amx_tile" not in cpuinfo.read()
+    except OSError:
+        return True  # not Linux: no AMX CPU runs macOS or Windows builds we know of
+
+
 @contextlib.contextmanager
 def _load_progress(progress: Callable[[float], None] | None) -> Iterator[None]:
     """Hand llama.cpp a progress callback (Llama() has no hook) that also lets Ctrl+C stop the load.
@@ -264,6 +279,7 @@ def _load_progress(progress: Callable[[float], None] | None) -> Iterator[None]:
     def params_with_progress() -> Any:
         params = original()
         params.progress_callback = callback
+        params.use_extra_bufts = _extra_buffers_safe()
         return params
 
     previous: dict[int, Any] = {}
@@ -472,7 +488,9 @@ class LlamaBackend:
 
     def tokenize(self, text: str) -> list[int]:
         """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        # A lone surrogate (damaged input) cannot be UTF-8: it becomes U+FFFD, not an exception.
+        data = text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace").encode("utf-8")
+        return self._llm.tokenize(data, add_bos=False, special=True)
 
     @property
     def evaluated_tokens(self) -> list[int]:
