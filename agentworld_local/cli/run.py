@@ -103,7 +103,7 @@ def say_model_limits(backend: Any, think: str | None) -> None:
     if info.chat_template_source == "fallback":
         err.print(f"awl: {info.name} carries no chat template; using a generic one, so answers may be poorer.",
                   markup=False, style="yellow")
-    if think is not None and ThinkBudget.parse(think).mode != "off" and not getattr(info, "template_thinks", True):
+    if think is not None and ThinkBudget.parse(think).mode != "off" and not info.template_thinks:
         err.print(f"awl: --think {think} has no effect: {info.name}'s chat template has no thinking.",
                   markup=False, style="yellow")
 
@@ -212,7 +212,7 @@ def _play_line(world: World, line: ScriptLine, printer: TurnPrinter, cancel: thr
 def _saved_note(turns: int, out: Path) -> str:
     if not turns:
         return f"No turn was completed; {out} holds the session's setup."
-    return f"{_saved_in(turns, out).capitalize()}; continue from them with `awl fork {out} --out NEW.jsonl`."
+    return f"{_saved_in(turns, out)}; continue from them with `awl fork {out} --out NEW.jsonl`."
 
 
 def _saved_in(turns: int, out: Path) -> str:

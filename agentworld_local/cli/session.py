@@ -212,8 +212,8 @@ class TurnPrinter:
             self.out.flush()
             tokens, timings = record.tokens, record.timings
             self.err.print(
-                f"[dim]   {tokens.get('prompt_evaluated', 0)} prompt tokens evaluated, "
-                f"{tokens.get('generated', 0)} generated ({tokens.get('thinking', 0)} thinking), "
+                f"[dim]   {count(tokens.get('prompt_evaluated', 0), 'prompt token')} evaluated, "
+                f"{tokens.get('generated', 0):,} generated ({tokens.get('thinking', 0):,} thinking), "
                 f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
             )
         if not record.observation.strip():

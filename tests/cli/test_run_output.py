@@ -12,7 +12,7 @@ import gguf
 import pytest
 import typer.main
 
-from agentworld_local.cli.main import _hide_flag_types, _register_commands, app
+from agentworld_local.cli.main import app
 from agentworld_local.engine.types import DEFAULT_THINK_TOKENS
 from agentworld_local.fixtures.tiny_gguf import write_llama_fixture
 from agentworld_local.trajectory.reader import read_trajectory
@@ -156,6 +156,8 @@ def _every_command(group, path=()):
 def test_no_flag_shows_a_value_type_in_help():
     """`--json <bool>` suggested that the flag takes a value."""
     from typer.testing import CliRunner
+
+    from agentworld_local.cli.main import _hide_flag_types, _register_commands
 
     _register_commands()
     _hide_flag_types()
