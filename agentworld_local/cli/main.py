@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.exit_code(interrupt)
     except typer.Exit as done:
         return done.exit_code
-    except typer.Abort as abort:  # click turns a KeyboardInterrupt into Abort
-        typer.echo("awl: interrupted." if isinstance(abort.__cause__, KeyboardInterrupt) else "awl: aborted.", err=True)
-        return interrupts.exit_code(abort.__cause__)
+    except (typer.Abort, EOFError):  # a question answered with Ctrl+C or Ctrl+D
+        typer.echo("\nawl: aborted.", err=True)
+        return 130
     except typer.TyperException as error:  # usage errors (bad option, missing argument)
         error.show()
         return 2

@@ -12,7 +12,6 @@ import gguf
 import pytest
 import typer.main
 
-from agentworld_local.cli.main import app
 from agentworld_local.engine.types import DEFAULT_THINK_TOKENS
 from agentworld_local.fixtures.tiny_gguf import write_llama_fixture
 from agentworld_local.trajectory.reader import read_trajectory
@@ -157,7 +156,7 @@ def test_no_flag_shows_a_value_type_in_help():
     """`--json <bool>` suggested that the flag takes a value."""
     from typer.testing import CliRunner
 
-    from agentworld_local.cli.main import _hide_flag_types, _register_commands
+    from agentworld_local.cli.main import _hide_flag_types, _register_commands, app
 
     _register_commands()
     _hide_flag_types()
