@@ -31,17 +31,18 @@ def task_with_controls(task: str, controls: list[str]) -> str:
     return f"{task.strip()}\n\n{block}" if task.strip() else block
 
 
-def _tool_names(tools: list[dict[str, Any]]) -> list[Any]:
-    return [(t.get("function") if isinstance(t.get("function"), dict) else t).get("name") for t in tools]
-
-
 def with_session_tools(domain: Domain, tools: list[dict[str, Any]] | None) -> Domain:
     """The domain, rebuilt with the session's tools when they differ from its own, so that
     the model is shown them and actions are checked against them. A domain that takes no
-    tools raises InputError (from the registry) saying which domains do."""
-    if not tools or _tool_names(domain.tools()) == _tool_names(tools):
+    tools raises InputError (from the registry) saying which domains do.
+
+    Whole definitions are compared, in their normalized form: a scenario that keeps a
+    default tool's name but changes its description or arguments must win.
+    """
+    if not tools:
         return domain
-    return get_domain(domain.name, tools=tools)
+    rebuilt = get_domain(domain.name, tools=tools)
+    return domain if rebuilt.tools() == domain.tools() else rebuilt
 
 
 def compose_system_prompt(base: str, *, world: str = "") -> str:

@@ -7,12 +7,17 @@ bundled one replaces it, so a user can adapt a bundled world without forking awl
 from __future__ import annotations
 
 import difflib
-import tomllib
 from pathlib import Path
 
 from agentworld_local.errors import AwlError, InputError
+from agentworld_local.files import read_text
 from agentworld_local.paths import config_dir, package_assets
+from agentworld_local.safe_parse import SyntaxProblem, load_toml
 from agentworld_local.scenarios.schema import Scenario, scenario_from_dict
+
+
+#: A scenario is a page of text; anything this large is the wrong file.
+MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 
 
 def bundled_dir() -> Path:
@@ -29,19 +34,21 @@ def _sources() -> list[tuple[Path, str]]:
 
 
 def read_scenario_file(path: Path, *, origin: str = "file") -> Scenario:
-    """Parse and validate one TOML file; errors name the file and the field."""
+    """Parse and validate one TOML file; errors name the file and the field.
+
+    Only regular files are read (a FIFO or /dev/zero is refused at once), with a size
+    limit; a UTF-8 byte-order mark is accepted.
+    """
+    if not path.exists() and not path.is_symlink():
+        raise InputError(f"Scenario file not found: {path}.", "Check the path, or list scenarios with `awl scenarios list`.")
+    text = read_text(path, "scenario file", limit=MAX_SCENARIO_BYTES)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"Scenario file not found: {path}.", "Check the path, or list scenarios with `awl scenarios list`.") from None
-    except OSError as error:
-        raise InputError(f"Cannot read the scenario file {path} ({error.strerror}).", "Check the path and its permissions.") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"Scenario {path}: the file is not UTF-8 text.", "Save it as UTF-8.") from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"Scenario {path}: not valid TOML ({error}).", "Fix the line it names; see docs/scenarios.md for the format.") from None
+        data = load_toml(text)
+    except SyntaxProblem as problem:
+        raise InputError(
+            f"Scenario {path}: not valid TOML ({problem.reason}).",
+            "Fix the line it names; see docs/scenarios.md for the format.",
+        ) from None
     return scenario_from_dict(data, source=str(path), path=path.resolve(), origin=origin)
 
 

@@ -6,7 +6,7 @@ documented in docs/scenarios.md; keep the two in step.
 
 from __future__ import annotations
 
-import json
+import datetime
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
 from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.safe_parse import SyntaxProblem, load_json
+from agentworld_local.terminal_text import shorten
 
 SCENARIO_VERSION = 1
 EXAMPLE_HINT = "See `awl scenarios show python-web-app` for a complete example."
@@ -84,13 +86,28 @@ def _text(data: dict[str, Any], key: str, source: str, *, required: bool) -> str
     if not isinstance(value, str):
         raise _error(source, f"field `{key}` should be a string, not {_kind(value)}")
     if required and not value.strip():
-        raise _error(source, f"field `{key}` is empty", f"Give `{key}` some text. {EXAMPLE_HINT}")
+        raise _error(source, f"field `{key}` is {'empty' if not value else 'blank'}", f"Give `{key}` some text. {EXAMPLE_HINT}")
     return value
 
 
 def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a table", str: "a string"}
-    return names.get(type(value), type(value).__name__)
+    """What a TOML value is, in the words of the TOML format (never Python's type names)."""
+    names = {
+        bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a table", str: "a string",
+        datetime.datetime: "a date and time", datetime.date: "a date", datetime.time: "a time of day",
+    }
+    return names.get(type(value), "a value of another kind")
+
+
+def _shown(value: Any) -> str:
+    """A short quote of a value for a message: `"1"`, `2.5`, `1979-05-27` (a date)."""
+    if isinstance(value, str):
+        return f'"{shorten(value, 40)}"'
+    if isinstance(value, (bool, int, float)):
+        return shorten(str(value).lower() if isinstance(value, bool) else str(value), 40)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return f"{value} ({_kind(value)})"
+    return _kind(value)
 
 
 def _check_version(data: dict[str, Any], source: str) -> int:
@@ -98,7 +115,7 @@ def _check_version(data: dict[str, Any], source: str) -> int:
         raise _error(source, "field `version` is missing", f"Add `version = {SCENARIO_VERSION}` as the first line.")
     version = data["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise _error(source, f"field `version` should be a whole number such as {SCENARIO_VERSION}, not {version!r}")
+        raise _error(source, f"field `version` should be a whole number such as {SCENARIO_VERSION}, not {_shown(version)}")
     if version > SCENARIO_VERSION:
         raise _error(
             source,
@@ -125,20 +142,27 @@ def _tools(data: dict[str, Any], source: str) -> list[dict[str, Any]] | None:
     hint = 'Write `[[tools]]` tables with `name`, `description` and `input_schema`, or a JSON array in a string.'
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise _error(source, f"field `tools` is a string but not JSON ({error.msg} at line {error.lineno})", hint) from None
+            value = load_json(value)
+        except SyntaxProblem as problem:
+            raise _error(source, f"field `tools` is a string but not JSON ({problem.reason})", hint) from None
     if not isinstance(value, list):
         raise _error(source, f"field `tools` should be a list of tool tables, not {_kind(value)}", hint)
     for index, tool in enumerate(value, start=1):
         if not isinstance(tool, dict):
             raise _error(source, f"tools[{index}] should be a table, not {_kind(tool)}", hint)
         named = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        if not isinstance(named.get("name"), str) or not named["name"].strip():
+        if "name" not in named:
             raise _error(source, f"tools[{index}]: field `name` is missing", hint)
+        if not isinstance(named["name"], str):
+            raise _error(source, f"tools[{index}]: field `name` should be a string, not {_kind(named['name'])}", hint)
+        if not named["name"].strip():
+            raise _error(source, f"tools[{index}]: field `name` is blank", hint)
         for key in ("input_schema", "inputSchema", "parameters"):
             if key in named and not isinstance(named[key], dict):
-                raise _error(source, f"tools[{index}] ({named['name']}): field `{key}` should be a table (a JSON schema)", hint)
+                raise _error(
+                    source, f"tools[{index}] ({named['name'].strip()}): field `{key}` should be a table (a JSON schema), "
+                    f"not {_kind(named[key])}", hint,
+                )
     return value
 
 
@@ -147,14 +171,15 @@ def scenario_from_dict(data: dict[str, Any], *, source: str, path: Path | None =
     version = _check_version(data, source)
     unknown = [key for key in data if key not in REQUIRED + OPTIONAL]
     if unknown:
-        hint = did_you_mean(unknown[0], REQUIRED + OPTIONAL) or f"Known fields: {', '.join(REQUIRED + OPTIONAL)}."
-        raise _error(source, f"unknown field `{unknown[0]}`", hint)
+        field_name = shorten(unknown[0], 60)
+        hint = did_you_mean(field_name, REQUIRED + OPTIONAL) or f"Known fields: {', '.join(REQUIRED + OPTIONAL)}."
+        raise _error(source, f"unknown field `{field_name}`", hint)
     name = _text(data, "name", source, required=True)
     if not _NAME.match(name):
-        raise _error(source, f"field `name` is `{name}`; use lowercase letters, digits and dashes", 'E.g. `name = "my-shop"`.')
+        raise _error(source, f"field `name` is `{shorten(name, 60)}`; use lowercase letters, digits and dashes", 'E.g. `name = "my-shop"`.')
     domain = _text(data, "domain", source, required=True)
     if domain not in domain_names():
-        raise _error(source, f"field `domain` names an unknown domain `{domain}`",
+        raise _error(source, f"field `domain` names an unknown domain `{shorten(domain, 40)}`",
                      f"{did_you_mean(domain, domain_names())} Available: {', '.join(domain_names())}.".lstrip())
     tools = _tools(data, source)
     if tools:

@@ -178,3 +178,146 @@ def test_scenario_modules_import_no_ui_library():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert json.loads(result.stdout) == []
+
+
+# -- scenario tools replace same-named defaults whole (issue 7 defect 7) -----------------
+
+CHANGED_DEFAULTS = MINIMAL.replace('"terminal"', '"mcp"') + '''
+[[tools]]
+name = "list_directory"
+description = "List a directory of the ACME archive, oldest entries first."
+[tools.inputSchema]
+type = "object"
+required = ["path"]
+[tools.inputSchema.properties.path]
+type = "string"
+
+[[tools]]
+name = "read_file"
+description = "Return the complete text content of a file."
+[tools.inputSchema]
+type = "object"
+required = ["path", "encoding"]
+[tools.inputSchema.properties.path]
+type = "string"
+[tools.inputSchema.properties.encoding]
+type = "string"
+
+[[tools]]
+name = "write_file"
+[tools.inputSchema]
+type = "object"
+required = ["path", "content"]
+[tools.inputSchema.properties.path]
+type = "string"
+[tools.inputSchema.properties.content]
+type = "string"
+
+[[tools]]
+name = "search_files"
+[tools.inputSchema]
+type = "object"
+required = ["pattern"]
+[tools.inputSchema.properties.pattern]
+type = "string"
+
+[[tools]]
+name = "get_file_info"
+[tools.inputSchema]
+type = "object"
+required = ["path"]
+[tools.inputSchema.properties.path]
+type = "string"
+'''
+
+
+def test_scenario_tools_with_the_default_names_still_replace_the_defaults(tmp_path):
+    scenario = load_scenario(str(write(tmp_path / "acme.toml", CHANGED_DEFAULTS)))
+    default = get_domain("mcp")
+    assert [t["name"] for t in scenario.tools] == [t["name"] for t in default.tools()]
+    world = World(None, default, scenario.apply(SessionSettings()))
+    assert "oldest entries first" in world.system_prompt()
+    with pytest.raises(InputError, match="needs the arguments `encoding`|needs the argument `encoding`"):
+        world.domain.parse_action("read_file path=README.md")
+    assert world.domain.parse_action("read_file path=README.md encoding=utf-8").payload["arguments"]["encoding"] == "utf-8"
+
+
+def test_identical_session_tools_keep_the_domain():
+    from agentworld_local.engine.session_context import with_session_tools
+
+    default = get_domain("mcp")
+    assert with_session_tools(default, default.tools()) is default
+    assert with_session_tools(default, None) is default
+
+
+# -- hostile scenario files (issue 8) ---------------------------------------------------
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
+    assert load_scenario(str(path)).name == "cron-debugging"
+
+
+def test_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    import os
+
+    fifo = tmp_path / "world.toml"
+    os.mkfifo(fifo)  # reading it would block forever
+    with pytest.raises(InputError, match="not a regular file"):
+        load_scenario(str(fifo))
+    with pytest.raises(InputError, match="not a regular file"):
+        load_scenario("/dev/zero")
+
+
+def short_id(value):
+    return f"{value[:20]!r}...({len(value):,} chars)" if isinstance(value, str) and len(value) > 40 else None
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        ("deep = " + "[" * 100_000 + "]" * 100_000 + "\n", "not valid TOML (nested deeper"),
+        ("deep = " + "{a = " * 10_000 + "1" + "}" * 10_000 + "\n", "not valid TOML"),
+        ("big = " + "9" * 5000 + "\n", "more than 4,300 digits"),
+    ],
+    ids=short_id,
+)
+def test_hostile_toml_is_a_clear_error(tmp_path, extra, fragment):
+    path = write(tmp_path / "bad.toml", extra + MINIMAL)
+    with pytest.raises(InputError) as caught:
+        load_scenario(str(path))
+    assert fragment in caught.value.one_line() and str(path) in caught.value.one_line()
+
+
+TOOL_BASE = MINIMAL.replace('"terminal"', '"mcp"') + '[[tools]]\nname = "ping"\n'
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        (TOOL_BASE + "[tools.inputSchema]\ntype = \"object\"\nrequired = 5\n",
+         ["`required` should be a list of argument names"]),
+        (TOOL_BASE + "[tools.inputSchema]\ntype = \"object\"\n[tools.inputSchema.properties.since]\ntype = \"string\"\ndefault = 1979-05-27\n",
+         ["`inputSchema.properties.since.default` is a date (1979-05-27)", "write it in quotes"]),
+        (TOOL_BASE + "[tools.inputSchema]\ntype = \"object\"\n[tools.inputSchema.properties.at]\nexamples = [07:32:00]\n",
+         ["is a time of day (07:32:00)"]),
+        (TOOL_BASE.replace('name = "ping"', 'name = "   "'), ["tools[1]: field `name` is blank"]),
+        (TOOL_BASE.replace('name = "ping"', "name = 5"), ["tools[1]: field `name` should be a string, not a number"]),
+        (MINIMAL.replace("version = 1", "version = 1979-05-27"), ["should be a whole number such as 1, not 1979-05-27 (a date)"]),
+        (MINIMAL.replace("version = 1", "version = true"), ["not true"]),
+        (MINIMAL.replace('name = "cron-debugging"', 'name = "  "'), ["field `name` is blank"]),
+        (MINIMAL.replace('"terminal"', '"mcp"') + "tools = '[" + "[" * 100_000 + "'\n", ["not JSON (nested deeper"]),
+        (MINIMAL.replace('"terminal"', '"mcp"') + "tools = '[" + "9" * 5000 + "]'\n", ["more than 4,300 digits"]),
+    ],
+    ids=short_id,
+)
+def test_bad_tool_schemas_and_values_are_said_in_plain_words(tmp_path, text, fragments):
+    path = write(tmp_path / "tools.toml", text)
+    with pytest.raises(InputError) as caught:
+        load_scenario(str(path))
+    line = caught.value.one_line()
+    for fragment in fragments:
+        assert fragment in line, line
+    for python_speak in ("not True", "not None", "datetime.", "is missing", "NoneType"):
+        assert python_speak not in line, line
