@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import warnings
 from typing import Any, NamedTuple
 
 from agentworld_local import safe_parse
@@ -199,7 +200,9 @@ def parse_python(code: str, help_text: str, mode: str = "exec") -> ast.AST:
     if "\0" in code:
         raise ActionError("The code contains a NUL character, which Python code cannot hold.", help_text)
     try:
-        return ast.parse(code, mode=mode)
+        with warnings.catch_warnings():  # `"\,"` warns (SyntaxWarning in 3.12): noise on the user's terminal
+            warnings.simplefilter("ignore")
+            return ast.parse(code, mode=mode)
     except SyntaxError as error:
         reason = error.msg
         if "digits" in reason:  # Python's limit on decimal integer literals
