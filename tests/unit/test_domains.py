@@ -670,3 +670,18 @@ def test_an_action_above_the_stated_limit_is_refused_with_the_limit():
     with pytest.raises(ActionError) as caught:
         get_domain("terminal").parse_action("x" * (MAX_ACTION_CHARS + 1))
     assert f"at most {MAX_ACTION_CHARS:,}" in caught.value.message
+
+
+# -- the action forms summary (for `awl run --help`) ----------------------------------
+
+
+def test_the_forms_summary_covers_every_domain_and_every_example_parses():
+    from agentworld_local.domains.forms import ACTION_FORMS, action_forms_summary
+
+    assert sorted(ACTION_FORMS) == domain_names()
+    for name, (friendly, raw, _) in ACTION_FORMS.items():
+        domain = get_domain(name)
+        for example in (*friendly, raw):
+            domain.parse_action(example)  # raises if a listed form does not work
+    lines = action_forms_summary()
+    assert len(lines) == len(ACTION_FORMS) and all("\n" not in line and "; raw (" in line for line in lines)
