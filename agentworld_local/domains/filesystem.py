@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agentworld_local.errors import InputError
+from agentworld_local.domains.syntax import split_words
+from agentworld_local.errors import ActionError, InputError
 
 if TYPE_CHECKING:  # the engine imports domains, not the other way round
     import threading
@@ -255,8 +256,8 @@ class _ListingParser:
         elif self.in_ls_section and self.section is not None:
             # `ls -R` without -l: names in columns (quoted when they contain spaces).
             try:
-                names = shlex.split(line)
-            except ValueError:
+                names = split_words(line, "")  # linear, unlike shlex on a long model line
+            except ActionError:
                 names = line.split()
             for name in names:
                 self.build.add(self.section + [name.rstrip("/*@")], "dir" if name.endswith("/") else "file")
