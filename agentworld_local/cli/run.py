@@ -225,7 +225,15 @@ def _close_after_failure(writer: TrajectoryWriter) -> None:
         writer.close()
 
 
-@app.command()
+def _action_forms_epilog() -> str:
+    """Each domain's friendly and raw action forms, for `awl run --help` (plain data: fast)."""
+    from agentworld_local.domains.forms import action_forms_summary
+
+    # Typer's rich help joins single newlines; a blank line keeps one domain per line.
+    return "Actions per domain (friendly forms; raw form):\n\n" + "\n\n".join(action_forms_summary())
+
+
+@app.command(epilog=_action_forms_epilog())
 def run(
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),

@@ -168,3 +168,14 @@ def test_no_flag_shows_a_value_type_in_help():
         shown = runner.invoke(app, [*command, "--help"], terminal_width=200)
         assert shown.exit_code == 0, (command, shown.output)
         assert "<bool>" not in shown.output, command
+
+
+def test_run_help_lists_every_domains_action_forms(tmp_path):
+    from agentworld_local.domains import domain_names
+
+    result = awl("run", "--help", home=tmp_path, env={**awl_env(tmp_path), "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for name in domain_names():
+        # One line per domain, naming a friendly form and the raw form.
+        assert any(line.strip().startswith(name + " ") and "raw" in line for line in lines), name
