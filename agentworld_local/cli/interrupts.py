@@ -1,7 +1,7 @@
 """Ctrl+C and SIGTERM in the CLI: never a traceback, and completed turns are kept and said.
 
 - While `awl` starts (its imports take a noticeable moment) either signal ends the process
-  at once and quietly: nothing has been written yet.
+  at once and quietly: nothing has been written yet (cli/main.py sets that up first thing).
 - Then SIGINT raises KeyboardInterrupt and SIGTERM raises `Terminated`, a KeyboardInterrupt,
   so every `except KeyboardInterrupt` that keeps saved turns handles both (exit 130 / 143).
 - During a session, `SessionSignals` decides between cancelling a turn and quitting.
@@ -34,16 +34,20 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _quit_now(signum: int, frame: object) -> None:
-    os.write(2, b"\nawl: interrupted.\n")
-    os._exit(128 + signum)
+def handled() -> None:
+    """Tell CPython that the KeyboardInterrupt in flight was handled.
 
+    CPython 3.11 marks a KeyboardInterrupt raised inside `exec()` of a string (dataclasses
+    do that while modules import) as unhandled for good, even once caught; at exit it
+    then kills itself with SIGINT instead of returning awl's exit code. Clearing the mark
+    keeps the exit code awl chose (130 or 143). Nothing happens where the mark is absent.
+    """
+    try:
+        import ctypes
 
-def quit_quietly_while_starting() -> None:
-    """Until `raise_on_signals`: imports are under way and there is nothing to keep or say."""
-    if _in_main_thread():
-        for number in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(number, _quit_now)
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, ValueError, AttributeError, OSError):
+        pass
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -76,13 +80,28 @@ class SessionSignals:
         self._in_turn = False
         self._saving = False
         self._last_ctrl_c = float("-inf")
+        self._wakeup: int | None = None  # read end of the signal wakeup pipe while installed
+
+    def _deliveries(self) -> int:
+        """How many Ctrl+C arrived since the last call (at least the one being handled).
+
+        Python runs a handler only between bytecodes: two Ctrl+C during one long llama.cpp
+        decode reach it as one call. The wakeup pipe gets a byte per delivered signal.
+        """
+        count = 0
+        if self._wakeup is not None:
+            with contextlib.suppress(BlockingIOError, OSError):
+                while chunk := os.read(self._wakeup, 64):
+                    count += chunk.count(bytes([signal.SIGINT]))
+        return max(count, 1)
 
     def _handle(self, signum: int, frame: object) -> None:
         now = time.monotonic()
         ctrl_c = signum == signal.SIGINT
+        repeated = ctrl_c and self._deliveries() > 1
         cancels_turn = (
             ctrl_c and self.interactive and self._in_turn and not self.cancel.is_set()
-            and now - self._last_ctrl_c > QUIT_WINDOW_S
+            and now - self._last_ctrl_c > QUIT_WINDOW_S and not repeated
         )
         if ctrl_c:
             self._last_ctrl_c = now
@@ -104,9 +123,18 @@ class SessionSignals:
             yield
             return
         previous = {number: signal.signal(number, self._handle) for number in (signal.SIGINT, signal.SIGTERM)}
+        reader, writer = os.pipe()
+        os.set_blocking(reader, False)
+        os.set_blocking(writer, False)
+        previous_wakeup = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+        self._wakeup = reader
         try:
             yield
         finally:
+            signal.set_wakeup_fd(previous_wakeup)
+            self._wakeup = None
+            os.close(reader)
+            os.close(writer)
             for number, handler in previous.items():
                 signal.signal(number, handler)
 

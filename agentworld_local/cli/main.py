@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import importlib
+# First, before any import that takes time: a Ctrl+C or SIGTERM while awl starts ends it at
+# once and quietly (nothing is written yet), never with a traceback from inside an import.
+# Only when run as `awl` or with `python -m`: a program that imports this module keeps its
+# own handlers. `signal`, `os` and `sys` are loaded with the interpreter: importing them is free.
 import os
+import signal
 import sys
-from pathlib import Path
-from typing import Any
 
-from agentworld_local.cli import interrupts
 
-# Importing typer, rich and the commands takes a moment; a Ctrl+C meanwhile must end awl
-# quietly, not with a traceback from inside an import. Only when run as `awl` or with
-# `python -m`: a program that imports this module keeps its own handlers.
-if __name__ == "__main__" or Path(sys.argv[0] if sys.argv else "").stem == "awl":
-    interrupts.quit_quietly_while_starting()
+def _quit_while_starting(signum: int, frame: object) -> None:
+    os.write(2, b"\nawl: interrupted.\n")
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__" or os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0] == "awl":
+    for _number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_number, _quit_while_starting)
+
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
+
+from agentworld_local.cli import interrupts  # noqa: E402
 
 import typer  # noqa: E402
 
@@ -110,9 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"awl: error: {safe_for_terminal(error.one_line())}", err=True)
         return error.exit_code
     except KeyboardInterrupt as interrupt:
+        interrupts.handled()
         typer.echo("awl: interrupted.", err=True)
         return interrupts.exit_code(interrupt)
     except typer.Exit as done:
+        if done.exit_code in (130, 143):  # a session that kept its turns after Ctrl+C or SIGTERM
+            interrupts.handled()
         return done.exit_code
     except (typer.Abort, EOFError):  # a question answered with Ctrl+C or Ctrl+D
         typer.echo("\nawl: aborted.", err=True)

@@ -212,7 +212,7 @@ def _play_line(world: World, line: ScriptLine, printer: TurnPrinter, cancel: thr
 def _saved_note(turns: int, out: Path) -> str:
     if not turns:
         return f"No turn was completed; {out} holds the session's setup."
-    return f"{_saved_in(turns, out)}; continue from them with `awl fork {out} --out NEW.jsonl`."
+    return f"{_saved_in(turns, out)}; continue from {'it' if turns == 1 else 'them'} with `awl fork {out} --out NEW.jsonl`."
 
 
 def _saved_in(turns: int, out: Path) -> str:
