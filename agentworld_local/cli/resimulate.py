@@ -15,6 +15,7 @@ from rich.text import Text
 from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.cli.session import header_for
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.bench import bench_world, resimulate
@@ -57,9 +58,10 @@ def run_bench_row(
                 elif isinstance(event, TurnCancelled):
                     err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
                     return 130
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:  # Ctrl+C or SIGTERM (exit 130 or 143)
             err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
-            return 130
+            _say_saved(out, len(world.history), as_json=as_json)
+            return exit_code(interrupt)
         except BaseException:
             # Nothing of the user's own is lost (the ground truth is in the benchmark file), and
             # leaving the file would block a retry with the same --out.
@@ -74,10 +76,18 @@ def run_bench_row(
             "prediction": record.observation, "ground_truth": row.ground_truth, "record": record.to_dict(),
         }
         sys.stdout.write(dumps(payload) + "\n")
+        _say_saved(out, len(world.history), as_json=True)
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
         err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
     return 0
+
+
+def _say_saved(out: Path, turns: int, *, as_json: bool) -> None:
+    """With --json the last line says where the trajectory went, as `awl run --json` does."""
+    if as_json:
+        sys.stdout.write(dumps({"event": "saved", "path": str(out), "turns": turns}) + "\n")
+        sys.stdout.flush()
 
 
 def show_comparison(console: Console, prediction: str, truth: str, *, plain: bool) -> None:

@@ -151,7 +151,8 @@ def test_from_bench_shows_the_prediction_beside_the_ground_truth(tmp_path, qwen_
 
     as_json = awl("run", "--from-bench", str(bench), "--row", "1", "--json", "-m", str(qwen_gguf),
                   "-o", str(tmp_path / "r1.jsonl"), *FAST, home=tmp_path)
-    payload = json.loads(as_json.stdout)
+    payload, saved = (json.loads(line) for line in as_json.stdout.splitlines())
+    assert saved == {"event": "saved", "path": str(tmp_path / "r1.jsonl"), "turns": 1}  # as awl run --json ends
     assert payload["row"] == 1 and payload["ground_truth"] == "main.py  tests  README.md\nroot@box:/app# "
     assert payload["record"]["prompt"] == bench_job("terminal", 1)["current_prompt"]
 
