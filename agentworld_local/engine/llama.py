@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import functools
 import gc
+import re
 import signal
 import sys
 import threading
@@ -51,6 +52,7 @@ from agentworld_local.models.memory import estimate_memory
 from agentworld_local.models.units import format_bytes
 from agentworld_local.models.plan import OffloadPlan, plan_offload, smaller_plan
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _PARTIAL = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
 _SEQ = 0
 
@@ -489,8 +491,7 @@ class LlamaBackend:
     def tokenize(self, text: str) -> list[int]:
         """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
         # A lone surrogate (damaged input) cannot be UTF-8: it becomes U+FFFD, not an exception.
-        data = text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace").encode("utf-8")
-        return self._llm.tokenize(data, add_bos=False, special=True)
+        return self._llm.tokenize(_LONE_SURROGATE.sub("\ufffd", text).encode("utf-8"), add_bos=False, special=True)
 
     @property
     def evaluated_tokens(self) -> list[int]:

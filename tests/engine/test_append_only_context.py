@@ -140,3 +140,8 @@ def test_checkpoints_stay_within_their_memory_budget_and_undo_still_works(backen
         assert more[-1].tokens["prompt_evaluated"] < more[-1].tokens["prompt_total"] // 5
     finally:
         backend.checkpoint_budget = LlamaBackend.checkpoint_budget
+
+
+def test_a_lone_surrogate_in_a_prompt_reaches_the_model_as_a_replacement_character(backend):
+    """Damaged input (a lone surrogate) used to raise UnicodeEncodeError inside tokenize."""
+    assert backend.tokenize("ls caf\udce9") == backend.tokenize("ls caf\ufffd")
