@@ -22,6 +22,7 @@ from agentworld_local.engine.bench import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
 from agentworld_local.trajectory.agentworldbench import FORMAT, BenchRow, bench_ref
+from agentworld_local.session.events import Saved
 from agentworld_local.trajectory.jsonl import dumps
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
@@ -86,7 +87,7 @@ def run_bench_row(
 def _say_saved(out: Path, turns: int, *, as_json: bool) -> None:
     """With --json the last line says where the trajectory went, as `awl run --json` does."""
     if as_json:
-        sys.stdout.write(dumps({"event": "saved", "path": str(out), "turns": turns}) + "\n")
+        sys.stdout.write(dumps(Saved(str(out), turns).to_dict()) + "\n")  # as awl run --json ends
         sys.stdout.flush()
 
 

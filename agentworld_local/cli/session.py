@@ -27,6 +27,7 @@ from agentworld_local.engine.world import (
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
 from agentworld_local.paths import sessions_dir
+from agentworld_local.session import events
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord
 
@@ -157,8 +158,9 @@ class TurnPrinter:
         self._thoughts = TerminalStream(sys.stderr)
         self._said: set[str] = set()
 
-    def _json(self, **fields: Any) -> None:
-        self.out.write(json_line(fields))
+    def _emit(self, event: events.SessionEvent) -> None:
+        """`--json`: the session event's wire form, exactly."""
+        self.out.write(json_line(event.to_dict()))
         self.out.flush()
 
     def notice(self, text: str) -> None:
@@ -167,24 +169,24 @@ class TurnPrinter:
 
     def start(self, turn: int, action: Action) -> None:
         if self.as_json:
-            self._json(event="action", turn=turn, action=action.text, payload=action.payload)
+            self._emit(events.TurnStarted(turn, action.text, action.payload))
         else:
             self.err.print(Text(f"── turn {turn} ── {safe_for_terminal(shorten(action.text))}", style="dim"))
 
     def event(self, turn: int, event: object) -> None:
         if isinstance(event, ThinkingDelta):
             if self.as_json:
-                self._json(event="thinking", turn=turn, text=event.text)
+                self._emit(events.ThinkingDelta(turn, event.text))
             elif self.show_thinking:
                 self._thoughts.write(event.text)
                 self._thinking_open = True
         elif isinstance(event, AnswerDelta):
             if self.as_json:  # raw model text; people read the observation instead
-                self._json(event="answer", turn=turn, text=event.text)
+                self._emit(events.AnswerDelta(turn, event.text))
         elif isinstance(event, (ObservationDelta, ObservationReplaced)):
-            kind = "observation" if isinstance(event, ObservationDelta) else "observation_replaced"
             if self.as_json:
-                self._json(event=kind, turn=turn, text=event.text)
+                kind = events.ObservationDelta if isinstance(event, ObservationDelta) else events.ObservationReplaced
+                self._emit(kind(turn, event.text))
                 return
             if self._thinking_open:
                 self._thoughts.end()
@@ -200,13 +202,13 @@ class TurnPrinter:
         elif isinstance(event, TurnCancelled):
             self._screen.end()
             if self.as_json:
-                self._json(event="cancelled", turn=turn)
+                self._emit(events.TurnCancelled(turn))
             else:
                 self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
 
     def _finished(self, turn: int, record: TurnRecord) -> None:
         if self.as_json:
-            self._json(event="turn_done", turn=turn, record=record.to_dict())
+            self._emit(events.TurnFinished(turn, record))
         else:
             self.out.write("\n")
             self.out.flush()
@@ -229,21 +231,21 @@ class TurnPrinter:
 
     def control(self, text: str) -> None:
         if self.as_json:
-            self._json(event="control", text=text)
+            self._emit(events.ControlAdded(text))
         else:
             # Text, not markup: the user's words may contain brackets.
             self.err.print(Text(f"── control for the next turn: {safe_for_terminal(text)}", style="dim"))
 
     def undo(self, turns_left: int) -> None:
         if self.as_json:
-            self._json(event="undo", turns=turns_left)
+            self._emit(events.Undone(turns_left))
         else:
             self.err.print(f"[dim]── undo: back to turn {turns_left}[/dim]")
 
     def saved(self, path: Path, turns: int) -> None:
         """The last word of a session, whatever ended it: where the turns are."""
         if self.as_json:
-            self._json(event="saved", path=str(path), turns=turns)
+            self._emit(events.Saved(str(path), turns))
 
 
 #: What a turn's finish means, when it is not a plain stop.
