@@ -30,4 +30,9 @@ class Backend(Protocol):
         """
         ...
 
+    def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
+        """Tokens `messages` take as the prompt of a generation (generation prompt included),
+        so the World can decide what fits in the context before it sends them."""
+        ...
+
     def close(self) -> None: ...

@@ -508,6 +508,11 @@ class LlamaBackend:
         full = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
         return base, full
 
+    def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
+        """The prompt's tokens, rendered with the model's template as `generate` renders it."""
+        text = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
+        return len(self.tokenize(text))
+
     # -- checkpoints ----------------------------------------------------------------
 
     def _save_checkpoint(self) -> None:

@@ -16,6 +16,14 @@ from agentworld_local.contract.parse import observation_so_far, parse_output
 from agentworld_local.contract.turns import TurnPrompt, build_messages
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.base import Backend
+from agentworld_local.engine.context_window import (
+    FIRST_DROPPABLE,
+    Cut,
+    choose_window,
+    kept_from_note,
+    omitted_note,
+    prompt_room,
+)
 from agentworld_local.engine.session_context import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine.types import (
     AnswerDelta,
@@ -54,7 +62,29 @@ class TurnCancelled:
     partial_output: str
 
 
-WorldEvent = ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplaced | TurnFinished | TurnCancelled
+@dataclass(frozen=True)
+class ContextTrimmed:
+    """The conversation outgrew the context: turns `first`..`last` leave the model's view.
+
+    Said before the turn's generation starts. The system prompt, turn 1 and the later turns
+    stay; the trajectory keeps every turn (and each later record names what was left out).
+    """
+
+    turn: int
+    first: int
+    last: int
+    tokens_before: int
+    tokens_after: int
+    n_ctx: int
+
+    @property
+    def omitted_turns(self) -> list[int]:
+        return list(range(self.first, self.last + 1))
+
+
+WorldEvent = (
+    ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplaced | ContextTrimmed | TurnFinished | TurnCancelled
+)
 
 
 class ObservationStream:
@@ -177,14 +207,36 @@ class World:
             current_state=self.initial_state if first else "",
         ).render()
 
-    def messages_for(self, prompt: str) -> list[dict[str, str]]:
-        history = [(record.prompt, record.observation) for record in self.history]
-        messages = build_messages(self.system_prompt(), history, prompt)
-        for index, record in enumerate(self.history):
+    @property
+    def kept_from(self) -> int:
+        """The first turn after turn 1 that the model still sees (2: nothing is left out).
+
+        Read from the last turn's record, so an undo, a fork or a resumed file continue
+        with exactly the view the model had (and the checkpoints it left)."""
+        return kept_from_note(self.history[-1].context) if self.history else FIRST_DROPPABLE
+
+    def messages_for(self, prompt: str, *, kept_from: int | None = None) -> list[dict[str, str]]:
+        """The messages the model gets for `prompt`: the system prompt, turn 1, and the turns
+        from `kept_from` (default: the current window) on."""
+        start = self.kept_from if kept_from is None else kept_from
+        shown = [record for index, record in enumerate(self.history, start=1) if index == 1 or index >= start]
+        messages = build_messages(self.system_prompt(), [(r.prompt, r.observation) for r in shown], prompt)
+        for index, record in enumerate(shown):
             if record.history_message is not None:
                 messages[2 + 2 * index]["content"] = record.history_message
         # The official evaluation sends no system message when a row's system prompt is empty.
         return messages if messages[0]["content"] else messages[1:]
+
+    def _fit(self, prompt: str) -> tuple[int, Cut | None]:
+        """The window for this turn's prompt (engine/context_window.py states the policy)."""
+        settings = self.settings
+        room = prompt_room(settings.sampling, settings.think, self.backend.info.n_ctx)
+
+        def count(kept_from: int) -> int:
+            return self.backend.count_tokens(self.messages_for(prompt, kept_from=kept_from), settings.think)
+
+        cut = choose_window(count, self.kept_from, len(self.history), room)
+        return (self.kept_from, None) if cut is None else (cut.kept_from, cut)
 
     # -- turns ----------------------------------------------------------------------
 
@@ -201,10 +253,14 @@ class World:
         prompt = self.turn_prompt(parsed) if prompt is None else prompt
         turn = len(self.history) + 1
         started = time.perf_counter()
+        kept_from, cut = self._fit(prompt)
+        if cut is not None:
+            n_ctx = self.backend.info.n_ctx
+            yield ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
         stream = ObservationStream()
         done: GenerationDone | None = None
         for event in self.backend.generate(
-            self.messages_for(prompt),
+            self.messages_for(prompt, kept_from=kept_from),
             sampling=self.settings.sampling,
             think=self.settings.think,
             seed=self.settings.seed + turn,
@@ -259,6 +315,7 @@ class World:
             finish=stats.finish,
             created=utc_now(),  # the header's form, so every timestamp in a file reads alike
             controls_added=controls_added,
+            context=omitted_note(kept_from, cut, self.backend.info.n_ctx),
         )
         if self.on_turn is not None:
             self.on_turn(record)  # saved first: if this raises, the turn never happened

@@ -125,6 +125,10 @@ def _message_tokens(message: dict[str, str]) -> int:
     return 4 + _estimate_tokens(message.get("content", ""))
 
 
+def _prompt_total(messages: list[dict[str, str]]) -> int:
+    return sum(_message_tokens(m) for m in messages) + 3  # + the generation prompt
+
+
 class ScriptedBackend:
     """Streams scripted raw answers through the llama backend's events."""
 
@@ -195,6 +199,10 @@ class ScriptedBackend:
         with self._guard.hold():
             yield from self._generate(messages, sampling, think, cancel)
 
+    def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
+        """The estimate `generate` reports as `prompt_tokens_total`."""
+        return _prompt_total(messages)
+
     def close(self) -> None:
         pass
 
@@ -205,7 +213,7 @@ class ScriptedBackend:
         common = 0
         while common < min(len(messages), len(self._context)) and messages[common] == self._context[common]:
             common += 1
-        total = sum(_message_tokens(m) for m in messages) + 3  # + the generation prompt
+        total = _prompt_total(messages)
         if total + 8 > self.info.n_ctx:
             raise AwlError(
                 f"The conversation needs {total} tokens but the context holds {self.info.n_ctx}.",

@@ -209,6 +209,9 @@ class TurnRecord:
     # The exact assistant message later turns see, when it is not the canonical
     # `**Environment Observation:**` + newline + observation (e.g. an imported benchmark row).
     history_message: str | None = None
+    # What the model saw when the conversation outgrew the context (engine/context_window.py):
+    # {"omitted_turns": {"first": 2, "last": N}} and, on the turn that cut, "cut" with token counts.
+    context: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,6 +224,8 @@ class TurnRecord:
             out["controls_added"] = list(self.controls_added)
         if self.history_message is not None:
             out["history_message"] = self.history_message
+        if self.context is not None:
+            out["context"] = self.context
         return out
 
     @classmethod
@@ -243,5 +248,6 @@ class TurnRecord:
             created=_get(data, "created", (str,), ""),
             controls_added=_str_list(data, "controls_added"),
             history_message=_get(data, "history_message", (str, NoneT), None),
+            context=_get(data, "context", (dict, NoneT), None),
             extra=_extra(data, cls),
         )
