@@ -6,16 +6,13 @@ import json
 import re
 import sys
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from rich.text import Text
 
-from agentworld_local import __version__
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.domains.base import Action, Domain
+from agentworld_local.domains.base import Action
 from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
 from agentworld_local.engine.world import (
     ObservationDelta,
@@ -24,96 +21,18 @@ from agentworld_local.engine.world import (
     TurnFinished,
     World,
 )
-from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import read_text
-from agentworld_local.paths import sessions_dir
 from agentworld_local.session import events
+# The script language, file policy and header live in the session core; faces import them here too.
+from agentworld_local.session.files import default_session_path, ensure_new_file  # noqa: F401
+from agentworld_local.session.header import header_for  # noqa: F401
+from agentworld_local.session.script import CONTROL, UNDO, ScriptLine, parse_script_line, read_script  # noqa: F401
 from agentworld_local.terminal_text import safe_for_terminal, shorten
-from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord
-
-UNDO = ":undo"
-CONTROL = ":control"
-
-
-@dataclass(frozen=True)
-class ScriptLine:
-    number: int
-    action: Action | None  # None for a session command
-    command: str = ""
-    text: str = ""  # the command's argument (`:control TEXT`)
-
-
-def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:
-    """One action per line; blank lines and `#` comments are skipped; `:undo` drops a turn;
-    `:control TEXT` adds a control instruction (a perturbation) for the next turn."""
-    stripped = text.strip()
-    if not stripped or stripped.startswith("#"):
-        return None
-    if stripped.startswith(":"):
-        command, _, argument = stripped.partition(" ")
-        if command == CONTROL:
-            if not argument.strip():
-                raise InputError(
-                    f"{source}:{number}: `{CONTROL}` needs a text.",
-                    f"Write e.g. `{CONTROL} the next tool call fails with a rate limit`.",
-                )
-            return ScriptLine(number, None, CONTROL, argument.strip())
-        if stripped != UNDO:
-            raise InputError(
-                f"{source}:{number}: unknown session command `{stripped}`.",
-                f"Known: `{UNDO}`, `{CONTROL} TEXT`.",
-            )
-        return ScriptLine(number, None, UNDO)
-    try:
-        return ScriptLine(number, domain.parse_action(stripped))
-    except AwlError as error:
-        # The line number is what the user needs to find the mistake.
-        raise InputError(f"{source}:{number}: {error.message}", error.hint) from None
-
-
-def read_script(domain: Domain, path: Path) -> list[ScriptLine]:
-    """Parse a whole script before the model loads, so a typo costs seconds, not a load."""
-    text = read_text(path, "script")  # a FIFO or a device is refused at once; a BOM is fine
-    lines = [parse_script_line(domain, line, number, str(path)) for number, line in enumerate(text.splitlines(), 1)]
-    return [line for line in lines if line is not None]
+from agentworld_local.trajectory.schema import TurnRecord
 
 
 def count(n: int, noun: str) -> str:
     """`1 turn`, `2 turns`: counts people read."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
-def default_session_path(domain: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return sessions_dir() / f"{stamp}-{domain}.jsonl"
-
-
-def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: str = "") -> Header:
-    info = world.backend.info
-    settings = world.settings
-    return Header(
-        awl_version=__version__,
-        model=ModelRef(
-            name=info.name,
-            path=info.path,
-            file_size=info.file_size,
-            sha256=info.sha256,
-            sha256_scope=info.sha256_scope,
-            architecture=info.architecture,
-        ),
-        sampling=settings.sampling.to_dict(),
-        seed=settings.seed,
-        think=settings.think.label(),
-        domain=world.domain.name,
-        scenario=scenario,
-        initial_state=world.initial_state,
-        task=settings.task,
-        system_prompt=world.system_prompt(),
-        note=note,
-        controls=list(settings.controls),
-        tools=world.domain.tools() or None,  # the tools in effect (a domain's defaults included)
-        world=settings.world_description,
-    )
 
 
 class TerminalStream:
@@ -284,9 +203,3 @@ def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading
         if isinstance(event, TurnCancelled):
             return False
     return True
-
-
-def ensure_new_file(path: Path) -> None:
-    """Refuse before the model loads or anything is written: awl never overwrites a saved file."""
-    if path.exists():
-        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.")

@@ -1,0 +1,37 @@
+"""A trajectory's header from a World: everything needed to understand, replay or resume it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentworld_local import __version__
+from agentworld_local.engine.world import World
+from agentworld_local.trajectory.schema import Header, ModelRef
+
+
+def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: str = "") -> Header:
+    info = world.backend.info
+    settings = world.settings
+    return Header(
+        awl_version=__version__,
+        model=ModelRef(
+            name=info.name,
+            path=info.path,
+            file_size=info.file_size,
+            sha256=info.sha256,
+            sha256_scope=info.sha256_scope,
+            architecture=info.architecture,
+        ),
+        sampling=settings.sampling.to_dict(),
+        seed=settings.seed,
+        think=settings.think.label(),
+        domain=world.domain.name,
+        scenario=scenario,
+        initial_state=world.initial_state,
+        task=settings.task,
+        system_prompt=world.system_prompt(),
+        note=note,
+        controls=list(settings.controls),
+        tools=world.domain.tools() or None,  # the tools in effect (a domain's defaults included)
+        world=settings.world_description,
+    )
