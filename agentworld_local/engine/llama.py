@@ -541,9 +541,10 @@ class LlamaBackend:
         """
         keep_recent = 4
         total = self.checkpoint_bytes()
-        while total > self.checkpoint_budget and len(self._checkpoints) > keep_recent + 1:
-            # Never the first (the empty context) nor the recent ones.
-            candidates = range(1, len(self._checkpoints) - keep_recent)
+        while total > self.checkpoint_budget and len(self._checkpoints) > keep_recent + 2:
+            # Never the first (the empty context), nor the one after turn 1's prompt (a context
+            # cut keeps turn 1 and restores it: engine/context_window.py), nor the recent ones.
+            candidates = range(2, len(self._checkpoints) - keep_recent)
             gap = lambda i: self._checkpoints[i + 1].n_tokens - self._checkpoints[i - 1].n_tokens  # noqa: E731
             total -= len(self._checkpoints.pop(min(candidates, key=gap)).state or b"")
 
