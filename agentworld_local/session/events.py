@@ -75,6 +75,20 @@ class ObservationReplaced(SessionEvent):
 
 
 @dataclass(frozen=True)
+class ContextTrimmed(SessionEvent):
+    """The conversation outgrew the context: turns `first`..`last` leave the model's view
+    (the system prompt, turn 1 and the later turns stay; the file keeps every turn)."""
+
+    name: ClassVar[str] = "context_trimmed"
+    turn: int
+    first: int
+    last: int
+    tokens_before: int
+    tokens_after: int
+    n_ctx: int
+
+
+@dataclass(frozen=True)
 class TurnFinished(SessionEvent):
     """The turn is done and saved; `record` is the line written to the trajectory."""
 
@@ -141,7 +155,7 @@ class Saved(SessionEvent):
 
 
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
-    TurnStarted, ThinkingDelta, AnswerDelta, ObservationDelta, ObservationReplaced, TurnFinished,
+    TurnStarted, ThinkingDelta, AnswerDelta, ObservationDelta, ObservationReplaced, ContextTrimmed, TurnFinished,
     TurnCancelled, Undone, ControlAdded, Notice, ErrorEvent, Saved,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}

@@ -34,6 +34,7 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.AnswerDelta(turn, text),
         ev.ObservationDelta(turn, text),
         ev.ObservationReplaced(turn, text),
+        ev.ContextTrimmed(turn, 2, 5, 3000, 1800, 2048),
         ev.TurnFinished(turn, a_real_record()),
         ev.TurnCancelled(turn),
         ev.Undone(turn),

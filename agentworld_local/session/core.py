@@ -1,0 +1,206 @@
+"""`Session`: a World, its trajectory file and header, driven by any face.
+
+Every change a session makes (a turn, an undo, a regenerated turn) is written to the file
+before the World changes, so the file alone can restore it (`Session.resume`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.domains import get_domain
+from agentworld_local.domains.base import Action
+from agentworld_local.engine import world as engine
+from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget, ThinkingDelta
+from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.session import events
+from agentworld_local.session.header import header_for
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.schema import Header, TurnRecord
+from agentworld_local.trajectory.writer import TrajectoryWriter
+
+#: TurnRecord.extra key: which sample of its turn a record is (0, the first, is not written).
+ATTEMPT = "attempt"
+
+Shield = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def turn_seed(session_seed: int, turn: int, attempt: int) -> int:
+    """The sampling seed of one turn: the same session seed replays the whole session, and
+    each regenerate (a new attempt) draws a new sample. Attempt 0 keeps the seed every
+    saved session used (session seed + turn), so older files still replay exactly."""
+    if attempt == 0:
+        return session_seed + turn
+    digest = hashlib.sha256(f"{session_seed}:{turn}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+class _Reseeded:
+    """The backend with the seed of a regenerated turn put in place of the World's own.
+
+    World.step seeds turn N with `settings.seed + N` (attempt 0); only while a session runs
+    a later attempt does this swap in that attempt's seed. Everything else passes through.
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self.seed: int | None = None
+
+    def generate(self, messages: list[dict[str, str]], *, seed: int, **options: Any) -> Any:
+        return self._backend.generate(messages, seed=seed if self.seed is None else self.seed, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
+class Session:
+    """One session. Not thread-safe: call it from one thread at a time.
+
+    `shield` wraps every write to the file (the CLI holds Ctrl+C back meanwhile, so a saved
+    line is never cut).
+    """
+
+    def __init__(self, world: World, writer: TrajectoryWriter, header: Header, *, shield: Shield | None = None) -> None:
+        self.world = world
+        self.writer = writer
+        self.header = header
+        self._seeds = _Reseeded(world.backend)
+        world.backend = self._seeds
+        shield = shield or (lambda write: write)
+        world.on_turn = shield(self._save_turn)
+        world.on_undo = shield(writer.record_undo)
+        self._attempt = 0  # the attempt the next turn is
+
+    @classmethod
+    def create(
+        cls, world: World, path: str | Path, *, scenario: dict[str, Any] | None = None, note: str = "",
+        shield: Shield | None = None,
+    ) -> Session:
+        """A new session in a new file (an existing file is refused, never overwritten)."""
+        header = header_for(world, scenario=scenario, note=note)
+        return cls(world, TrajectoryWriter.create(path, header), header, shield=shield)
+
+    @classmethod
+    def resume(cls, path: str | Path, backend: Any, *, shield: Shield | None = None) -> Session:
+        """Continue a saved session on the branch it was on, appending to the same file.
+
+        The header gives the domain, settings, tools, system prompt and seed; the model reads
+        the history again on the next turn. An unfinished last line is cut off; a damaged
+        file is refused (with the `awl fork` command that saves its intact turns).
+        """
+        writer = TrajectoryWriter.append_to(path)
+        try:
+            traj = read_trajectory(path)
+            header = traj.header
+            settings = settings_from_header(header)
+            domain = get_domain(header.domain, tools=header.tools)
+        except BaseException:
+            writer.close()
+            raise
+        world = World(backend, domain, settings, history=traj.current_branch(), next_id=writer.last_id + 1)
+        return cls(world, writer, header, shield=shield)
+
+    # -- what the session holds ------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    @property
+    def history(self) -> list[TurnRecord]:
+        return self.world.history
+
+    def saved(self) -> events.Saved:
+        return events.Saved(str(self.path), len(self.history))
+
+    # -- changes ---------------------------------------------------------------------
+
+    def step(self, action: str | Action, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
+        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled."""
+        parsed = self.world.domain.parse_action(action) if isinstance(action, str) else action
+        turn = len(self.history) + 1
+        yield events.TurnStarted(turn, parsed.text, parsed.payload)
+        attempt = self._attempt
+        self._seeds.seed = turn_seed(self.world.settings.seed, turn, attempt) if attempt else None
+        try:
+            for event in self.world.step(parsed, cancel):
+                yield _session_event(turn, event)
+        finally:
+            self._seeds.seed = None
+            self._attempt = 0
+
+    def undo(self) -> events.Undone:
+        """Drop the last turn (the file keeps it, and records the undo)."""
+        self.world.undo()
+        return events.Undone(len(self.history))
+
+    def add_control(self, text: str) -> events.ControlAdded:
+        """A control instruction (perturbation) for the next turn."""
+        self.world.add_control(text)
+        return events.ControlAdded(text.strip())
+
+    def regenerate(self, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
+        """Undo the last turn and run its action again with a new sample (a new seed).
+
+        The new turn records its attempt, so a replay or a resume knows which sample it is.
+        If the new turn is cancelled, the session stays one turn shorter (the undo is saved).
+        """
+        if not self.history:
+            raise InputError("There is no turn to regenerate yet.", "Run an action first.")
+        last = self.history[-1]
+        attempt = int(last.extra.get(ATTEMPT, 0)) + 1
+        yield self.undo()
+        self._attempt = attempt
+        yield from self.step(last.action, cancel)  # parsed again, as it was typed
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def _save_turn(self, record: TurnRecord) -> None:
+        if self._attempt:
+            record.extra[ATTEMPT] = self._attempt
+        self.writer.append(record)
+
+
+def settings_from_header(header: Header) -> SessionSettings:
+    """The settings a saved session ran with, as its header states them."""
+    try:
+        sampling = SamplingConfig(**header.sampling)
+    except TypeError as problem:
+        raise TrajectoryError(f"the header's sampling settings cannot be used ({problem}).",
+                              "Start a new session with `awl run`.") from None
+    return SessionSettings(
+        sampling=sampling,
+        think=ThinkBudget.parse(header.think),
+        seed=header.seed,
+        task=header.task,
+        initial_state=header.initial_state,
+        controls=list(header.controls),
+        world_description=header.world,
+        tools=header.tools,
+        system_prompt=header.system_prompt,
+    )
+
+
+def _session_event(turn: int, event: object) -> events.SessionEvent:
+    """A World event as the session tells it (with its turn number)."""
+    if isinstance(event, ThinkingDelta):
+        return events.ThinkingDelta(turn, event.text)
+    if isinstance(event, AnswerDelta):
+        return events.AnswerDelta(turn, event.text)
+    if isinstance(event, engine.ObservationDelta):
+        return events.ObservationDelta(turn, event.text)
+    if isinstance(event, engine.ObservationReplaced):
+        return events.ObservationReplaced(turn, event.text)
+    if isinstance(event, engine.ContextTrimmed):
+        return events.ContextTrimmed(turn, event.first, event.last, event.tokens_before, event.tokens_after, event.n_ctx)
+    if isinstance(event, engine.TurnFinished):
+        return events.TurnFinished(turn, event.record)
+    if isinstance(event, engine.TurnCancelled):
+        return events.TurnCancelled(turn)
+    raise TypeError(f"unknown World event {event!r}")
