@@ -3,9 +3,11 @@ and the recent turns, says so, records it, and resumes with the same view."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.context_window import KEEP_SHARE, SLACK, answer_room, prompt_room
@@ -13,7 +15,10 @@ from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import ContextTrimmed, SessionSettings, TurnFinished, World
 from agentworld_local.errors import AwlError
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
-from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.replay import replay
+from agentworld_local.trajectory.schema import Header, TurnRecord
+from agentworld_local.trajectory.writer import TrajectoryWriter
 
 N_CTX = 2048
 SCREEN = "\n".join(f"-rw-r--r-- 1 user user {n:5d} Dec  2 17:45 file_{n}.txt" for n in range(8))
@@ -145,3 +150,20 @@ def test_older_records_without_context_and_damaged_notes_read_as_nothing_omitted
     assert world.kept_from == 2
     with pytest.raises(ValueError, match="context"):
         TurnRecord.from_dict({"type": "turn", "id": 1, "turn": 1, "action": "ls", "context": [1, 2]})
+
+
+def test_a_saved_session_with_cuts_reads_back_replays_and_resumes_with_the_same_view(tmp_path):
+    path = tmp_path / "long.jsonl"
+    with TrajectoryWriter.create(path, Header(domain="terminal")) as writer:
+        world = make_world()
+        world.on_turn = writer.append
+        play(world, 30)
+    traj = read_trajectory(path)
+    assert [r.context for r in traj.current_branch()] == [r.context for r in world.history]
+    console = Console(file=io.StringIO(), width=100)
+    replay(traj, console, plain=True)
+    assert "cat file_29.txt" in console.file.getvalue()
+    resumed = World(make_world().backend, world.domain, world.settings, history=traj.current_branch())
+    prompt = "### Turn 31\n\n**Action:**\nls"
+    assert resumed.kept_from == world.kept_from > 2
+    assert resumed.messages_for(prompt) == world.messages_for(prompt)
