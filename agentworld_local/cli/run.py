@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from agentworld_local.cli.session import (
     TurnPrinter,
     count,
     default_session_path,
-    header_for,
     ensure_new_file,
     parse_script_line,
     play,
@@ -49,8 +47,8 @@ from agentworld_local.files import read_text
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.models.resolve import resolve_model
 from agentworld_local.scenarios import load_scenario
+from agentworld_local.session.core import Session, Shield
 from agentworld_local.trajectory.agentworldbench import read_bench_row
-from agentworld_local.trajectory.writer import TrajectoryWriter
 
 MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
@@ -156,41 +154,53 @@ def run_session(
     scenario: dict[str, Any] | None = None,
     interactive: bool = False,
 ) -> int:
+    """A new session in `out`, playing every line (see `play_session`)."""
+    return play_session(lambda shield: Session.create(world, out, scenario=scenario, shield=shield),
+                        lines, printer=printer, interactive=interactive)
+
+
+def play_session(
+    open_session: Callable[[Shield], Session],
+    lines: Iterator[ScriptLine] | list[ScriptLine],
+    *,
+    printer: TurnPrinter,
+    interactive: bool = False,
+) -> int:
     """Play every line, saving each finished turn; however it ends, the completed turns are
     kept and the user is told how many and where (`--json`: a last `saved` event).
 
-    Ctrl+C and SIGTERM: see cli/interrupts.SessionSignals. A failing turn (a full disk,
-    a full context) ends the session with one error line that says what is saved.
+    Ctrl+C and SIGTERM: see cli/interrupts.SessionSignals (every write to the file is
+    shielded). A failing turn (a full disk, a full context) ends the session with one error
+    line that says what is saved.
     """
     signals = SessionSignals(threading.Event(), interactive=interactive)
     actions = 0
     with signals.installed():
-        writer = TrajectoryWriter.create(out, header_for(world, scenario=scenario))
-        world.on_turn = signals.saving(writer.append)
-        world.on_undo = signals.saving(writer.record_undo)
+        session = open_session(signals.saving)
+        out = session.path
         try:
             for line in lines:
                 actions += line.action is not None
                 with signals.turn():
-                    _play_line(world, line, printer, signals.cancel, interactive=interactive)
+                    _play_line(session, line, printer, signals.cancel, interactive=interactive)
         except KeyboardInterrupt as interrupt:
-            _close_after_failure(writer)
-            turns = len(world.history)
+            session.close()
+            turns = len(session.history)
             stderr_console().print(Text.assemble(
                 ("\ninterrupted", "yellow"), f": {_saved_in(turns, out)} (replay: awl replay {out})"))
             printer.saved(out, turns)
             return exit_code(interrupt)
         except AwlError as error:
-            _close_after_failure(writer)
-            printer.saved(out, len(world.history))
+            session.close()
+            printer.saved(out, len(session.history))
             message = error.message.rstrip()
-            error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(len(world.history), out)}"
+            error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(len(session.history), out)}"
             raise
         except BaseException:
-            _close_after_failure(writer)
+            session.close()
             raise
-        writer.close()
-    turns = len(world.history)
+        session.close()
+    turns = len(session.history)
     if not actions:
         printer.notice("no actions were given, so no turn was run.")
     printer.saved(out, turns)
@@ -199,12 +209,12 @@ def run_session(
     return 0
 
 
-def _play_line(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event, *, interactive: bool) -> None:
+def _play_line(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event, *, interactive: bool) -> None:
     if not interactive:
-        play(world, line, printer, cancel)
+        play(session, line, printer, cancel)
         return
     try:
-        play(world, line, printer, cancel)
+        play(session, line, printer, cancel)
     except InputError as error:  # e.g. `:undo` with nothing to undo: the session goes on
         stderr_console().print(f"awl: {safe_for_terminal(error.one_line())}", markup=False)
 
@@ -217,12 +227,6 @@ def _saved_note(turns: int, out: Path) -> str:
 
 def _saved_in(turns: int, out: Path) -> str:
     return f"{count(turns, 'completed turn')} {'is' if turns == 1 else 'are'} saved in {out}"
-
-
-def _close_after_failure(writer: TrajectoryWriter) -> None:
-    """Close without a second error on top of the one being reported (a full disk fails twice)."""
-    with contextlib.suppress(Exception):
-        writer.close()
 
 
 def _action_forms_epilog() -> str:

@@ -12,16 +12,8 @@ from typing import IO, Any
 from rich.text import Text
 
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.domains.base import Action
-from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
-from agentworld_local.engine.world import (
-    ObservationDelta,
-    ObservationReplaced,
-    TurnCancelled,
-    TurnFinished,
-    World,
-)
 from agentworld_local.session import events
+from agentworld_local.session.core import Session
 # The script language, file policy and header live in the session core; faces import them here too.
 from agentworld_local.session.files import default_session_path, ensure_new_file  # noqa: F401
 from agentworld_local.session.header import header_for  # noqa: F401
@@ -86,49 +78,46 @@ class TurnPrinter:
         """Something the user should know, said once, plainly (stderr, in both modes)."""
         self.err.print(Text(f"awl: {text}", style="yellow"))
 
-    def start(self, turn: int, action: Action) -> None:
+    def show(self, event: events.SessionEvent) -> None:
+        """One session event: `--json` prints its wire form; people get text."""
         if self.as_json:
-            self._emit(events.TurnStarted(turn, action.text, action.payload))
-        else:
-            self.err.print(Text(f"── turn {turn} ── {safe_for_terminal(shorten(action.text))}", style="dim"))
-
-    def event(self, turn: int, event: object) -> None:
-        if isinstance(event, ThinkingDelta):
-            if self.as_json:
-                self._emit(events.ThinkingDelta(turn, event.text))
-            elif self.show_thinking:
+            self._emit(event)
+        elif isinstance(event, events.TurnStarted):
+            self.err.print(Text(f"── turn {event.turn} ── {safe_for_terminal(shorten(event.action))}", style="dim"))
+        elif isinstance(event, events.ThinkingDelta):
+            if self.show_thinking:
                 self._thoughts.write(event.text)
                 self._thinking_open = True
-        elif isinstance(event, AnswerDelta):
-            if self.as_json:  # raw model text; people read the observation instead
-                self._emit(events.AnswerDelta(turn, event.text))
-        elif isinstance(event, (ObservationDelta, ObservationReplaced)):
-            if self.as_json:
-                kind = events.ObservationDelta if isinstance(event, ObservationDelta) else events.ObservationReplaced
-                self._emit(kind(turn, event.text))
-                return
-            if self._thinking_open:
-                self._thoughts.end()
-                sys.stderr.write("\n")
-                self._thinking_open = False
-            if isinstance(event, ObservationReplaced):
-                self._screen.end()
-                self.out.write("\n[the final observation differs from the streamed text]\n")
-            self._screen.write(event.text)
-        elif isinstance(event, TurnFinished):
+        elif isinstance(event, (events.ObservationDelta, events.ObservationReplaced)):
+            self._observation(event)
+        elif isinstance(event, events.ContextTrimmed):
+            self.notice(f"turn {event.turn}: the conversation outgrew the context ({event.n_ctx:,} tokens); "
+                        f"turns {event.first}-{event.last} are left out of the model's view (the file keeps them).")
+        elif isinstance(event, events.TurnCancelled):
             self._screen.end()
-            self._finished(turn, event.record)
-        elif isinstance(event, TurnCancelled):
+            self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
+        elif isinstance(event, events.ControlAdded):
+            # Text, not markup: the user's words may contain brackets.
+            self.err.print(Text(f"── control for the next turn: {safe_for_terminal(event.text)}", style="dim"))
+        elif isinstance(event, events.Undone):
+            self.err.print(f"[dim]── undo: back to turn {event.turns}[/dim]")
+        if isinstance(event, events.TurnFinished):
+            self._finished(event.turn, event.record)
+        # AnswerDelta: raw model text for programs; people read the observation instead.
+
+    def _observation(self, event: events.ObservationDelta | events.ObservationReplaced) -> None:
+        if self._thinking_open:
+            self._thoughts.end()
+            sys.stderr.write("\n")
+            self._thinking_open = False
+        if isinstance(event, events.ObservationReplaced):
             self._screen.end()
-            if self.as_json:
-                self._emit(events.TurnCancelled(turn))
-            else:
-                self.err.print("\n[yellow]turn cancelled; it was not saved[/yellow]")
+            self.out.write("\n[the final observation differs from the streamed text]\n")
+        self._screen.write(event.text)
 
     def _finished(self, turn: int, record: TurnRecord) -> None:
-        if self.as_json:
-            self._emit(events.TurnFinished(turn, record))
-        else:
+        if not self.as_json:
+            self._screen.end()
             self.out.write("\n")
             self.out.flush()
             tokens, timings = record.tokens, record.timings
@@ -147,19 +136,6 @@ class TurnPrinter:
         if kind not in self._said:
             self._said.add(kind)
             self.notice(text)
-
-    def control(self, text: str) -> None:
-        if self.as_json:
-            self._emit(events.ControlAdded(text))
-        else:
-            # Text, not markup: the user's words may contain brackets.
-            self.err.print(Text(f"── control for the next turn: {safe_for_terminal(text)}", style="dim"))
-
-    def undo(self, turns_left: int) -> None:
-        if self.as_json:
-            self._emit(events.Undone(turns_left))
-        else:
-            self.err.print(f"[dim]── undo: back to turn {turns_left}[/dim]")
 
     def saved(self, path: Path, turns: int) -> None:
         """The last word of a session, whatever ended it: where the turns are."""
@@ -186,20 +162,16 @@ def json_line(fields: dict[str, Any]) -> str:
     return text + "\n"
 
 
-def play(world: World, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
+def play(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
     """Run one script line; False when the turn was cancelled."""
     if line.command == CONTROL:
-        world.add_control(line.text)
-        printer.control(line.text)
+        printer.show(session.add_control(line.text))
         return True
     if line.action is None:
-        world.undo()
-        printer.undo(len(world.history))
+        printer.show(session.undo())
         return True
-    turn = len(world.history) + 1
-    printer.start(turn, line.action)
-    for event in world.step(line.action, cancel):
-        printer.event(turn, event)
-        if isinstance(event, TurnCancelled):
+    for event in session.step(line.action, cancel):
+        printer.show(event)
+        if isinstance(event, events.TurnCancelled):
             return False
     return True
