@@ -49,6 +49,8 @@ from agentworld_local.models.resolve import resolve_model
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.session.core import Session, Shield
 from agentworld_local.trajectory.agentworldbench import read_bench_row
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.writer import TrajectoryWriter
 
 MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
@@ -249,6 +251,7 @@ def run(
     control: list[str] = typer.Option(None, "--control", "-c", metavar="<str>", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
     from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session, appending to its file, on the branch it was on. Its domain, task, tools, sampling, thinking and seed come from the file.", show_default=False),
     think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
@@ -269,6 +272,8 @@ def run(
     In a script or at the prompt, `:control TEXT` adds a control instruction for the next turn.
 
     Re-simulate a benchmark turn: `awl run --from-bench terminal_test.jsonl --row 2 -m world.gguf`.
+
+    Continue a saved session in its file: `echo "cat notes.txt" | awl run --resume s.jsonl -m world.gguf`.
     """
     # Everything that can be checked without the model is checked before it loads.
     budget = ThinkBudget.parse(think)
@@ -279,6 +284,11 @@ def run(
     threads = check_threads(threads)
     sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
+    if resume is not None:
+        conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain,
+                     "--state-format": state_format, "--task": task, "--initial-state": initial_state,
+                     "--control": control or None, "--out": out, "--think": think}
+        _resume_session(resume, script, conflicts, model=model, load=load, as_json=as_json, show_thinking=show_thinking)
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task,
                      "--initial-state": initial_state, "--control": control or None}
@@ -321,6 +331,33 @@ def run(
         world, lines, out=out, printer=printer, scenario=chosen.ref() if chosen else None,
         interactive=from_stdin and sys.stdin.isatty(),
     )
+    backend.close()
+    raise typer.Exit(code)
+
+
+def _resume_session(
+    path: Path, script: Path | None, conflicts: dict[str, Any], *, model: str, load: dict[str, Any],
+    as_json: bool, show_thinking: bool,
+) -> None:
+    """`--resume FILE`: the saved session goes on in the same file; always ends the command."""
+    given = [name for name, value in conflicts.items() if value is not None]
+    if given:
+        raise InputError(
+            f"--resume continues {path} with the setup it was saved with; {given[0]} cannot change it.",
+            f"Drop {given[0]}, or start a new session from a copy: `awl fork {path} --out NEW.jsonl`.",
+        )
+    # Checked before the model loads: a damaged or foreign file is refused (with `awl fork`),
+    # and an unfinished last line (the process was killed mid-write) is cut off.
+    TrajectoryWriter.append_to(path).close()
+    header = read_trajectory(path).header
+    domain = with_session_tools(get_domain(header.domain), header.tools)
+    from_stdin = script is None or str(script) == "-"
+    lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
+    backend = load_backend(model, **load)
+    say_model_limits(backend, None)  # the thinking setting is the file's, not an option given now
+    printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
+    code = play_session(lambda shield: Session.resume(path, backend, shield=shield), lines, printer=printer,
+                        interactive=from_stdin and sys.stdin.isatty())
     backend.close()
     raise typer.Exit(code)
 

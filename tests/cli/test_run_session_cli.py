@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from agentworld_local.session.events import event_from_dict
-from tests.cli.helpers import awl, scripted_model
+from agentworld_local.trajectory.reader import read_trajectory
+from tests.cli.helpers import assert_one_line_error, awl, scripted_model
 
 THOUGHT_LS = "<think>\nAn empty directory lists nothing.\n</think>\n<predicted_observation>\ntotal 0\n</predicted_observation>"
 
@@ -20,3 +21,68 @@ def test_awl_run_json_prints_session_events_that_read_back_exactly(tmp_path):
     assert {line["event"] for line in lines} >= {"action", "thinking", "answer", "observation", "turn_done",
                                                   "control", "undo", "saved"}
     assert [event_from_dict(line).to_dict() for line in lines] == lines
+
+
+def test_resume_continues_the_saved_branch_in_the_same_file(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    first = awl("run", "-m", model, "-o", str(out), "--seed", "4", "--task", "tidy up", home=tmp_path,
+                stdin="ls\npwd\n:undo\n")
+    assert first.returncode == 0, first.stderr
+    result = awl("run", "--resume", str(out), "-m", model, "--json", home=tmp_path, stdin="whoami\n:undo\nid\n")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["turn"] for line in lines if line["event"] == "action"] == [2, 2]  # on the branch after the undo
+    assert lines[-1] == {"event": "saved", "path": str(out), "turns": 2}
+    traj = read_trajectory(out)
+    assert [t.action for t in traj.current_branch()] == ["ls", "id"]
+    assert traj.header.seed == 4 and traj.header.task == "tidy up" and traj.damaged_line is None
+
+
+def test_resume_works_on_a_file_whose_last_line_was_cut_off(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    assert awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\n").returncode == 0
+    with out.open("ab") as file:
+        file.write(b'{"type": "turn", "id": 2, "parent": 1, "turn": 2, "act')  # killed mid-write
+    result = awl("run", "--resume", str(out), "-m", model, home=tmp_path, stdin="pwd\n")
+    assert result.returncode == 0, result.stderr
+    traj = read_trajectory(out)
+    assert [t.action for t in traj.current_branch()] == ["ls", "pwd"] and traj.damaged_line is None
+
+
+def test_resume_refuses_a_damaged_file_with_the_fork_hint_before_loading(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    assert awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\npwd\n").returncode == 0
+    header, _, second = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(header + b"{broken\n" + second)
+    before = out.read_bytes()
+    result = awl("run", "--resume", str(out), "-m", "no-such-model", home=tmp_path, stdin="id\n")
+    assert_one_line_error(result, "damaged at line 2", "awl fork")
+    assert out.read_bytes() == before  # nothing saved is lost
+
+
+def test_resume_refuses_options_that_would_change_the_saved_setup(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    assert awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\n").returncode == 0
+    result = awl("run", "--resume", str(out), "-m", model, "--task", "other", home=tmp_path, stdin="id\n")
+    assert_one_line_error(result, "--task cannot change it")
+
+
+def test_resume_on_the_real_llama_path(tmp_path, qwen_gguf):
+    out = tmp_path / "s.jsonl"
+    options = ("-m", str(qwen_gguf), "--think", "4", "--max-tokens", "12", "--ctx", "4096")
+    first = awl("run", *options, "-o", str(out), home=tmp_path, stdin="ls\npwd\n")
+    assert first.returncode == 0, first.stderr
+    result = awl("run", "--resume", str(out), "-m", str(qwen_gguf), "--max-tokens", "12", "--ctx", "4096",
+                 "--json", home=tmp_path, stdin="whoami\n")
+    assert result.returncode == 0, result.stderr
+    done = [json.loads(line) for line in result.stdout.splitlines() if '"turn_done"' in line]
+    assert [d["turn"] for d in done] == [3]
+    record = done[0]["record"]
+    assert record["tokens"]["prompt_evaluated"] >= record["tokens"]["prompt_total"] - 8  # the history read once, fresh
+    traj = read_trajectory(out)
+    assert [t.action for t in traj.current_branch()] == ["ls", "pwd", "whoami"]
+    assert traj.current_branch()[2].parent == traj.current_branch()[1].id
