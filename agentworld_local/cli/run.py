@@ -241,6 +241,7 @@ def _action_forms_epilog() -> str:
 
 @app.command(epilog=_action_forms_epilog())
 def run(
+    context: typer.Context,
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
@@ -287,7 +288,9 @@ def run(
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
-                     "--control": control or None, "--out": out, "--think": think}
+                     "--control": control or None, "--out": out, "--think": think,
+                     **{option: True for option in _given(context, ("seed", "--seed"), ("temperature", "--temperature"),
+                                                           ("max_tokens", "--max-tokens"))}}
         _resume_session(resume, script, conflicts, model=model, load=load, as_json=as_json, show_thinking=show_thinking)
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task,
@@ -335,6 +338,12 @@ def run(
     raise typer.Exit(code)
 
 
+def _given(context: typer.Context, *options: tuple[str, str]) -> list[str]:
+    """The options (of `(parameter, flag)` pairs) written on the command line, defaults aside."""
+    sources = {name: context.get_parameter_source(name) for name, _ in options}
+    return [flag for name, flag in options if sources[name] is not None and sources[name].name != "DEFAULT"]
+
+
 def _resume_session(
     path: Path, script: Path | None, conflicts: dict[str, Any], *, model: str, load: dict[str, Any],
     as_json: bool, show_thinking: bool,
@@ -355,6 +364,10 @@ def _resume_session(
     lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
     backend = load_backend(model, **load)
     say_model_limits(backend, None)  # the thinking setting is the file's, not an option given now
+    saved_with = header.model.name if header.model else None
+    if saved_with and saved_with != backend.info.name:
+        stderr_console().print(f"awl: {path} was saved with {saved_with}; it goes on with {backend.info.name}.",
+                               markup=False, style="yellow")
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     code = play_session(lambda shield: Session.resume(path, backend, shield=shield), lines, printer=printer,
                         interactive=from_stdin and sys.stdin.isatty())

@@ -69,6 +69,9 @@ def test_resume_refuses_options_that_would_change_the_saved_setup(tmp_path):
     assert awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\n").returncode == 0
     result = awl("run", "--resume", str(out), "-m", model, "--task", "other", home=tmp_path, stdin="id\n")
     assert_one_line_error(result, "--task cannot change it")
+    result = awl("run", "--resume", str(out), "-m", model, "--seed", "0", home=tmp_path, stdin="id\n")
+    assert_one_line_error(result, "--seed cannot change it")
+    assert len(read_trajectory(out).turns) == 1
 
 
 def test_resume_on_the_real_llama_path(tmp_path, qwen_gguf):
@@ -76,7 +79,7 @@ def test_resume_on_the_real_llama_path(tmp_path, qwen_gguf):
     options = ("-m", str(qwen_gguf), "--think", "4", "--max-tokens", "12", "--ctx", "4096")
     first = awl("run", *options, "-o", str(out), home=tmp_path, stdin="ls\npwd\n")
     assert first.returncode == 0, first.stderr
-    result = awl("run", "--resume", str(out), "-m", str(qwen_gguf), "--max-tokens", "12", "--ctx", "4096",
+    result = awl("run", "--resume", str(out), "-m", str(qwen_gguf), "--ctx", "4096",
                  "--json", home=tmp_path, stdin="whoami\n")
     assert result.returncode == 0, result.stderr
     done = [json.loads(line) for line in result.stdout.splitlines() if '"turn_done"' in line]
