@@ -14,6 +14,7 @@ from agentworld_local.engine.context_window import KEEP_SHARE, SLACK, answer_roo
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import ContextTrimmed, SessionSettings, TurnFinished, World
 from agentworld_local.errors import AwlError
+from agentworld_local.session.core import Session
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.replay import replay
@@ -167,3 +168,23 @@ def test_a_saved_session_with_cuts_reads_back_replays_and_resumes_with_the_same_
     prompt = "### Turn 31\n\n**Action:**\nls"
     assert resumed.kept_from == world.kept_from > 2
     assert resumed.messages_for(prompt) == world.messages_for(prompt)
+
+
+def test_a_resumed_session_shows_the_model_the_view_it_had_and_records_it(tmp_path):
+    path = tmp_path / "long.jsonl"
+    world = make_world()
+    session = Session.create(world, path)
+    for number in range(30):
+        list(session.step(f"cat file_{number}.txt"))
+    session.close()
+    view = world.history[-1].context["omitted_turns"]
+    twin = make_world()  # what the model would have been sent had the session gone on
+    twin.history = list(world.history)
+    expected = twin.messages_for(twin.turn_prompt(twin.domain.parse_action("ls")))
+    backend = ScriptedBackend([ScriptedAnswer(RAW, chunk=16)], n_ctx=N_CTX)
+    resumed = Session.resume(path, backend)
+    list(resumed.step("ls"))
+    resumed.close()
+    assert backend.last_messages == expected
+    record = read_trajectory(path).current_branch()[-1]
+    assert record.turn == 31 and record.context["omitted_turns"] == view
