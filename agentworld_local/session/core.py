@@ -20,7 +20,7 @@ from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.session import events
 from agentworld_local.session.header import header_for
-from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
@@ -103,6 +103,8 @@ class Session:
             writer.close()
             raise
         world = World(backend, domain, settings, history=traj.current_branch(), next_id=writer.last_id + 1)
+        for control in _controls_undone_last(traj):
+            world.add_control(control)
         return cls(world, writer, header, shield=shield)
 
     # -- what the session holds ------------------------------------------------------
@@ -165,6 +167,20 @@ class Session:
         if self._attempt:
             record.extra[ATTEMPT] = self._attempt
         self.writer.append(record)
+
+
+def _controls_undone_last(traj: Trajectory) -> list[str]:
+    """Control instructions the session was still holding when it was saved: those of the
+    turns undone after the last turn (an undo hands a turn's controls to the next turn)."""
+    if not traj.turns or traj.head is None:
+        return []
+    by_id = {record.id: record for record in traj.turns}
+    dropped: list[TurnRecord] = []
+    turn: TurnRecord | None = traj.turns[-1]
+    while turn is not None and turn.id != traj.head:
+        dropped.append(turn)
+        turn = by_id.get(turn.parent) if turn.parent is not None else None
+    return [control for record in reversed(dropped) for control in record.controls_added]
 
 
 def settings_from_header(header: Header) -> SessionSettings:

@@ -149,3 +149,41 @@ def test_every_session_event_reads_back_from_json(tmp_path):
     out = run(session, "ls") + [session.add_control("x")] + list(session.regenerate()) + [session.undo(), session.saved()]
     for event in out:
         assert ev.event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+
+
+def test_resume_hands_the_controls_of_an_undone_turn_to_the_next_turn(tmp_path):
+    path = tmp_path / "s.jsonl"
+    session, _ = new_session(path)
+    run(session, "ls")
+    session.add_control("the disk is full")
+    run(session, "df -h")
+    session.undo()
+    session.close()
+    resumed = Session.resume(path, ScriptedBackend([LS.scripted()]))
+    assert resumed.world.pending_controls == ["the disk is full"]  # as the session held it
+    assert run(resumed, "du -sh")[-1].record.controls_added == ["the disk is full"]
+    resumed.close()
+
+
+def test_resume_after_a_turn_holds_no_stale_control(tmp_path):
+    path = tmp_path / "s.jsonl"
+    session, _ = new_session(path)
+    session.add_control("the disk is full")
+    run(session, "df -h")
+    session.close()
+    assert Session.resume(path, ScriptedBackend([LS.scripted()])).world.pending_controls == []
+
+
+def test_regenerate_after_resume_continues_the_attempts(tmp_path):
+    path = tmp_path / "s.jsonl"
+    session, _ = new_session(path, seed=1)
+    run(session, "ls")
+    list(session.regenerate())
+    session.close()
+    backend = SeedRecordingBackend([LS.scripted()])
+    resumed = Session.resume(path, backend)
+    assert resumed.history[-1].extra[ATTEMPT] == 1  # read back from the file
+    list(resumed.regenerate())
+    resumed.close()
+    assert backend.seeds == [turn_seed(1, 1, 2)]
+    assert read_trajectory(path).current_branch()[-1].extra[ATTEMPT] == 2
