@@ -193,7 +193,9 @@ def test_at_the_prompt_a_line_that_is_not_utf8_is_reported_and_the_session_goes_
 
 
 def test_a_full_context_mid_session_says_what_is_saved_and_suggests_fork(tmp_path):
-    long_screen = "\n".join(f"line {n} " + "x" * 60 for n in range(80))
+    # Turn 1's observation alone outgrows the context: the context policy always keeps turn 1
+    # (task and initial state), so no cut can help and the session must stop clearly.
+    long_screen = "\n".join(f"line {n} " + "x" * 60 for n in range(120))
     model = scripted_model(tmp_path, f"<predicted_observation>\n{long_screen}\n</predicted_observation>", chunk=400)
     out = tmp_path / "s.jsonl"
     result = awl("run", "-m", model, "-o", str(out), "--ctx", "2048", "--json", home=tmp_path, stdin="ls\npwd\nwhoami\n")
