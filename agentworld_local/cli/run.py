@@ -242,7 +242,7 @@ def _action_forms_epilog() -> str:
 @app.command(epilog=_action_forms_epilog())
 def run(
     context: typer.Context,
-    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:control TEXT`). Omit or `-` to read stdin."),
+    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
     state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),

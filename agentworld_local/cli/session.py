@@ -17,7 +17,9 @@ from agentworld_local.session.core import Session
 # The script language, file policy and header live in the session core; faces import them here too.
 from agentworld_local.session.files import default_session_path, ensure_new_file  # noqa: F401
 from agentworld_local.session.header import header_for  # noqa: F401
-from agentworld_local.session.script import CONTROL, UNDO, ScriptLine, parse_script_line, read_script  # noqa: F401
+from agentworld_local.session.script import (  # noqa: F401
+    CONTROL, REGENERATE, UNDO, ScriptLine, parse_script_line, read_script,
+)
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.trajectory.schema import TurnRecord
 
@@ -167,10 +169,11 @@ def play(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threa
     if line.command == CONTROL:
         printer.show(session.add_control(line.text))
         return True
-    if line.action is None:
+    if line.command == UNDO:
         printer.show(session.undo())
         return True
-    for event in session.step(line.action, cancel):
+    turn = session.regenerate(cancel) if line.command == REGENERATE else session.step(line.action, cancel)
+    for event in turn:
         printer.show(event)
         if isinstance(event, events.TurnCancelled):
             return False

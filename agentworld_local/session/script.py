@@ -1,5 +1,6 @@
 """The action script language every face reads: one action per line, `#` comments, and the
-session commands `:undo` (drop the last turn) and `:control TEXT` (a perturbation)."""
+session commands `:undo` (drop the last turn), `:regenerate` (the last turn again, a new
+sample) and `:control TEXT` (a perturbation)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from agentworld_local.files import read_text
 
 UNDO = ":undo"
 CONTROL = ":control"
+REGENERATE = ":regenerate"
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,8 @@ class ScriptLine:
 
 def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:
     """One action per line; blank lines and `#` comments are skipped; `:undo` drops a turn;
-    `:control TEXT` adds a control instruction (a perturbation) for the next turn."""
+    `:regenerate` runs the last turn again with a new sample; `:control TEXT` adds a control
+    instruction (a perturbation) for the next turn."""
     stripped = text.strip()
     if not stripped or stripped.startswith("#"):
         return None
@@ -37,12 +40,12 @@ def parse_script_line(domain: Domain, text: str, number: int, source: str) -> Sc
                     f"Write e.g. `{CONTROL} the next tool call fails with a rate limit`.",
                 )
             return ScriptLine(number, None, CONTROL, argument.strip())
-        if stripped != UNDO:
+        if stripped not in (UNDO, REGENERATE):
             raise InputError(
                 f"{source}:{number}: unknown session command `{stripped}`.",
-                f"Known: `{UNDO}`, `{CONTROL} TEXT`.",
+                f"Known: `{UNDO}`, `{REGENERATE}`, `{CONTROL} TEXT`.",
             )
-        return ScriptLine(number, None, UNDO)
+        return ScriptLine(number, None, stripped)
     try:
         return ScriptLine(number, domain.parse_action(stripped))
     except AwlError as error:

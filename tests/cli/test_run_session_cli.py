@@ -89,3 +89,24 @@ def test_resume_on_the_real_llama_path(tmp_path, qwen_gguf):
     traj = read_trajectory(out)
     assert [t.action for t in traj.current_branch()] == ["ls", "pwd", "whoami"]
     assert traj.current_branch()[2].parent == traj.current_branch()[1].id
+
+
+def test_regenerate_in_a_script_runs_the_last_turn_again_and_records_the_attempt(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    result = awl("run", "-m", model, "-o", str(out), "--json", home=tmp_path, stdin="ls\npwd\n:regenerate\n")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(e["event"], e.get("turn", e.get("turns"))) for e in lines if e["event"] in ("action", "undo")] == [
+        ("action", 1), ("action", 2), ("undo", 1), ("action", 2)]
+    assert lines[-1] == {"event": "saved", "path": str(out), "turns": 2}
+    branch = read_trajectory(out).current_branch()
+    assert [(t.action, t.extra.get("attempt")) for t in branch] == [("ls", None), ("pwd", 1)]
+
+
+def test_regenerate_before_any_turn_is_a_clear_error(tmp_path):
+    script = tmp_path / "actions.txt"
+    script.write_text(":regenerate\nls\n", encoding="utf-8")
+    result = awl("run", str(script), "-m", scripted_model(tmp_path, THOUGHT_LS), "-o", str(tmp_path / "s.jsonl"),
+                 home=tmp_path)
+    assert_one_line_error(result, "no turn to regenerate")
