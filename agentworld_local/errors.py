@@ -47,12 +47,6 @@ class TrajectoryError(AwlError):
     """A trajectory file that cannot be read or written."""
 
 
-class GenerationCancelled(AwlError):
-    """The user cancelled a turn; completed turns are kept."""
-
-    exit_code = 130
-
-
 class GenerationError(AwlError):
     """A generation that could not run or continue (the backend is busy, llama.cpp failed)."""
 

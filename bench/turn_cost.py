@@ -22,7 +22,7 @@ from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 
-# Hidden 512 like the fixture DESIGN.md's measurements used; 8 layers of (3 DeltaNet + 1 attention) x 2.
+# Hidden 512, the size of the fixture our first measurements used; 8 layers of (3 DeltaNet + 1 attention) x 2.
 BENCH_SIZES = dict(n_embd=512, head_dim=64, n_rot=16, rope_sections=[4, 2, 2, 0], ssm_d_state=64, n_ff_exp=256, n_ff_shexp=512)
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
 

@@ -1,6 +1,6 @@
 """Render turn prompts and the message list in the layout of the official evaluation.
 
-Layout (DESIGN.md section 1): system prompt; history as alternating user (turn prompt)
+Layout (docs/ARCHITECTURE.md, "The model's contract"): system prompt; history as alternating user (turn prompt)
 and assistant (`**Environment Observation:**` + newline + observation, no thinking);
 then the current user turn prompt.
 """

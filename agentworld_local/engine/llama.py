@@ -1,6 +1,6 @@
 """The in-process llama.cpp backend: the only module that imports `llama_cpp`.
 
-Performance core (DESIGN.md section 2): the session is one token list that only grows,
+Performance core (docs/ARCHITECTURE.md): the session is one token list that only grows,
 with a checkpoint at every turn boundary (the end of the last user message, before the
 generation prompt). Hybrid models (recurrent + attention layers) cannot drop tokens from
 the middle of their recurrent state, so a checkpoint stores the recurrent state alone

@@ -382,13 +382,3 @@ class World:
         later = self.history[at_turn:]
         child._pending_controls = list(later[0].controls_added) if later else list(self._pending_controls)
         return child
-
-    def stats(self) -> dict[str, float | int]:
-        """Totals over the current history."""
-        return {
-            "turns": len(self.history),
-            "prompt_tokens_evaluated": sum(r.tokens.get("prompt_evaluated", 0) for r in self.history),
-            "generated_tokens": sum(r.tokens.get("generated", 0) for r in self.history),
-            "thinking_tokens": sum(r.tokens.get("thinking", 0) for r in self.history),
-            "seconds": round(sum(r.timings.get("total_s", 0.0) for r in self.history), 3),
-        }

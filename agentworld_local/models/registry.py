@@ -403,10 +403,3 @@ def _write_user_data(user_file: Path, data: dict) -> None:
     header = "# Your awl models: written by `awl models add` (same format as the packaged models.toml).\n"
     temporary.write_text(header + tomli_w.dumps(ordered), encoding="utf-8")
     os.replace(temporary, user_file)  # atomic: a crash never leaves half a registry
-
-
-def cached_path(choice: ModelChoice) -> Path | None:
-    """The file for `choice` if it is on disk (see `agentworld_local.models.hub.cached_path`)."""
-    from agentworld_local.models.hub import cached_path as _cached_path
-
-    return _cached_path(choice)

@@ -149,7 +149,7 @@ def _last_query(messages: list[dict]) -> int:
 @pytest.mark.parametrize("messages", CONVERSATIONS)
 @pytest.mark.parametrize("kwargs, ending", GENERATION_PROMPTS)
 def test_qwen35_fixture_template_follows_the_qwen35_rules(messages, kwargs, ending):
-    """The rules of DESIGN.md section 4, checked on every conversation and flag combination."""
+    """The Qwen3.5 chat-template rules (docs/ARCHITECTURE.md), checked on every conversation and flag combination."""
     out = render(tiny_gguf.QWEN35_TEMPLATE, messages, **kwargs)
     body = out[: len(out) - len(ending)] if ending else out
     assert out.endswith(ending) and body.endswith("<|im_end|>\n")  # the generation prompt, exactly

@@ -3,7 +3,7 @@
 The estimate is checked against what llama.cpp really allocates for the tiny fixtures
 (its `llama_kv_cache: size`, model and compute buffer log lines, and the measured
 recurrent state); the plan's rules are checked on synthetic machines (no GPU here) with
-the real model's numbers from DESIGN.md section 1.
+the real model's numbers from docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_the_estimate_matches_what_llama_cpp_allocates(kind, qwen_gguf, llama_gg
 
 
 def qwen_agentworld_summary() -> GgufSummary:
-    """Qwen-AgentWorld-35B-A3B at UD-Q4_K_M, from DESIGN.md section 1: 40 layers = 10 x (3 DeltaNet +
+    """Qwen-AgentWorld-35B-A3B at UD-Q4_K_M, from docs/ARCHITECTURE.md: 40 layers = 10 x (3 DeltaNet +
     1 attention) + 1 MTP block, 2 KV heads of dim 256, 262,144 context, 22,134,529,280 bytes."""
     embed = 248_320 * 2048 * 4.5 / 8  # the vocabulary at about 4.5 bits per weight
     per_layer = (22_134_529_280 - 2 * embed) / 41
@@ -167,7 +167,7 @@ def qwen_agentworld_summary() -> GgufSummary:
 
 def test_the_real_model_keeps_kv_only_in_its_ten_attention_layers():
     estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
-    # 10 layers x 2 heads x (256 + 256) x 2 bytes: "about 20 KB per token" (DESIGN.md)
+    # 10 layers x 2 heads x (256 + 256) x 2 bytes: "about 20 KB per token" (docs/ARCHITECTURE.md)
     assert estimate.kv_bytes_per_token == 20_480
     assert estimate.kv_bytes == 5 * GiB
     # 30 DeltaNet layers x (conv 3 x 8192 + state 128 x 4096) f32 values, whatever the context
