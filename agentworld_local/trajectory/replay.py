@@ -139,6 +139,22 @@ def _looks_like_json(text: str) -> bool:
     return True
 
 
+def turn_notes(record: TurnRecord) -> list[str]:
+    """What else shaped this turn: a context cut made here, a regenerated sample."""
+    notes = []
+    context = record.context if isinstance(record.context, dict) else {}
+    omitted = context.get("omitted_turns")
+    if isinstance(context.get("cut"), dict) and isinstance(omitted, dict):
+        first, last = omitted.get("first"), omitted.get("last")
+        if isinstance(first, int) and isinstance(last, int) and last >= first:
+            span = f"turn {first}" if first == last else f"turns {first}-{last}"
+            notes.append(f"context cut: from here the model no longer sees {span}")
+    attempt = record.extra.get("attempt") if isinstance(record.extra, dict) else None
+    if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0:
+        notes.append(f"regenerated: sample {attempt + 1} of this turn")
+    return notes
+
+
 def render_turn(
     record: TurnRecord,
     console: Console,
@@ -157,7 +173,7 @@ def render_turn(
     action = safe(record.action.rstrip("\n"))
     observation = safe(record.observation.rstrip("\n"))
     thinking = safe(record.thinking.strip("\n"))
-    controls = [safe(f"control added: {c}") for c in record.controls_added]
+    controls = [safe(f"control added: {c}") for c in record.controls_added] + turn_notes(record)
     if plain:
         out = [f"== {title} ==", *controls, "action:", action]
         if show_thinking and thinking.strip():

@@ -307,3 +307,23 @@ def test_replay_rich_mode_highlights(tmp_path):
     text = re.sub(r"\x1b\[[0-9;]*m", "", out)
     assert "\x1b[" in out and "── Turn 1" in text and "ls -la" in text and '{"a": 1}' in text
     assert pauses and sum(pauses) <= 0.5 + 1e-9  # typewriter never takes longer than `speed`
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_replay_says_where_the_context_was_cut_and_which_turns_were_regenerated(plain):
+    from agentworld_local.trajectory.replay import render_turn
+
+    cut = make_turn("ls", "a", context={"omitted_turns": {"first": 2, "last": 9},
+                                         "cut": {"tokens_before": 4100, "tokens_after": 2000, "context": 4096}})
+    later = make_turn("pwd", "/", context={"omitted_turns": {"first": 2, "last": 9}})  # the same view, no new cut
+    again = make_turn("id", "uid=0", extra={"attempt": 1})
+    damaged = make_turn("w", "x", context={"omitted_turns": "2-9", "cut": 5}, extra={"attempt": "x"})
+    shown = []
+    for record in (cut, later, again, damaged):
+        buffer = io.StringIO()
+        render_turn(record, Console(file=buffer, width=120), plain=plain)
+        shown.append(buffer.getvalue())
+    assert "the model no longer sees turns 2-9" in shown[0]
+    assert "no longer sees" not in shown[1] and "regenerated" not in shown[1]
+    assert "regenerated: sample 2 of this turn" in shown[2]
+    assert "no longer sees" not in shown[3] and "regenerated" not in shown[3]
