@@ -31,11 +31,11 @@ import llama_cpp
 from llama_cpp import Llama
 from llama_cpp import _internals as llama_internals
 
-from agentworld_local.contract.parse import OBS_CLOSE, THINK_OPEN
+from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.engine.guard import GenerationGuard
-from agentworld_local.engine.repetition import RepetitionDetector
 from agentworld_local.engine.template import ChatTemplate, fallback_template
-from agentworld_local.engine.thinking import FORCED_THINK_END, ThinkingSplitter
+from agentworld_local.engine.answer_rules import AnswerRules
+from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
     GenerationDone,
     GenerationEvent,
@@ -697,9 +697,7 @@ class LlamaBackend:
     ) -> Iterator[GenerationEvent]:
         sampler = self._make_sampler(sampling, seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        raw: list[str] = []
-        splitter = ThinkingSplitter(thinking=think_open)
-        repetition = RepetitionDetector()
+        rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
         started = time.perf_counter()
         try:
@@ -715,35 +713,22 @@ class LlamaBackend:
                     stats.finish = "stop"
                     break
                 self._decode([token])
-                stats.generated_tokens += 1
-                text = decoder.decode(self._llm.detokenize([token], special=True))
-                raw.append(text)
-                was_thinking = splitter.thinking
-                yield from splitter.feed(text)
-                if repetition.feed(text):
-                    stats.finish = "repetition"  # a degenerate loop would only fill max_tokens
+                yield from rules.feed(decoder.decode(self._llm.detokenize([token], special=True)))
+                if rules.finish:
+                    stats.finish = rules.finish
                     break
-                if was_thinking or splitter.thinking:
-                    stats.thinking_tokens += 1
-                    if splitter.thinking and think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
-                        if len(forced_end) > self.room():
-                            stats.finish = "length"  # no room left even to close thinking
-                            break
-                        yield from splitter.end_thinking()
-                        self._decode(forced_end)
-                        raw.append(FORCED_THINK_END)
-                    continue
-                if OBS_CLOSE in splitter.answer[-len(OBS_CLOSE) - 16 :]:
-                    stats.finish = "stop"  # the observation is complete; anything after it is noise
-                    break
-                if stats.generated_tokens - stats.thinking_tokens >= sampling.max_tokens:
-                    stats.finish = "length"
-                    break
+                if rules.budget_spent:
+                    if len(forced_end) > self.room():
+                        stats.finish = "length"  # no room left even to close thinking
+                        break
+                    yield from rules.end_thinking()
+                    self._decode(forced_end)
         finally:
             sampler.close()
-        yield from splitter.flush()
+        yield from rules.flush()
         stats.generate_s = time.perf_counter() - started
-        yield GenerationDone(raw_output="".join(raw) + decoder.decode(b"", final=True), think_open=think_open, stats=stats)
+        raw = "".join(rules.raw) + decoder.decode(b"", final=True)
+        yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
 
     def close(self) -> None:
         self._llm.close()

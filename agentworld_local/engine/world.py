@@ -77,10 +77,6 @@ class ContextTrimmed:
     tokens_after: int
     n_ctx: int
 
-    @property
-    def omitted_turns(self) -> list[int]:
-        return list(range(self.first, self.last + 1))
-
 
 WorldEvent = (
     ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplaced | ContextTrimmed | TurnFinished | TurnCancelled

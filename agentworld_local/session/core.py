@@ -6,6 +6,7 @@ before the World changes, so the file alone can restore it (`Session.resume`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
@@ -214,7 +215,7 @@ def _session_event(turn: int, event: object) -> events.SessionEvent:
     if isinstance(event, engine.ObservationReplaced):
         return events.ObservationReplaced(turn, event.text)
     if isinstance(event, engine.ContextTrimmed):
-        return events.ContextTrimmed(turn, event.first, event.last, event.tokens_before, event.tokens_after, event.n_ctx)
+        return events.ContextTrimmed(**dataclasses.asdict(event))  # the same fields, the turn included
     if isinstance(event, engine.TurnFinished):
         return events.TurnFinished(turn, event.record)
     if isinstance(event, engine.TurnCancelled):

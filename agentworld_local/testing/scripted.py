@@ -2,10 +2,10 @@
 
 Random-weight test models never write `<think>`, `<predicted_observation>` or the
 observation marker; the real model does on every turn. `ScriptedBackend` plays given raw
-answers through the same events as the llama backend (ThinkingDelta / AnswerDelta through
-the same ThinkingSplitter, then GenerationDone with realistic stats), so every face (CLI,
-TUI, server) can be tested on the answers users really get. One chunk stands for one
-sampled token.
+answers through the same events as the llama backend (ThinkingDelta / AnswerDelta under
+the same per-token rules, engine/answer_rules.py, then GenerationDone with realistic
+stats), so every face (CLI, TUI, server) can be tested on the answers users really get.
+One chunk stands for one sampled token.
 
 Behaviour, as with the llama backend and a Qwen3.5 chat template:
 - answers are used in order, one per `generate` call, starting again at the first after
@@ -49,10 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.contract.parse import OBS_CLOSE, THINK_CLOSE, THINK_OPEN
+from agentworld_local.contract.parse import THINK_CLOSE, THINK_OPEN
 from agentworld_local.engine.guard import GenerationGuard
-from agentworld_local.engine.repetition import RepetitionDetector
-from agentworld_local.engine.thinking import FORCED_THINK_END, ThinkingSplitter
+from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.types import (
     GenerationDone,
     GenerationEvent,
@@ -245,9 +244,10 @@ class ScriptedBackend:
         else:  # a template that knows nothing of thinking: the model writes `<think>` itself
             think_open, offset = False, 0
         pieces = answer.pieces(offset)
-        splitter = ThinkingSplitter(thinking=think_open)
-        repetition = RepetitionDetector()
-        raw: list[str] = []
+        rules = AnswerRules(
+            think_open=think_open, think=think, sampling=sampling, stats=stats,
+            stop_after_observation=self.stop_after_observation,
+        )
         stats.finish = answer.finish
         generating = time.perf_counter()
         index = 0
@@ -260,35 +260,21 @@ class ScriptedBackend:
             if stats.prompt_tokens_total + stats.generated_tokens >= self.info.n_ctx:
                 stats.finish = "length"
                 break
-            text = pieces[index]
+            yield from rules.feed(pieces[index])
             index += 1
-            stats.generated_tokens += 1
-            raw.append(text)
-            was_thinking = splitter.thinking
-            yield from splitter.feed(text)
-            if repetition.feed(text):
-                stats.finish = "repetition"
+            if rules.finish:
+                stats.finish = rules.finish
                 break
-            if was_thinking or splitter.thinking:
-                stats.thinking_tokens += 1
-                if splitter.thinking and think.mode == "budget" and stats.thinking_tokens >= (think.tokens or 0):
-                    yield from splitter.end_thinking()
-                    raw.append(FORCED_THINK_END)
-                    # The model goes on to the answer: what it wrote after its own `</think>`.
-                    close = answer.raw.find(THINK_CLOSE, offset)
-                    rest = len(answer.raw) if close == -1 else close + len(THINK_CLOSE)
-                    rest = len(answer.raw) - len(answer.raw[rest:].lstrip())
-                    pieces, index = answer.pieces(rest), 0
-                continue
-            if self.stop_after_observation and OBS_CLOSE in splitter.answer[-len(OBS_CLOSE) - 16 :]:
-                stats.finish = "stop"
-                break
-            if stats.generated_tokens - stats.thinking_tokens >= sampling.max_tokens:
-                stats.finish = "length"
-                break
-        yield from splitter.flush()
+            if rules.budget_spent:
+                yield from rules.end_thinking()
+                # The model goes on to the answer: what it wrote after its own `</think>`.
+                close = answer.raw.find(THINK_CLOSE, offset)
+                rest = len(answer.raw) if close == -1 else close + len(THINK_CLOSE)
+                rest = len(answer.raw) - len(answer.raw[rest:].lstrip())
+                pieces, index = answer.pieces(rest), 0
+        yield from rules.flush()
         stats.generate_s = max(time.perf_counter() - generating, 1e-6)
-        yield GenerationDone(raw_output="".join(raw), think_open=think_open, stats=stats)
+        yield GenerationDone(raw_output="".join(rules.raw), think_open=think_open, stats=stats)
 
 
 def parse_answer_file(data: Any, source: str) -> list[ScriptedAnswer]:

@@ -1,0 +1,67 @@
+"""The rules every backend applies to each generated piece of an answer.
+
+What counts as thinking, when a thinking budget is spent, when a degenerate loop, a
+finished observation or `max_tokens` ends the turn: one implementation, so the llama
+backend and the scripted backend (which tests the answer path) cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from agentworld_local.contract.parse import OBS_CLOSE
+from agentworld_local.engine.repetition import RepetitionDetector
+from agentworld_local.engine.thinking import FORCED_THINK_END, StreamEvent, ThinkingSplitter
+from agentworld_local.engine.types import GenerationStats, SamplingConfig, ThinkBudget
+
+
+class AnswerRules:
+    """Feed each generated piece; read `finish` (the turn ends) and `budget_spent` after each."""
+
+    def __init__(
+        self,
+        *,
+        think_open: bool,
+        think: ThinkBudget,
+        sampling: SamplingConfig,
+        stats: GenerationStats,
+        stop_after_observation: bool = True,
+    ) -> None:
+        self.splitter = ThinkingSplitter(thinking=think_open)
+        self._repetition = RepetitionDetector()
+        self._think = think
+        self._max_tokens = sampling.max_tokens
+        self._stats = stats
+        self._stop_after_observation = stop_after_observation
+        self.raw: list[str] = []
+        #: Set when the turn must end after this piece: repetition, stop or length.
+        self.finish: str | None = None
+        #: Set when the thinking budget ran out: the caller writes FORCED_THINK_END (end_thinking).
+        self.budget_spent = False
+
+    def feed(self, text: str) -> list[StreamEvent]:
+        """One generated piece (a token's text): the events to stream."""
+        stats = self._stats
+        stats.generated_tokens += 1
+        self.raw.append(text)
+        was_thinking = self.splitter.thinking
+        events = self.splitter.feed(text)
+        self.budget_spent = False
+        if self._repetition.feed(text):
+            self.finish = "repetition"  # a degenerate loop would only fill max_tokens
+        elif was_thinking or self.splitter.thinking:
+            stats.thinking_tokens += 1
+            budget = self._think.mode == "budget" and stats.thinking_tokens >= (self._think.tokens or 0)
+            self.budget_spent = self.splitter.thinking and budget
+        elif self._stop_after_observation and OBS_CLOSE in self.splitter.answer[-len(OBS_CLOSE) - 16 :]:
+            self.finish = "stop"  # the observation is complete; anything after it is noise
+        elif stats.generated_tokens - stats.thinking_tokens >= self._max_tokens:
+            self.finish = "length"
+        return events
+
+    def end_thinking(self) -> list[StreamEvent]:
+        """The budget is spent: thinking ends here with FORCED_THINK_END in the raw answer."""
+        self.budget_spent = False
+        self.raw.append(FORCED_THINK_END)
+        return self.splitter.end_thinking()
+
+    def flush(self) -> list[StreamEvent]:
+        return self.splitter.flush()
