@@ -237,12 +237,18 @@ class World:
     # -- turns ----------------------------------------------------------------------
 
     def step(
-        self, action: str | Action, cancel: threading.Event | None = None, *, prompt: str | None = None
+        self,
+        action: str | Action,
+        cancel: threading.Event | None = None,
+        *,
+        prompt: str | None = None,
+        seed: int | None = None,
     ) -> Iterator[WorldEvent]:
         """Send one agent action; stream thinking and observation; record the finished turn.
 
         `prompt` sends a ready-made turn prompt verbatim (re-simulating a benchmark row);
-        pending control instructions then stay pending.
+        pending control instructions then stay pending. `seed` replaces the turn's own
+        sampling seed (session seed + turn number), e.g. for a regenerated sample.
         """
         parsed = self.domain.parse_action(action) if isinstance(action, str) else action
         controls_added = list(self._pending_controls) if prompt is None else []
@@ -259,7 +265,7 @@ class World:
             self.messages_for(prompt, kept_from=kept_from),
             sampling=self.settings.sampling,
             think=self.settings.think,
-            seed=self.settings.seed + turn,
+            seed=self.settings.seed + turn if seed is None else seed,
             cancel=cancel,
         ):
             if isinstance(event, ThinkingDelta):

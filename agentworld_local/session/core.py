@@ -41,24 +41,6 @@ def turn_seed(session_seed: int, turn: int, attempt: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
-class _Reseeded:
-    """The backend with the seed of a regenerated turn put in place of the World's own.
-
-    World.step seeds turn N with `settings.seed + N` (attempt 0); only while a session runs
-    a later attempt does this swap in that attempt's seed. Everything else passes through.
-    """
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-        self.seed: int | None = None
-
-    def generate(self, messages: list[dict[str, str]], *, seed: int, **options: Any) -> Any:
-        return self._backend.generate(messages, seed=seed if self.seed is None else self.seed, **options)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
-
-
 class Session:
     """One session. Not thread-safe: call it from one thread at a time.
 
@@ -70,8 +52,6 @@ class Session:
         self.world = world
         self.writer = writer
         self.header = header
-        self._seeds = _Reseeded(world.backend)
-        world.backend = self._seeds
         shield = shield or (lambda write: write)
         world.on_turn = shield(self._save_turn)
         world.on_undo = shield(writer.record_undo)
@@ -128,14 +108,12 @@ class Session:
         parsed = self.world.domain.parse_action(action) if isinstance(action, str) else action
         turn = len(self.history) + 1
         yield events.TurnStarted(turn, parsed.text, parsed.payload)
-        attempt = self._attempt
-        self._seeds.seed = turn_seed(self.world.settings.seed, turn, attempt) if attempt else None
+        seed = turn_seed(self.world.settings.seed, turn, self._attempt)
         try:
-            for event in self.world.step(parsed, cancel):
+            for event in self.world.step(parsed, cancel, seed=seed):
                 yield _session_event(turn, event)
         finally:
-            self._seeds.seed = None
-            self._attempt = 0
+            self._attempt = 0  # read by _save_turn while the turn is saved
 
     def undo(self) -> events.Undone:
         """Drop the last turn (the file keeps it, and records the undo)."""
