@@ -40,7 +40,7 @@ def write_session(path: Path, turns: int) -> None:
 def child(path: str, out: str) -> None:
     """Runs in a fresh process: export `path` to `out`, print one JSON line of measurements."""
     from agentworld_local.trajectory import read_trajectory
-    from agentworld_local.trajectory.bench_export import ExportPlan
+    from agentworld_local.agentworldbench.export import ExportPlan
 
     started = time.perf_counter()
     traj = read_trajectory(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from agentworld_local.cli.bench import print_warnings
+from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
 from agentworld_local.cli.session import ensure_new_file

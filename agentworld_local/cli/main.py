@@ -63,7 +63,7 @@ COMMAND_MODULES = (
     "fork",
     "run",
     "scenarios",
-    "bench",
+    "agentworldbench",
     "models",
     "models_info",
     "doctor",

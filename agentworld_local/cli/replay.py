@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from agentworld_local.cli.bench import print_warnings
+from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory

@@ -18,10 +18,10 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.cli.session import header_for
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.engine.bench import bench_world, resimulate
+from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
-from agentworld_local.trajectory.agentworldbench import FORMAT, BenchRow, bench_ref
+from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
 from agentworld_local.session.events import Saved
 from agentworld_local.trajectory.jsonl import dumps
 from agentworld_local.trajectory.schema import TurnRecord

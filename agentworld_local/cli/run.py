@@ -48,7 +48,7 @@ from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.models.resolve import resolve_model
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.session.core import Session, Shield
-from agentworld_local.trajectory.agentworldbench import read_bench_row
+from agentworld_local.agentworldbench.rows import read_bench_row
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import TrajectoryWriter
 

@@ -15,7 +15,7 @@ _REGISTRY: dict[str, str] = {
     "mcp": "agentworld_local.domains.mcp:MCPDomain",
     "search": "agentworld_local.domains.search:SearchDomain",
     "web": "agentworld_local.domains.web:WebDomain",
-    "os": "agentworld_local.domains.desktop:OSDomain",
+    "os": "agentworld_local.domains.os:OSDomain",
     "android": "agentworld_local.domains.android:AndroidDomain",
 }
 # Domains whose state includes tool definitions that a session or scenario may replace.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agentworld_local.domains import get_domain
-from agentworld_local.domains.filesystem import FileTree, probe_file_tree
+from agentworld_local.views.file_tree import FileTree, probe_file_tree
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import SessionSettings, World

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agentworld_local.engine.bench import bench_world
+from agentworld_local.agentworldbench.resimulate import bench_world
 from agentworld_local.engine.world import SessionSettings, World
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.trajectory.agentworldbench import (
+from agentworld_local.agentworldbench.rows import (
     BenchDomain,
     bench_messages,
     import_bench,
@@ -25,7 +25,7 @@ from agentworld_local.trajectory.agentworldbench import (
     read_bench_row,
     read_bench_rows,
 )
-from agentworld_local.trajectory.bench_export import trajectory_to_rows
+from agentworld_local.agentworldbench.export import trajectory_to_rows
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter

@@ -10,8 +10,8 @@ import pytest
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory import read_trajectory
 from agentworld_local.trajectory import writer as writer_module
-from agentworld_local.trajectory.agentworldbench import import_bench, read_bench_row, read_bench_rows
-from agentworld_local.trajectory.bench_export import ExportPlan, trajectory_to_rows
+from agentworld_local.agentworldbench.rows import import_bench, read_bench_row, read_bench_rows
+from agentworld_local.agentworldbench.export import ExportPlan, trajectory_to_rows
 from tests.unit.test_agentworldbench import OBS, bench_job
 
 
@@ -134,7 +134,7 @@ def test_a_failed_import_leaves_no_files(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real(target, header, turns)
 
-    import agentworld_local.trajectory.agentworldbench as bench_module
+    import agentworld_local.agentworldbench.rows as bench_module
     monkeypatch.setattr(bench_module, "write_new", failing)
     with pytest.raises(OSError):
         import_bench(path, tmp_path / "out")

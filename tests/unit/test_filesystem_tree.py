@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from agentworld_local.domains import domain_names, get_domain
-from agentworld_local.domains.filesystem import FILE_SYSTEM_DOMAINS, listing_probe, parse_listing
+from agentworld_local.views.file_tree import FILE_SYSTEM_DOMAINS, listing_probe, parse_listing
 from agentworld_local.errors import InputError
 
 LS_LA = """\

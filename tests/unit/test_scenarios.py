@@ -173,7 +173,7 @@ def test_unknown_scenario_suggests_close_names():
 def test_scenario_modules_import_no_ui_library():
     code = (
         "import json, sys\n"
-        "import agentworld_local.scenarios, agentworld_local.trajectory.agentworldbench, agentworld_local.engine.bench\n"
+        "import agentworld_local.scenarios, agentworld_local.agentworldbench.rows, agentworld_local.agentworldbench.resimulate\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'typer', 'click'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

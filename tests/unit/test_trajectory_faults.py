@@ -24,7 +24,7 @@ from agentworld_local.trajectory import (
     utc_now,
 )
 from agentworld_local.trajectory import writer as writer_module
-from agentworld_local.trajectory.bench_export import ExportPlan, trajectory_to_rows
+from agentworld_local.agentworldbench.export import ExportPlan, trajectory_to_rows
 from agentworld_local.trajectory.replay import replay
 from tests.unit.test_trajectory import make_header, make_turn, write_linear
 

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from agentworld_local.errors import AwlError
 from agentworld_local.trajectory import Header, TrajectoryWriter, TurnRecord, read_trajectory
-from agentworld_local.trajectory.agentworldbench import read_bench_row, read_bench_rows
-from agentworld_local.trajectory.bench_export import ExportPlan
+from agentworld_local.agentworldbench.rows import read_bench_row, read_bench_rows
+from agentworld_local.agentworldbench.export import ExportPlan
 from agentworld_local.trajectory.replay import replay
 from tests.unit.test_agentworldbench import bench_job
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentworld_local.contract.turns import history_observation
 from agentworld_local.errors import TrajectoryError
-from agentworld_local.trajectory.agentworldbench import FORMAT, trajectory_id
+from agentworld_local.agentworldbench.rows import FORMAT, trajectory_id
 from agentworld_local.trajectory.jsonl import dumps
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import TurnRecord

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.world import SessionSettings, World, WorldEvent
-from agentworld_local.trajectory.agentworldbench import BenchDomain, BenchRow, prompt_action, row_header, row_turns
+from agentworld_local.agentworldbench.rows import BenchDomain, BenchRow, prompt_action, row_header, row_turns
 
 
 def bench_world(row: BenchRow, backend: Backend, settings: SessionSettings | None = None) -> World:

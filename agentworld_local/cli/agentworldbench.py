@@ -15,8 +15,8 @@ from agentworld_local.cli.session import ensure_new_file
 from agentworld_local.errors import InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.trajectory.agentworldbench import FORMAT, import_bench
-from agentworld_local.trajectory.bench_export import ExportPlan
+from agentworld_local.agentworldbench.rows import FORMAT, import_bench
+from agentworld_local.agentworldbench.export import ExportPlan
 from agentworld_local.trajectory.reader import read_trajectory
 
 FORMATS = (FORMAT,)

@@ -1,0 +1,1 @@
+"""AgentWorldBench, the official benchmark format: its rows, export to it, and re-simulating a row."""
