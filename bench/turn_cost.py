@@ -19,7 +19,8 @@ from pathlib import Path
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 
 # Hidden 512, the size of the fixture our first measurements used; 8 layers of (3 DeltaNet + 1 attention) x 2.

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from agentworld_local.engine.base import Backend
-from agentworld_local.engine.world import SessionSettings, World, WorldEvent
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World, WorldEvent
 from agentworld_local.agentworldbench.rows import BenchDomain, BenchRow, prompt_action, row_header, row_turns
 
 

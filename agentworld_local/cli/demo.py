@@ -13,7 +13,8 @@ from agentworld_local.cli.run import CTX_HELP, MODEL_HELP, THINK_HELP, load_back
 from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.paths import package_assets
 from agentworld_local.trajectory.reader import read_trajectory

@@ -20,7 +20,8 @@ from agentworld_local.cli.session import header_for
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
 from agentworld_local.engine.types import ThinkingDelta
-from agentworld_local.engine.world import SessionSettings, TurnCancelled, TurnFinished
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import TurnCancelled, TurnFinished
 from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
 from agentworld_local.session.events import Saved
 from agentworld_local.trajectory.jsonl import dumps

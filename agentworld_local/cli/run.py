@@ -41,7 +41,8 @@ from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
 from agentworld_local.engine.session_context import with_session_tools
 from agentworld_local.engine.types import DEFAULT_THINK_TOKENS, SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
 from agentworld_local.terminal_text import safe_for_terminal

@@ -9,8 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from agentworld_local.contract.parse import observation_so_far, parse_output
 from agentworld_local.contract.turns import TurnPrompt, build_messages
@@ -24,12 +23,11 @@ from agentworld_local.engine.context_window import (
     omitted_note,
     prompt_room,
 )
+from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.session_context import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine.types import (
     AnswerDelta,
     GenerationDone,
-    SamplingConfig,
-    ThinkBudget,
     ThinkingDelta,
 )
 from agentworld_local.errors import InputError
@@ -112,23 +110,6 @@ class ObservationStream:
         out = so_far.stable[len(self.emitted) :]
         self.emitted = so_far.stable
         return out
-
-
-@dataclass
-class SessionSettings:
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    think: ThinkBudget = field(default_factory=lambda: ThinkBudget.parse(None))
-    seed: int = 0
-    task: str = ""
-    initial_state: str | None = None  # None: the domain's default
-    #: Control instructions (perturbations) from the start: they enter turn 1's Task Instruction.
-    controls: list[str] = field(default_factory=list)
-    #: A fictional-world description: it enters the system prompt.
-    world_description: str = ""
-    #: Tool definitions (swe, mcp, search): the domain is rebuilt with them (they enter its prompt).
-    tools: list[dict[str, Any]] | None = None
-    #: Replaces the whole system prompt (an imported benchmark row carries its own).
-    system_prompt: str | None = None
 
 
 class World:

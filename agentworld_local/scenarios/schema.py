@@ -10,9 +10,10 @@ import datetime
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
+from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import InputError, did_you_mean
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.terminal_text import shorten
@@ -23,8 +24,6 @@ EXAMPLE_HINT = "See `awl scenarios show python-web-app` for a complete example."
 REQUIRED = ("version", "name", "domain", "title", "task", "initial_state")
 OPTIONAL = ("tools", "controls", "world", "description")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-SettingsT = TypeVar("SettingsT")
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,9 @@ class Scenario:
             ref["path"] = str(self.path)
         return ref
 
-    def apply(self, settings: SettingsT) -> SettingsT:
-        """Session settings (engine.world.SessionSettings) with this scenario's world in them."""
-        return replace(  # type: ignore[type-var]
+    def apply(self, settings: SessionSettings) -> SessionSettings:
+        """Session settings with this scenario's world in them."""
+        return replace(
             settings,
             task=self.task,
             initial_state=self.initial_state,

@@ -17,7 +17,8 @@ from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Action
 from agentworld_local.engine import world as engine
 from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget, ThinkingDelta
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.session import events
 from agentworld_local.session.header import header_for

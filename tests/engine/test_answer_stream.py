@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from agentworld_local.contract.parse import OBS_OPEN, split_thinking
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import ThinkBudget
+from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import (
     ObservationDelta,
     ObservationReplaced,
-    SessionSettings,
     TurnFinished,
     World,
 )

@@ -14,7 +14,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "C-c", "git status", "git diff", "pwd", "ls", "echo done"]
 # Tokens the engine may evaluate beyond the strictly new ones (none today; room for a template quirk).

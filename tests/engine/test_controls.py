@@ -14,7 +14,8 @@ from agentworld_local.contract.turns import history_observation
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.scenarios import load_scenario
 

@@ -7,7 +7,8 @@ import pytest
 from agentworld_local.domains import domain_names, get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 
 ACTIONS = {
     "terminal": "ls -la",

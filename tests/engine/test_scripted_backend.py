@@ -10,7 +10,8 @@ import pytest
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import AnswerDelta, GenerationDone, SamplingConfig, ThinkBudget, ThinkingDelta
-from agentworld_local.engine.world import SessionSettings, TurnCancelled, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import TurnCancelled, World
 from agentworld_local.errors import AwlError, BackendBusy, InputError
 from agentworld_local.testing.answers import answer
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend

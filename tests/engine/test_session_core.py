@@ -8,7 +8,8 @@ import json
 import pytest
 
 from agentworld_local.domains import get_domain
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.session import events as ev
 from agentworld_local.session.core import ATTEMPT, Session, turn_seed

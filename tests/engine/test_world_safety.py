@@ -11,7 +11,8 @@ import pytest
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget, ThinkingDelta
-from agentworld_local.engine.world import ObservationDelta, SessionSettings, TurnCancelled, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import ObservationDelta, TurnCancelled, World
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentworld_local.domains import get_domain
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.testing.answers import answer
 from agentworld_local.testing.scripted import ScriptedBackend
 

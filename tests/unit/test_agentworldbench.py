@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentworld_local.agentworldbench.resimulate import bench_world
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.agentworldbench.rows import (
     BenchDomain,

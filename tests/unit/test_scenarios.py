@@ -11,7 +11,8 @@ import pytest
 
 from agentworld_local.domains import domain_names, get_domain
 from agentworld_local.domains.base import Action
-from agentworld_local.engine.world import SessionSettings, World
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.scenarios import bundled_dir, list_scenarios, load_scenario, read_scenario_file
 from agentworld_local.trajectory.reader import read_trajectory
