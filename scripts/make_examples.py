@@ -1,0 +1,426 @@
+"""Regenerate the bundled example sessions in assets/examples/ (one or more per domain).
+
+The observations are hand-written, not model output. They still go through the real
+session path (Session + World + a ScriptedBackend streaming the written answers, then
+TrajectoryWriter), so every file has the prompts, system prompt, tools and parse results
+a real session would record. Timings and token counts are left empty (nothing was
+measured) and timestamps are fixed, so re-running the script gives the same files.
+
+    python scripts/make_examples.py            # writes assets/examples/*.jsonl
+    python scripts/make_examples.py --check    # fails if a file is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from agentworld_local.domains import get_domain
+from agentworld_local.engine.session_context import with_session_tools
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.world import World
+from agentworld_local.scenarios.loader import load_scenario
+from agentworld_local.session.core import Session
+from agentworld_local.session.header import header_for
+from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory import writer as writer_module
+from agentworld_local.trajectory.writer import TrajectoryWriter
+
+OUT_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
+NOTE = "Hand-written example session for offline demos (`awl demo`, `awl replay`); it is not model output."
+CREATED = "2026-12-02T12:00:00Z"
+UNDO = None  # a step that undoes the last turn
+
+
+@dataclass
+class Step:
+    action: str
+    thinking: str
+    observation: str
+
+
+@dataclass
+class Example:
+    name: str  # file stem
+    scenario: str
+    steps: list[Step | None] = field(default_factory=list)  # None: undo
+
+
+def answer(step: Step) -> str:
+    return f"<think>\n{step.thinking.strip()}\n</think>\n\n<predicted_observation>\n{step.observation.strip(chr(10))}\n</predicted_observation>"
+
+
+def mcp_text(text: str, *, error: bool = False, structured: object = None) -> str:
+    result: dict = {"content": [{"type": "text", "text": text}]}
+    if structured is not None:
+        result["structuredContent"] = structured
+    result["isError"] = error
+    return json.dumps(result, indent=2, ensure_ascii=False)
+
+
+# -- swe ---------------------------------------------------------------------------------
+
+TOTALS_PY = """\
+     1\tfrom decimal import Decimal, ROUND_HALF_UP
+     2\t
+     3\tfrom invoicely.models import Invoice
+     4\t
+     5\tCENT = Decimal("0.01")
+     6\t
+     7\t
+     8\tdef _round(amount: Decimal) -> Decimal:
+     9\t    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+    10\t
+    11\t
+    12\tdef subtotal(invoice: Invoice) -> Decimal:
+    13\t    return _round(sum((item.quantity * item.unit_price for item in invoice.items), Decimal("0")))
+    14\t
+    15\t
+    16\tdef tax(invoice: Invoice) -> Decimal:
+    17\t    # Tax is computed on the invoice total, then rounded once.
+    18\t    raw = sum((item.quantity * item.unit_price * item.tax_rate for item in invoice.items), Decimal("0"))
+    19\t    return _round(raw)
+    20\t
+    21\t
+    22\tdef total(invoice: Invoice) -> Decimal:
+    23\t    return subtotal(invoice) + tax(invoice)"""
+
+SWE = Example("swe-failing-test-suite", "failing-test-suite", [
+    Step("read_file path=invoicely/totals.py",
+         "read_file returns numbered lines. totals.py was refactored: tax() now rounds once over the "
+         "whole invoice, which explains 2.67 vs 2.66 (per-line rounding expected by the tests).",
+         TOTALS_PY),
+    Step('search pattern="def test_tax_rounds_per_line" path=tests',
+         "A grep-style match list: path:line:text. The test is at line 27 of tests/test_totals.py, "
+         "its failing assert at line 34 as the last run said.",
+         "tests/test_totals.py:27:def test_tax_rounds_per_line():"),
+    Step('{"name": "str_replace", "arguments": {"path": "invoicely/totals.py", '
+         '"old_str": "    # Tax is computed on the invoice total, then rounded once.\\n    raw = sum((item.quantity * item.unit_price * item.tax_rate for item in invoice.items), Decimal(\\"0\\"))\\n    return _round(raw)", '
+         '"new_str": "    # Each line\'s tax is rounded to the cent, as printed on the invoice.\\n    return sum((_round(item.quantity * item.unit_price * item.tax_rate) for item in invoice.items), Decimal(\\"0\\"))"}}',
+         "str_replace succeeds when old_str occurs exactly once; it does. The tool reports the edit "
+         "with a short snippet around it.",
+         "The file invoicely/totals.py has been edited. Here's the result of running `cat -n` on a snippet:\n"
+         "    14\t\n    15\t\n    16\tdef tax(invoice: Invoice) -> Decimal:\n"
+         "    17\t    # Each line's tax is rounded to the cent, as printed on the invoice.\n"
+         "    18\t    return sum((_round(item.quantity * item.unit_price * item.tax_rate) for item in invoice.items), Decimal(\"0\"))\n"
+         "    19\t\n    20\t\n    21\tdef total(invoice: Invoice) -> Decimal:"),
+    Step("run_tests tests/test_totals.py",
+         "Per-line rounding gives 2.66 and 54.42, matching both asserts. test_totals.py had 6 tests "
+         "(15 in total, test_models 4 and test_render 5): all 6 pass now.",
+         "============================= test session starts ==============================\n"
+         "platform linux -- Python 3.11.9, pytest-8.1.1, pluggy-1.5.0\n"
+         "rootdir: /workspace/invoicely\nconfigfile: pyproject.toml\ncollected 6 items\n\n"
+         "tests/test_totals.py ......                                              [100%]\n\n"
+         "============================== 6 passed in 0.07s ===============================\n"
+         "exit code: 0"),
+])
+
+# -- mcp ---------------------------------------------------------------------------------
+
+CABIN_BODY = ("# Cabin info\n\n**Wi-Fi**: network `Birchwood-Guest`, password `lakeside-2291` (router is behind "
+              "the bookshelf)\n\n**Heating**: thermostat in the hall, keep at 16 °C when away.\n\n"
+              "**Keys**: lockbox by the woodshed, code 4712.")
+
+MCP = Example("mcp-notes-server", "notes-mcp-server", [
+    Step('search_notes query="wifi password cabin"',
+         "Full-text search over the four notes. n_51c2 'Cabin info (Wi-Fi, heating, keys)' matches; the "
+         "packing list mentions the cabin but not Wi-Fi. Return both with snippets, best first.",
+         mcp_text("2 notes match \"wifi password cabin\":\n"
+                  "- n_51c2 Cabin info (Wi-Fi, heating, keys): **Wi-Fi**: network `Birchwood-Guest`, password ...\n"
+                  "- n_7f3a Cabin weekend - packing: ... check the cabin info note for the Wi-Fi before we go ...",
+                  structured={"results": [
+                      {"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)", "score": 0.91},
+                      {"id": "n_7f3a", "title": "Cabin weekend - packing", "score": 0.34}]})),
+    Step("read_note id=n_51c2",
+         "read_note returns the whole Markdown body and metadata of n_51c2, consistent with the snippet.",
+         mcp_text(CABIN_BODY, structured={"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)",
+                                          "tags": ["travel", "home"], "updated": "2024-04-28T09:40:55Z"})),
+    Step('{"name": "create_note", "arguments": {"title": "Cabin checklist", "body": "- [ ] Wi-Fi: see [[n_51c2]]\\n- [ ] Heating to 16 °C when leaving\\n- [ ] Keys back in the lockbox", "tags": ["travel"]}}',
+         "create_note returns the new id. Ids so far are n_ plus 4 hex digits; pick a fresh one, n_9e04.",
+         mcp_text("Created note n_9e04 \"Cabin checklist\" (links: n_51c2).",
+                  structured={"id": "n_9e04", "created": "2024-05-03T08:12:44Z", "links": ["n_51c2"]})),
+    Step("delete_note id=n_0000",
+         "n_0000 does not exist in the store; the server reports a not-found error as the tool's description says.",
+         mcp_text("Note not found: n_0000", error=True)),
+])
+
+# -- search ------------------------------------------------------------------------------
+
+SEARCH = Example("search-fictional-city", "fictional-city", [
+    Step('search "Port Veyra museum open Monday"',
+         "Port Veyra results from the city's .pv sites. From the world description: the Eastlock Gallery "
+         "of Light is open daily; the Maritime Museum and the Natural History Hall are closed on Mondays.",
+         "A search for 'Port Veyra museum open Monday' returned 4 results:\n\n"
+         "1. [Museums and galleries - portveyra.gov.pv](https://portveyra.gov.pv/visit/museums)\n"
+         "   Opening hours of the city's museums. Note: most museums close on Mondays.\n"
+         "2. [Eastlock Gallery of Light - Visit](https://galleryoflight.pv/visit)\n"
+         "   Date published: 2024-09-02\n"
+         "   Open every day 10:00-18:00. Tickets 14 Kr; free on the first Sunday of the month.\n"
+         "3. [Rainy day in Port Veyra? Five indoor ideas - Veyra Courier](https://veyra-courier.pv/life/rainy-day-ideas)\n"
+         "   Date published: 2024-03-18\n"
+         "   From the Gallery of Light in Eastlock to the covered fish market at Saltgate...\n"
+         "4. [Maritime Museum Port Veyra](https://maritimemuseum.pv/)\n"
+         "   Tuesday-Sunday 10:00-17:00, closed Mondays. Old Quay 4."),
+    Step("open https://galleryoflight.pv/visit",
+         "web_extractor on the gallery's visit page, goal: hours, price, how to get there. Eastlock is the "
+         "former docks; trams T1-T4 and water buses W1-W2. Saltgate is the ferry terminal, so the W1 water bus "
+         "from Saltgate to Eastlock is the natural link.",
+         "## Evidence\n"
+         "> **Opening hours**: every day, 10:00-18:00 (last entry 17:30).\n"
+         "> **Tickets**: adults 14 Kr, students 9 Kr, under 16 free. Free entry on the first Sunday of the month.\n"
+         "> **Getting here**: water bus W1 to Eastlock Pier (3 minutes' walk), or tram T3 to Lockgate Square.\n\n"
+         "## Summary\n"
+         "The Eastlock Gallery of Light is open on Mondays (10:00-18:00); an adult ticket costs 14 Kr. It is "
+         "reached by water bus W1 (Eastlock Pier) or tram T3 (Lockgate Square)."),
+    Step('search "PVT W1 water bus Saltgate Eastlock timetable"',
+         "PVT is the transport operator; its timetable page for W1 and a Courier article. A single ticket is "
+         "3.20 Kr per the world description.",
+         "A search for 'PVT W1 water bus Saltgate Eastlock timetable' returned 3 results:\n\n"
+         "1. [W1 Harbour Line - Timetable - PVT](https://pvt.pv/lines/w1)\n"
+         "   Saltgate Ferry Terminal - Old Quay - Eastlock Pier. Every 15 minutes, 06:30-23:00. Single ticket 3.20 Kr.\n"
+         "2. [Tickets and fares - PVT](https://pvt.pv/tickets)\n"
+         "   One single ticket (3.20 Kr) is valid 60 minutes on trams and water buses.\n"
+         "3. [The water bus is the best way to see the harbour - Harbourlight](https://harbourlight.pv/2024/06/w1-review)\n"
+         "   Date published: 2024-06-21\n"
+         "   Twelve minutes from Saltgate to Eastlock Pier, with a stop at Old Quay."),
+    Step('memory set plan "Eastlock Gallery of Light, open Mon 10-18, 14 Kr; W1 water bus Saltgate -> Eastlock Pier, every 15 min, 3.20 Kr"',
+         "dict_memory set stores the value under 'plan' and confirms it.",
+         "Stored key 'plan'.\nMemory: 1 key (plan)."),
+])
+
+# -- web (with an undo branch) -----------------------------------------------------------
+
+def product_page(bid: int, name: str, price: str, rating: str, detail: str, url: str) -> str:
+    return (
+        f"RootWebArea '{name} | Fernhill Outfitters', focused, url='{url}'\n"
+        "\t[14] banner ''\n"
+        "\t\t[15] link 'Fernhill Outfitters home', url='https://shop.fernhill.example/'\n"
+        "\t\t[18] searchbox 'Search products'\n"
+        "\t\t[19] button 'Search'\n"
+        "\t\t[21] link 'Account: Sam Ortega', url='https://shop.fernhill.example/account'\n"
+        "\t\t[22] link 'Cart, 0 items', url='https://shop.fernhill.example/cart'\n"
+        f"\t[{bid}] main ''\n"
+        f"\t\t[{bid + 1}] heading '{name}'\n"
+        f"\t\tStaticText '{price}'\n"
+        f"\t\tStaticText '{rating}'\n"
+        f"\t\tStaticText '{detail}'\n"
+        f"\t\t[{bid + 5}] radiogroup 'Size'\n"
+        f"\t\t\t[{bid + 6}] radio 'S', checked='false'\n"
+        f"\t\t\t[{bid + 7}] radio 'M', checked='false'\n"
+        f"\t\t\t[{bid + 8}] radio 'L', checked='false'\n"
+        f"\t\t\t[{bid + 9}] radio 'XL', checked='false'\n"
+        f"\t\t[{bid + 11}] button 'Add to cart', disabled=True\n"
+        f"\t\tStaticText 'Choose a size'\n"
+    )
+
+
+TARN = product_page(100, "Tarn Waterproof Hiking Jacket", "$139.00", "4.5 stars (201 reviews)",
+                    "Waterproof 20,000 mm, taped seams, pit zips. Weight 410 g.",
+                    "https://shop.fernhill.example/p/tarn-hiking")
+
+WEB = Example("web-online-shop", "online-shop", [
+    Step("click 67",
+         "Link 67 is 'Drizzle Packable Rain Jacket'; it navigates to its product page. Header ids stay, new "
+         "ids for the product content.",
+         product_page(100, "Drizzle Packable Rain Jacket", "$79.00", "4.1 stars (88 reviews)",
+                      "Water-resistant (DWR coating), packs into its own pocket. Not waterproof.",
+                      "https://shop.fernhill.example/p/drizzle-packable")),
+    UNDO,
+    Step("click 72",
+         "Link 72 is 'Tarn Waterproof Hiking Jacket' ($139, waterproof): the product page loads with a size "
+         "picker; Add to cart stays disabled until a size is chosen.",
+         TARN),
+    Step("click 107",
+         "Radio 107 is size M: it becomes checked, the size hint goes and Add to cart is enabled.",
+         TARN.replace("[107] radio 'M', checked='false'", "[107] radio 'M', checked='true'")
+             .replace("[111] button 'Add to cart', disabled=True", "[111] button 'Add to cart'")
+             .replace("\t\tStaticText 'Choose a size'\n", "\t\tStaticText 'In stock: ships in 1-2 days'\n")),
+    Step("click 111",
+         "Add to cart: the cart count in the header becomes 1 and a confirmation dialog appears with new ids.",
+         TARN.replace("[107] radio 'M', checked='false'", "[107] radio 'M', checked='true'")
+             .replace("[111] button 'Add to cart', disabled=True", "[111] button 'Add to cart'")
+             .replace("Cart, 0 items", "Cart, 1 item")
+             .replace("\t\tStaticText 'Choose a size'\n", "")
+         + "\t[120] dialog 'Added to your cart', modal=True\n"
+           "\t\tStaticText 'Tarn Waterproof Hiking Jacket, size M, $139.00'\n"
+           "\t\t[123] link 'View cart and check out', url='https://shop.fernhill.example/cart'\n"
+           "\t\t[124] button 'Continue shopping'\n"),
+])
+
+# -- os ----------------------------------------------------------------------------------
+
+def files_frame(location: str, rows: list[tuple[str, str, str]], status: str, extra: str = "") -> str:
+    lines = [
+        '<desktop-frame name="Desktop" screen="1920x1080">',
+        '  <panel name="Top Bar" x="0" y="0" width="1920" height="32">',
+        '    <label name="Clock" text="Wed 10 Apr  09:42" x="900" y="6" width="140" height="20"/>',
+        "  </panel>",
+        '  <application name="Files">',
+        f'    <frame name="{location.split(" / ")[-1]}" x="320" y="120" width="1100" height="720" states="active">',
+        '      <push-button name="Back" x="332" y="132" width="34" height="34"/>',
+        f'      <label name="Location" text="{location}" x="420" y="138" width="300" height="22"/>',
+        '      <table name="Files" x="530" y="178" width="890" height="662">',
+    ]
+    for index, (name, size, extra_attrs) in enumerate(rows):
+        lines.append(f'        <table-row name="{name}" size="{size}" x="540" y="{200 + 34 * index}"{extra_attrs}/>')
+    lines += ["      </table>", extra.rstrip("\n"), f'      <label name="Status" text="{status}" x="1280" y="816" width="130" height="18"/>',
+              "    </frame>", "  </application>", "</desktop-frame>"]
+    return "\n".join(line for line in lines if line)
+
+
+DOWNLOADS = [("invoice-northwind-2024-01.pdf", "88.2 kB", ""), ("invoice-northwind-2024-02.pdf", "87.9 kB", ""),
+             ("invoice-northwind-2024-03.pdf", "91.4 kB", ""), ("team-photo.jpg", "2.4 MB", ""),
+             ("tax-receipt-2023.pdf", "140.6 kB", ""), ("ubuntu-22.04.4-desktop-amd64.iso", "4.9 GB", "")]
+
+OS = Example("os-file-manager", "desktop-file-manager", [
+    Step("click 330 256",
+         "Documents in the Places sidebar: the Files window now shows Home / Documents with its three items.",
+         files_frame("Home / Documents", [("Contracts", "4 items", ""), ("Invoices", "2 items", ""),
+                                          ("cv-2023.odt", "34.0 kB", "")], "3 items")),
+    Step("double_click 540 234",
+         "Double-click on the Invoices row opens it: it holds folders 2022 and 2023, no 2024 yet.",
+         files_frame("Home / Documents / Invoices", [("2022", "12 items", ""), ("2023", "12 items", "")], "2 items")),
+    Step("hotkey ctrl shift n",
+         "Ctrl+Shift+N in GNOME Files opens the New Folder dialog with the name field focused.",
+         files_frame("Home / Documents / Invoices", [("2022", "12 items", ""), ("2023", "12 items", "")], "2 items",
+                     '      <dialog name="New Folder" x="720" y="380" width="480" height="180" states="modal">\n'
+                     '        <label name="Folder name" x="744" y="404"/>\n'
+                     '        <text name="Folder name" text="Untitled Folder" x="744" y="432" width="432" height="34" states="focused,selected"/>\n'
+                     '        <push-button name="Cancel" x="744" y="500" width="100" height="34"/>\n'
+                     '        <push-button name="Create" x="1076" y="500" width="100" height="34"/>\n'
+                     "      </dialog>")),
+    Step('type "2024"',
+         "Typing replaces the selected name: the field now reads 2024.",
+         files_frame("Home / Documents / Invoices", [("2022", "12 items", ""), ("2023", "12 items", "")], "2 items",
+                     '      <dialog name="New Folder" x="720" y="380" width="480" height="180" states="modal">\n'
+                     '        <label name="Folder name" x="744" y="404"/>\n'
+                     '        <text name="Folder name" text="2024" x="744" y="432" width="432" height="34" states="focused"/>\n'
+                     '        <push-button name="Cancel" x="744" y="500" width="100" height="34"/>\n'
+                     '        <push-button name="Create" x="1076" y="500" width="100" height="34"/>\n'
+                     "      </dialog>")),
+    Step("press enter",
+         "Enter creates the folder; the dialog closes and 2024 appears selected in the list.",
+         files_frame("Home / Documents / Invoices", [("2022", "12 items", ""), ("2023", "12 items", ""),
+                                                     ("2024", "0 items", ' states="selected"')], "3 items")),
+])
+
+# -- android -----------------------------------------------------------------------------
+
+def hierarchy(title: str, rows: list[tuple[str, str]], extra: str = "") -> str:
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<hierarchy rotation="0">',
+             '  <node index="0" class="android.widget.FrameLayout" package="com.android.settings" bounds="[0,0][1080,2400]">',
+             '    <node index="0" class="android.widget.ImageButton" content-desc="Navigate up" clickable="true" bounds="[0,136][147,283]"/>',
+             f'    <node index="1" class="android.widget.TextView" text="{title}" bounds="[63,320][1017,430]"/>',
+             '    <node index="2" class="androidx.recyclerview.widget.RecyclerView" resource-id="com.android.settings:id/recycler_view" scrollable="true" bounds="[0,480][1080,2337]">']
+    for index, (text, summary) in enumerate(rows):
+        top = 480 + 190 * index
+        lines.append(f'      <node index="{index}" class="android.widget.LinearLayout" clickable="true" bounds="[0,{top}][1080,{top + 190}]">')
+        lines.append(f'        <node class="android.widget.TextView" text="{text}" resource-id="android:id/title" bounds="[189,{top + 40}][800,{top + 99}]"/>')
+        if summary:
+            lines.append(f'        <node class="android.widget.TextView" text="{summary}" resource-id="android:id/summary" bounds="[189,{top + 99}][900,{top + 154}]"/>')
+        lines.append("      </node>")
+    lines += ["    </node>", extra.rstrip("\n"), "  </node>", "</hierarchy>"]
+    return "\n".join(line for line in lines if line)
+
+
+DISPLAY_ROWS = [("Brightness level", "48%"), ("Adaptive brightness", "On"), ("Dark theme", "Off"),
+                ("Screen timeout", "After 30 seconds of inactivity"), ("Font size and text", ""),
+                ("Auto-rotate screen", "Off")]
+
+ANDROID = Example("android-settings", "settings-app", [
+    Step("tap 540 1950",
+         "The tap at (540, 1950) is inside the Display row [0,1852][1080,2054]: the Display settings page opens.",
+         hierarchy("Display", DISPLAY_ROWS)),
+    Step("tap 540 955",
+         "Row 2 of the list is Dark theme [0,860][1080,1050]: tapping the row toggles it on; its summary changes.",
+         hierarchy("Display", [row if row[0] != "Dark theme" else ("Dark theme", "On") for row in DISPLAY_ROWS])),
+    Step("tap 540 1145",
+         "Screen timeout row [0,1050][1080,1240]: a single-choice dialog opens with the current value checked.",
+         hierarchy("Display", [row if row[0] != "Dark theme" else ("Dark theme", "On") for row in DISPLAY_ROWS],
+                   '    <node class="android.widget.FrameLayout" resource-id="android:id/content" bounds="[84,760][996,1820]">\n'
+                   '      <node class="android.widget.TextView" text="Screen timeout" bounds="[147,823][933,900]"/>\n'
+                   + "".join(
+                       f'      <node class="android.widget.CheckedTextView" text="{label}" checkable="true" checked="{str(label == "30 seconds").lower()}" clickable="true" bounds="[84,{940 + 126 * i}][996,{1066 + 126 * i}]"/>\n'
+                       for i, label in enumerate(["15 seconds", "30 seconds", "1 minute", "2 minutes", "5 minutes", "10 minutes"]))
+                   + '      <node class="android.widget.Button" text="Cancel" clickable="true" bounds="[756,1700][954,1790]"/>\n'
+                   '    </node>')),
+    Step("tap 540 1320",
+         "(540, 1320) is '2 minutes' [84,1318][996,1444]: it is chosen, the dialog closes and the summary updates.",
+         hierarchy("Display", [("Dark theme", "On") if row[0] == "Dark theme" else
+                               ("Screen timeout", "After 2 minutes of inactivity") if row[0] == "Screen timeout" else row
+                               for row in DISPLAY_ROWS])),
+])
+
+EXAMPLES = [SWE, MCP, SEARCH, WEB, OS, ANDROID]
+
+
+def build(example: Example, out: Path) -> None:
+    scenario = load_scenario(example.scenario)
+    settings = scenario.apply(SessionSettings(sampling=SamplingConfig(), think=ThinkBudget.parse("full"), seed=0))
+    domain = with_session_tools(get_domain(scenario.domain), settings.tools)
+    answers = [ScriptedAnswer(answer(step)) for step in example.steps if step is not None]
+    world = World(ScriptedBackend(answers), domain, settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        draft = Path(tmp) / "draft.jsonl"
+        header = replace(header_for(world, scenario=scenario.ref(), note=NOTE), model=None, hand_written=True,
+                         created=CREATED, sampling={})
+        session = Session(world, TrajectoryWriter.create(draft, header), header)
+        for step in example.steps:
+            if step is None:
+                session.undo()
+                continue
+            for _event in session.step(step.action):
+                pass
+        session.close()
+        _rewrite(read_trajectory(draft), out)
+
+
+def _rewrite(traj, out: Path) -> None:
+    """The same session through TrajectoryWriter again, without what was not measured."""
+    clock = writer_module.utc_now
+    writer_module.utc_now = lambda: CREATED  # undo lines get the same fixed time as the turns
+    try:
+        writer = TrajectoryWriter.create(out, traj.header, overwrite=True)
+        branch_ids: list[int] = []
+        for record in traj.turns:
+            # An undo happened where a turn's parent is not the last turn written.
+            while branch_ids and record.parent != branch_ids[-1]:
+                branch_ids.pop()
+                writer.record_undo(len(branch_ids))
+            writer.append(replace(record, id=0, tokens={}, timings={}, created=CREATED))
+            branch_ids.append(record.id)
+        writer.close()
+    finally:
+        writer_module.utc_now = clock
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="Only check that the files are up to date.")
+    args = parser.parse_args()
+    stale = []
+    for example in EXAMPLES:
+        target = OUT_DIR / f"{example.name}.jsonl"
+        if args.check:
+            with tempfile.TemporaryDirectory() as tmp:
+                fresh = Path(tmp) / target.name
+                build(example, fresh)
+                if not target.exists() or fresh.read_bytes() != target.read_bytes():
+                    stale.append(target.name)
+        else:
+            build(example, target)
+            print(f"wrote {target}")
+    if stale:
+        print("out of date: " + ", ".join(stale) + " (run scripts/make_examples.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
