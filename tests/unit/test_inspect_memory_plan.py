@@ -122,7 +122,7 @@ def test_the_estimate_matches_what_llama_cpp_allocates(kind, qwen_gguf, llama_gg
     estimate = estimate_memory(inspect_gguf(path), n_ctx)
     backend = engine.LlamaBackend(path, n_ctx=n_ctx, gpu_layers=0)
     try:
-        log = engine._LOGS.text()
+        log = backend.load_log
         # KV cache: exact (llama.cpp prints MiB with two decimals)
         assert estimate.kv_bytes == pytest.approx(_logged_bytes(log, r"llama_kv_cache: size"), abs=0.01 * MiB)
         # Weights: what llama.cpp maps, within its print rounding (MTP weights are not loaded)

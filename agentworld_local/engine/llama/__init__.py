@@ -1,0 +1,35 @@
+"""The in-process llama.cpp backend: the only package that imports `llama_cpp`.
+
+One job per module: devices (what this build can offload to), header (does llama.cpp accept
+a GGUF), planning (GPU layers and context, said before the load), loading (progress, Ctrl+C,
+failures explained), logs (llama.cpp's log captured, never printed), checkpoints (turn
+states copied out and set back), backend (LlamaBackend: the append-only context).
+"""
+
+from agentworld_local.engine.llama.backend import LlamaBackend, template_handles_thinking
+from agentworld_local.engine.llama.devices import (
+    build_backends,
+    build_devices,
+    gpu_backend,
+    llama_cpp_version,
+    machine_hardware,
+    supports_gpu_offload,
+)
+from agentworld_local.engine.llama.header import VocabCheck, knows_architecture, vocab_check
+from agentworld_local.engine.llama.planning import plan_for, resolve_gpu_layers
+
+__all__ = [
+    "LlamaBackend",
+    "VocabCheck",
+    "build_backends",
+    "build_devices",
+    "gpu_backend",
+    "knows_architecture",
+    "llama_cpp_version",
+    "machine_hardware",
+    "plan_for",
+    "resolve_gpu_layers",
+    "supports_gpu_offload",
+    "template_handles_thinking",
+    "vocab_check",
+]

@@ -1,0 +1,363 @@
+"""LlamaBackend: a GGUF model in this process, with an append-only context and turn checkpoints.
+
+Performance core (docs/ARCHITECTURE.md): the session is one token list that only grows,
+with a checkpoint at every turn boundary (the end of the last user message, before the
+generation prompt). Hybrid models (recurrent + attention layers) cannot drop tokens from
+the middle of their recurrent state, so a checkpoint stores the recurrent state alone
+(checkpoints.py) and a restore trims the attention cache to match. A turn restores the
+newest checkpoint that is a prefix of the new prompt and evaluates only the tokens after
+it; undo and fork are the same restore.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gc
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp import _internals as llama_internals
+
+from agentworld_local.contract.parse import THINK_OPEN
+from agentworld_local.engine.answer_rules import AnswerRules
+from agentworld_local.engine.guard import GenerationGuard
+from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
+from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
+from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
+from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
+from agentworld_local.engine.template import ChatTemplate, fallback_template
+from agentworld_local.engine.thinking import FORCED_THINK_END
+from agentworld_local.engine.types import (
+    GenerationDone,
+    GenerationEvent,
+    GenerationStats,
+    ModelInfo,
+    SamplingConfig,
+    ThinkBudget,
+)
+from agentworld_local.errors import AwlError, GenerationError
+from agentworld_local.models.gguf_file import check_gguf_path, file_identity
+from agentworld_local.models.plan import OffloadPlan
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def template_handles_thinking(source: str) -> bool:
+    """Whether a chat template knows thinking: it writes `<think>` or reads `enable_thinking`."""
+    return THINK_OPEN in source or "enable_thinking" in source
+
+
+class LlamaBackend:
+    """A GGUF model in this process, with an append-only context and turn checkpoints."""
+
+    #: Memory for turn checkpoints; the real model's recurrent state is about 60 MB per turn.
+    checkpoint_budget = 2 * 1024**3
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        gpu_layers: str | int = "auto",
+        n_ctx: int = 16384,
+        threads: int | None = None,
+        n_batch: int = 512,
+        progress: Callable[[float], object] | None = None,
+        verbose: bool = False,
+        name: str | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        """Load the model. Nothing is printed: the face decides how to show what happens.
+
+        `progress` gets the load's fraction done (0..1); while it runs, Ctrl+C stops the load
+        (see loading.load_progress). `notice` gets messages for the user: the memory estimate
+        or offload plan, an out-of-memory retry, and with `verbose` llama.cpp's log lines
+        (those may come later too, from the thread that generates). Every notice is also
+        kept in `self.notices`.
+        """
+        path = check_gguf_path(model_path)
+        self.notices: list[str] = []
+        self._notice_sink = notice
+        self.plan: OffloadPlan | None
+        self.gpu_layers, n_ctx, self.plan = choose_layers(path, gpu_layers, n_ctx, self._notice)
+        identity = file_identity(path)
+        options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None)
+        with LOAD_LOCK, load_progress(progress):
+            try:
+                self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
+            except OutOfMemory:
+                gc.collect()  # free what the failed attempt allocated before trying again
+                retry = smaller_after_oom(path, self.gpu_layers, n_ctx, self._notice)
+                self.gpu_layers, n_ctx = retry.gpu_layers, retry.n_ctx
+                self._llm = open_llama(path, self.gpu_layers, n_ctx, retrying=True, **options)
+            #: llama.cpp's log of this load (what it allocated, what it could not).
+            self.load_log = LOGS.text()
+        llm = self._llm
+        self._ctx = llm.ctx
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._stateful = bool(
+            llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
+        )
+        self.n_ctx = llm.n_ctx()
+        self.n_batch = n_batch
+        metadata = llm.metadata
+        template_source = metadata.get("tokenizer.chat_template")
+        self.template = ChatTemplate(
+            template_source or fallback_template(metadata.get("general.architecture")),
+            bos_token=self._token_text(llm.token_bos()),
+            eos_token=self._token_text(llm.token_eos()),
+        )
+        self.info = ModelInfo(
+            name=name or path.name,
+            path=str(path),
+            architecture=metadata.get("general.architecture"),
+            file_size=identity.size,
+            sha256=identity.sha256,
+            sha256_scope=identity.scope,
+            n_ctx=self.n_ctx,
+            gpu_layers=self.gpu_layers,
+            chat_template_source="gguf" if template_source else "fallback",
+            template_thinks=template_handles_thinking(self.template.source),
+        )
+        self._tokens: list[int] = []
+        self._checkpoints: list[Checkpoint] = [Checkpoint(0, None)]
+        self._guard = GenerationGuard()
+
+    def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        if self._notice_sink is not None:
+            self._notice_sink(text)
+
+    # -- tokens ---------------------------------------------------------------------
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
+        # A lone surrogate (damaged input) cannot be UTF-8: it becomes U+FFFD, not an exception.
+        return self._llm.tokenize(_LONE_SURROGATE.sub("\ufffd", text).encode("utf-8"), add_bos=False, special=True)
+
+    @property
+    def evaluated_tokens(self) -> list[int]:
+        """The tokens in the context right now (a copy)."""
+        return list(self._tokens)
+
+    @property
+    def is_stateful(self) -> bool:
+        return self._stateful
+
+    def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
+        """(text up to the turn boundary, full prompt text with the generation prompt)."""
+        base = self.template.render(messages, add_generation_prompt=False)
+        full = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
+        return base, full
+
+    def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
+        """The prompt's tokens, rendered with the model's template as `generate` renders it."""
+        text = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
+        return len(self.tokenize(text))
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    def _save_checkpoint(self) -> None:
+        n = len(self._tokens)
+        if self._checkpoints[-1].n_tokens == n:
+            return
+        state = checkpoints.copy_state(self._ctx) if self._stateful else None
+        self._checkpoints.append(Checkpoint(n, state))
+        checkpoints.thin(self._checkpoints, self.checkpoint_budget)
+
+    def checkpoint_bytes(self) -> int:
+        return checkpoints.total_bytes(self._checkpoints)
+
+    def _restore(self, target: int) -> float:
+        """Make the context hold exactly self._tokens[:n] for the best reachable n <= target;
+        returns the seconds it took."""
+        started = time.perf_counter()
+        if self._stateful:
+            checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
+            n = checkpoint.n_tokens
+            if n == len(self._tokens):
+                pass  # nothing was evaluated after this checkpoint
+            elif n == 0 or checkpoint.state is None:
+                llama_cpp.llama_memory_clear(self._memory, True)
+                n = 0
+            elif not checkpoints.set_state(self._ctx, checkpoint.state):
+                llama_cpp.llama_memory_clear(self._memory, True)
+                n = 0
+            else:
+                llama_cpp.llama_memory_seq_rm(self._memory, SEQ, n, -1)
+        else:
+            n = min(target, len(self._tokens))
+            llama_cpp.llama_memory_seq_rm(self._memory, SEQ, n, -1)
+        del self._tokens[n:]
+        self._checkpoints = [c for c in self._checkpoints if c.n_tokens <= n]
+        self._llm.n_tokens = n
+        return time.perf_counter() - started
+
+    def room(self) -> int:
+        """Tokens the context can still take."""
+        return self.n_ctx - len(self._tokens)
+
+    def _decode(self, tokens: list[int]) -> None:
+        """Evaluate `tokens` after the context. Callers check `room()` first: a full context
+        makes llama.cpp fail; anything it raises becomes one clear GenerationError."""
+        if len(tokens) > self.room():
+            raise GenerationError(
+                f"The context is full: {len(tokens)} more tokens do not fit in {self.n_ctx:,}.",
+                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+            )
+        try:
+            self._llm.eval(tokens)
+        except (RuntimeError, ValueError, OSError) as error:
+            raise GenerationError(
+                f"llama.cpp failed while evaluating the conversation ({error}).",
+                "Try a smaller `--ctx` or `--gpu-layers`; run with `--verbose` to see llama.cpp's log.",
+            ) from None
+        self._tokens.extend(tokens)
+
+    def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
+        """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
+        for start in range(0, len(tokens), self.n_batch):
+            if cancel is not None and cancel.is_set():
+                return False
+            self._decode(tokens[start : start + self.n_batch])
+        return True
+
+    def reset(self) -> None:
+        """Forget the whole context (a new session on the same loaded model)."""
+        with self._guard.hold():
+            self._restore(0)
+
+    # -- generation -----------------------------------------------------------------
+
+    def _make_sampler(self, sampling: SamplingConfig, seed: int) -> Any:
+        sampler = llama_internals.LlamaSampler()
+        if sampling.temperature <= 0:
+            sampler.add_greedy()
+            return sampler
+        sampler.add_top_k(sampling.top_k)
+        sampler.add_top_p(sampling.top_p, 1)
+        sampler.add_min_p(sampling.min_p, 1)
+        sampler.add_temp(sampling.temperature)
+        sampler.add_dist(seed & 0xFFFFFFFF)
+        return sampler
+
+    def generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[GenerationEvent]:
+        """Stream the model's answer to `messages` (which end with the current user turn).
+
+        One generation at a time: another one while this is in flight gets BackendBusy.
+        """
+        with self._guard.hold():
+            yield from self._generate(messages, sampling=sampling, think=think, seed=seed, cancel=cancel)
+
+    def _generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None,
+    ) -> Iterator[GenerationEvent]:
+        stats = GenerationStats()
+        started = time.perf_counter()
+        base_text, full_text = self.render(messages, think=think)
+        full = self.tokenize(full_text)
+        base = self.tokenize(base_text)
+        # The checkpoint goes where the next turn's prompt will diverge from this one. If the
+        # template or tokenizer does not keep the base a prefix, evaluate without a checkpoint.
+        boundary = len(base) if full_text.startswith(base_text) and full[: len(base)] == base else 0
+        if len(full) + 8 > self.n_ctx:
+            raise AwlError(
+                f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
+                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+            )
+        common = 0
+        limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
+        while common < limit and self._tokens[common] == full[common]:
+            common += 1
+        stats.restore_s = self._restore(common)
+        stats.prompt_tokens_total = len(full)
+        stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
+        if boundary > len(self._tokens):
+            if not self._evaluate(full[len(self._tokens) : boundary], cancel):
+                yield self._cancelled(stats, started)
+                return
+            self._save_checkpoint()
+        if not self._evaluate(full[len(self._tokens) :], cancel):
+            yield self._cancelled(stats, started)
+            return
+        stats.prompt_s = time.perf_counter() - started
+        think_open = full_text.rstrip().endswith(THINK_OPEN)
+        yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+
+    def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
+        """Cancelled while the prompt was evaluated: nothing was generated yet."""
+        stats.finish = "cancelled"
+        stats.prompt_s = time.perf_counter() - started
+        return GenerationDone(raw_output="", think_open=False, stats=stats)
+
+    def _sample_loop(
+        self,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None,
+        think_open: bool,
+        stats: GenerationStats,
+    ) -> Iterator[GenerationEvent]:
+        sampler = self._make_sampler(sampling, seed)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
+        forced_end = self.tokenize(FORCED_THINK_END)
+        started = time.perf_counter()
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    stats.finish = "cancelled"
+                    break
+                if self.room() < 1:
+                    stats.finish = "length"  # the context is full: the turn ends, the session stays usable
+                    break
+                token = sampler.sample(self._llm._ctx, -1)
+                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                    stats.finish = "stop"
+                    break
+                self._decode([token])
+                yield from rules.feed(decoder.decode(self._llm.detokenize([token], special=True)))
+                if rules.finish:
+                    stats.finish = rules.finish
+                    break
+                if rules.budget_spent:
+                    if len(forced_end) > self.room():
+                        stats.finish = "length"  # no room left even to close thinking
+                        break
+                    yield from rules.end_thinking()
+                    self._decode(forced_end)
+        finally:
+            sampler.close()
+        yield from rules.flush()
+        stats.generate_s = time.perf_counter() - started
+        raw = "".join(rules.raw) + decoder.decode(b"", final=True)
+        yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
+
+    def close(self) -> None:
+        self._llm.close()

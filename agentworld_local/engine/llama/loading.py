@@ -1,0 +1,150 @@
+"""Opening a GGUF with llama.cpp: progress (and Ctrl+C) during the load, failures explained."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp import Llama
+
+from agentworld_local.engine.llama.devices import llama_cpp_version
+from agentworld_local.engine.llama.logs import LOGS
+from agentworld_local.errors import AwlError, ModelLoadError
+
+
+@functools.cache
+def _extra_buffers_safe() -> bool:
+    """Whether to let llama.cpp repack weights into its extra CPU buffer types.
+
+    On CPUs with AMX, llama.cpp puts quantized weights in an AMX buffer, and decoding then
+    segfaults on some models (Gemma 3 270M Q4_K_M in llama-cpp-python 0.3.36, seen here).
+    Plain buffers are slower there but never crash; elsewhere the repacking stays on.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            return " amx_tile" not in cpuinfo.read()
+    except OSError:
+        return True  # not Linux: no AMX CPU runs macOS or Windows builds we know of
+
+
+@contextlib.contextmanager
+def load_progress(progress: Callable[[float], object] | None) -> Iterator[None]:
+    """Hand llama.cpp a progress callback (Llama() has no hook) that also lets Ctrl+C stop the load.
+
+    An exception cannot leave a C callback (Python prints and ignores it, and the load went
+    on), so while loading SIGINT and SIGTERM only set a flag; the callback then answers
+    False, llama.cpp stops, and the signal goes to the handler that was there before, once
+    the load has ended. Handlers can be set only in the main thread; elsewhere the load
+    just reports progress.
+    """
+    # `Llama` calls the binding module's function, not the package re-export.
+    bindings = llama_cpp.llama_cpp
+    original = bindings.llama_model_default_params
+    caught: list[int] = []
+
+    def report(value: float, user_data: Any) -> bool:
+        if caught:
+            return False
+        if progress is not None:
+            progress(float(value))
+        return True
+
+    callback = llama_cpp.llama_progress_callback(report)
+
+    def params_with_progress() -> Any:
+        params = original()
+        params.progress_callback = callback
+        params.use_extra_bufts = _extra_buffers_safe()
+        return params
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) not in (signal.SIG_IGN, None):  # None: set outside Python
+                previous[number] = signal.signal(number, lambda signum, frame: caught.append(signum))
+    bindings.llama_model_default_params = params_with_progress
+    stopped = False
+    try:
+        yield
+    except Exception:
+        if not caught:
+            raise
+        stopped = True  # llama.cpp's "failed to load" only says that it obeyed the signal
+    finally:
+        bindings.llama_model_default_params = original
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if caught:
+        signal.raise_signal(caught[0])  # the caller's handler decides (KeyboardInterrupt, exit)
+        if stopped:
+            raise KeyboardInterrupt()
+
+
+def explain_load_failure(path: Path, log: str) -> AwlError:
+    for line in log.splitlines():
+        if "unknown model architecture" in line:
+            arch = line.split("unknown model architecture:")[-1].strip().strip("'\"")
+            return ModelLoadError(
+                f"This llama.cpp build (llama-cpp-python {llama_cpp_version()}) does not know the "
+                f"architecture `{arch}` of {path.name}.",
+                "Upgrade with `pip install -U llama-cpp-python`, or pick a model of a supported architecture.",
+            )
+    if is_out_of_memory(log):
+        return ModelLoadError(
+            f"Not enough memory to load {path.name}.",
+            "Try a smaller quantization, fewer `--gpu-layers`, or a smaller `--ctx` "
+            "(`awl models info FILE --plan` shows what fits).",
+        )
+    detail = next((line.strip() for line in reversed(log.splitlines()) if "error" in line.lower()), "")
+    return ModelLoadError(
+        f"llama.cpp could not load {path.name}" + (f": {detail}" if detail else "."),
+        "Check that the download is complete; run with `--verbose` to see llama.cpp's log.",
+    )
+
+
+class OutOfMemory(Exception):
+    """llama.cpp could not allocate the model's buffers: worth one retry with a smaller plan."""
+
+
+def is_out_of_memory(log: str) -> bool:
+    return any("failed to allocate" in line or "out of memory" in line.lower() for line in log.splitlines())
+
+
+def open_llama(
+    path: Path,
+    gpu_layers: int,
+    n_ctx: int,
+    *,
+    n_batch: int,
+    threads: int | None,
+    echo: Callable[[str], None] | None,
+    retrying: bool = False,
+) -> Llama:
+    """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only."""
+    LOGS.clear()
+    LOGS.echo = echo
+    try:
+        return Llama(
+            model_path=str(path),
+            n_gpu_layers=gpu_layers,
+            n_ctx=n_ctx,
+            n_batch=n_batch,
+            n_ubatch=n_batch,
+            n_threads=threads,
+            n_threads_batch=threads,
+            # Sliding-window caches drop old positions; keep them so checkpoints can restore.
+            swa_full=True,
+            # Llama's own verbose mode prints to stderr; its log reaches `echo` through LOGS.
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError):
+        log = LOGS.text()
+        if is_out_of_memory(log) and not retrying:
+            raise OutOfMemory() from None
+        raise explain_load_failure(path, log) from None

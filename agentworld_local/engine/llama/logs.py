@@ -1,0 +1,53 @@
+"""llama.cpp's log, captured: load errors become one clear message, and nothing is printed.
+
+llama.cpp has one process-wide log callback; `LOGS` holds it for the whole process.
+With `--verbose` the lines also go to `echo` (the loading backend's notice callback),
+one whole line at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import llama_cpp
+
+
+class LogCapture:
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=400)
+        #: Where whole log lines go besides the buffer (verbose loads), or None.
+        self.echo: Callable[[str], None] | None = None
+        self._partial = ""
+        self._callback = llama_cpp.llama_log_callback(self._on_log)  # keep a reference alive
+        llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+    def _on_log(self, level: int, text: bytes, user_data: Any) -> None:
+        line = text.decode("utf-8", errors="replace")
+        self.lines.append(line)
+        echo = self.echo
+        if echo is None:
+            return
+        self._partial += line
+        *whole, self._partial = self._partial.split("\n")
+        for piece in whole:
+            if piece.strip():
+                try:  # an exception cannot leave a C callback (it would be printed and ignored)
+                    echo(f"llama.cpp: {piece.rstrip()}")
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def clear(self) -> None:
+        self.lines.clear()
+        self._partial = ""
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+LOGS = LogCapture()
+#: One load (or header check) at a time: the captured log belongs to it.
+LOAD_LOCK = threading.Lock()
