@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Literal
 
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.errors import InputError, did_you_mean
@@ -18,15 +18,21 @@ _REGISTRY: dict[str, str] = {
     "os": "agentworld_local.domains.os:OSDomain",
     "android": "agentworld_local.domains.android:AndroidDomain",
 }
-# Domains whose state includes tool definitions that a session or scenario may replace.
-TOOL_DOMAINS = ("mcp", "search", "swe")
+#: What a domain can do: class attributes of every domain (see `Domain` in base.py).
+Capability = Literal["takes_tools", "shows_file_system", "reads_keystrokes"]
 
 
 def domain_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _domain_class(name: str) -> type:
+def domains_with(capability: Capability) -> list[str]:
+    """The names of the domains that have `capability`, sorted (for messages and choices)."""
+    return [name for name in domain_names() if getattr(domain_class(name), capability)]
+
+
+def domain_class(name: str) -> type:
+    """The class of the domain `name` (its capabilities are class attributes)."""
     entry = _REGISTRY.get(name)
     if entry is None:
         raise InputError(
@@ -45,13 +51,14 @@ def get_domain(
     `tools` (mcp, search, swe): the tools the agent may call; the domain's system prompt
     lists them and its parser accepts exactly them. `state_format` (web): `axtree` or `html`.
     """
-    cls = _domain_class(name)
+    cls = domain_class(name)
     options: dict[str, Any] = {}
     if tools:
-        if name not in TOOL_DOMAINS:
+        if not cls.takes_tools:
             raise InputError(
                 f"The {name} domain takes no tool definitions.",
-                f"Tool definitions belong to the {', '.join(TOOL_DOMAINS)} domains; remove them or change the domain.",
+                f"Tool definitions belong to the {', '.join(domains_with('takes_tools'))} domains; "
+                "remove them or change the domain.",
             )
         options["tools"] = tools
     if state_format is not None:
@@ -63,4 +70,4 @@ def get_domain(
     return cls(**options)
 
 
-__all__ = ["Action", "Domain", "TOOL_DOMAINS", "domain_names", "get_domain"]
+__all__ = ["Action", "Capability", "Domain", "domain_class", "domain_names", "domains_with", "get_domain"]

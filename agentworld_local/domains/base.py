@@ -26,6 +26,13 @@ class Domain(Protocol):
     title: str
     #: pygments lexer name for the state/observation view ("text", "json", "html", ...)
     state_lexer: str
+    # What the domain can do; faces and the session read these instead of lists of names.
+    #: The agent calls tools whose definitions a session or scenario may replace.
+    takes_tools: bool
+    #: The simulated machine has a file system that a file-tree view can ask about.
+    shows_file_system: bool
+    #: Actions are terminal keystrokes, so a face may send key presses as they are typed.
+    reads_keystrokes: bool
 
     def system_prompt(self) -> str: ...
 
@@ -43,6 +50,9 @@ class Domain(Protocol):
 class ToollessDomain:
     """Shared parts of the domains without tools: help and starting state are constants."""
 
+    takes_tools = False
+    shows_file_system = False
+    reads_keystrokes = False
     ACTION_HELP = ""
     DEFAULT_INITIAL_STATE = ""
 

@@ -135,6 +135,7 @@ class OSDomain(ToollessDomain):
     name = "os"
     title = "Desktop OS (pyautogui)"
     state_lexer = "text"
+    shows_file_system = True
 
     ACTION_HELP = ACTION_HELP
     DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE

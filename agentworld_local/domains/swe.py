@@ -93,6 +93,7 @@ class SweDomain(ToolCallDomain):
     name = "swe"
     title = "Software engineering (repository tools)"
     state_lexer = "text"
+    shows_file_system = True
     default_tools = SWE_TOOLS
     friendly_examples = ["bash ls -la", "read_file path=src/app.py", "run_tests tests/test_api.py"]
 

@@ -95,6 +95,8 @@ class TerminalDomain(ToollessDomain):
     name = "terminal"
     title = "Linux terminal"
     state_lexer = "text"
+    shows_file_system = True
+    reads_keystrokes = True
 
     def system_prompt(self) -> str:
         return SYSTEM_PROMPT

@@ -230,6 +230,9 @@ class ToolCallDomain:
     name = ""
     title = ""
     state_lexer = "text"
+    takes_tools = True
+    shows_file_system = False
+    reads_keystrokes = False
     default_tools: list[dict[str, Any]] = []
     #: Friendly examples shown in errors, e.g. ["bash ls -la", "read_file path=src/app.py"].
     friendly_examples: list[str] = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
+from agentworld_local.domains import domain_class, domain_names, domains_with, get_domain
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import InputError, did_you_mean
 from agentworld_local.safe_parse import SyntaxProblem, load_json
@@ -182,9 +182,9 @@ def scenario_from_dict(data: dict[str, Any], *, source: str, path: Path | None =
                      f"{did_you_mean(domain, domain_names())} Available: {', '.join(domain_names())}.".lstrip())
     tools = _tools(data, source)
     if tools:
-        if domain not in TOOL_DOMAINS:
+        if not domain_class(domain).takes_tools:
             raise _error(source, f"field `tools` is given, but the {domain} domain takes no tool definitions",
-                         f"Tools belong to the {', '.join(TOOL_DOMAINS)} domains; remove `tools` or change `domain`.")
+                         f"Tools belong to the {', '.join(domains_with('takes_tools'))} domains; remove `tools` or change `domain`.")
         try:
             get_domain(domain, tools=tools)  # the domain's own checks (duplicate names, schemas)
         except InputError as error:

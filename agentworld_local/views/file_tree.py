@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from agentworld_local.domains import domains_with
 from agentworld_local.domains.syntax import split_words
 from agentworld_local.errors import ActionError, InputError
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the engine imports domains, not the other way round
 
     from agentworld_local.engine.world import World
 
-FILE_SYSTEM_DOMAINS = ("os", "swe", "terminal")
+FILE_SYSTEM_DOMAINS = tuple(domains_with("shows_file_system"))
 DEFAULT_DEPTH = 3
 
 Kind = Literal["dir", "file"]

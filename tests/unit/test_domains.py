@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 from pygments.lexers import get_lexer_by_name
 
-from agentworld_local.domains import TOOL_DOMAINS, domain_names, get_domain
+from agentworld_local.domains import domain_names, domains_with, get_domain
 from agentworld_local.engine.world import World
 from agentworld_local.errors import ActionError, InputError
 
@@ -128,7 +128,7 @@ def test_an_empty_action_is_refused(domain):
 
 def test_tool_domains_list_their_tools_in_the_prompt(domain):
     tools = domain.tools()
-    assert bool(tools) == (domain.name in TOOL_DOMAINS)
+    assert bool(tools) == domain.takes_tools == (domain.name in domains_with("takes_tools"))
     for tool in tools:
         assert f'"name": "{tool["name"]}"' in domain.system_prompt()
 
@@ -685,3 +685,14 @@ def test_the_forms_summary_covers_every_domain_and_every_example_parses():
             domain.parse_action(example)  # raises if a listed form does not work
     lines = action_forms_summary()
     assert len(lines) == len(ACTION_FORMS) and all("\n" not in line and "; raw (" in line for line in lines)
+
+
+def test_capabilities_are_properties_of_each_domain():
+    """What a face may offer (tools, a file tree, live keystrokes) is read from the domain."""
+    assert domains_with("takes_tools") == ["mcp", "search", "swe"]
+    assert domains_with("shows_file_system") == ["os", "swe", "terminal"]
+    assert domains_with("reads_keystrokes") == ["terminal"]
+    for name in domain_names():
+        domain = get_domain(name)
+        for capability in ("takes_tools", "shows_file_system", "reads_keystrokes"):
+            assert isinstance(getattr(domain, capability), bool)
