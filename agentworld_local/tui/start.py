@@ -1,0 +1,191 @@
+"""The start screen (pick a world, a model, a thinking budget; or a recent session) and
+the loading screen (the model loads in a worker; the UI stays usable)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Input, Label, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+
+from agentworld_local.domains import domain_names, get_domain
+from agentworld_local.errors import AwlError, InputError
+from agentworld_local.terminal_text import safe_for_terminal
+from agentworld_local.tui import messages
+
+if TYPE_CHECKING:
+    from agentworld_local.tui.app import AwlApp, SessionRequest
+
+RECENT = 12
+
+
+def world_choices() -> list[tuple[str, Text]]:
+    """(`domain:NAME` or `scenario:NAME`, label) for every domain and bundled or user scenario."""
+    from agentworld_local.scenarios import list_scenarios
+
+    choices = []
+    for name in domain_names():
+        label = Text.assemble((f"{name:<9}", "bold"), (getattr(get_domain(name), "title", ""), "dim"))
+        choices.append((f"domain:{name}", label))
+    problems: list[AwlError] = []
+    for scenario in list_scenarios(problems=problems):
+        label = Text.assemble(("  ◆ ", "cyan"), (scenario.title, ""), (f"  [{scenario.domain}]", "dim"))
+        choices.append((f"scenario:{scenario.name}", label))
+    return choices
+
+
+def downloaded_models() -> list[str]:
+    """Registry models whose file is on this machine (nothing is downloaded to find out)."""
+    try:
+        from agentworld_local.models.hub import cached_path
+        from agentworld_local.models.registry import load_registry
+
+        return [choice.spec for choice in load_registry().choices() if cached_path(choice) is not None]
+    except AwlError:
+        return []  # a broken registry file: the model can still be given as a path
+
+
+def recent_sessions(folder: Path, limit: int = RECENT) -> list[Path]:
+    try:
+        files = [path for path in folder.glob("*.jsonl") if path.is_file()]
+    except OSError:
+        return []
+    return sorted(files, key=lambda path: (path.stat().st_mtime, path.name), reverse=True)[:limit]
+
+
+class StartScreen(Screen[None]):
+    CSS_PATH = "start.tcss"
+    BINDINGS = [
+        Binding("ctrl+s", "start", "Start", priority=True),
+        Binding("ctrl+r", "resume", "Resume", priority=True),
+        Binding("ctrl+e", "replay", "Replay", priority=True),
+        Binding("f1", "help", "Help"),
+    ]
+
+    def __init__(self, request: SessionRequest, *, sessions: Path, models: list[str] | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.sessions = sessions
+        self.models = downloaded_models() if models is None else models
+
+    @property
+    def awl_app(self) -> AwlApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("awl", "bold"), "  a simulated world, predicted by a local model"), id="banner")
+        with Horizontal(id="columns"):
+            with Vertical(id="world-column"):
+                yield Label("World: a domain or a scenario")
+                yield OptionList(*[Option(label, id=key) for key, label in world_choices()], id="worlds")
+            with Vertical(id="setup-column"):
+                yield Label("Model: a downloaded model, a .gguf path, or scripted:FILE")
+                yield OptionList(*[Option(spec, id=spec) for spec in self.models] or
+                                 [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
+                                         disabled=True)], id="models")
+                yield Input(value=self.request.model or (self.models[0] if self.models else ""),
+                            placeholder="qwen-agentworld-35b-a3b, ~/models/world.gguf, scripted:answers.json",
+                            id="model")
+                yield Label("Thinking budget: off, a number of tokens, or full")
+                yield Input(value=self.request.think or "", placeholder="default", id="think")
+                yield Button("Start", variant="primary", id="start")
+            with Vertical(id="recent-column"):
+                yield Label(f"Recent sessions ({safe_for_terminal(str(self.sessions), keep_colour=False)})")
+                recent = recent_sessions(self.sessions)
+                yield OptionList(*[Option(path.name, id=str(path)) for path in recent] or
+                                 [Option(Text("(none yet)", style="dim"), disabled=True)], id="recent")
+                with Horizontal(id="recent-buttons"):
+                    yield Button("Resume", id="resume")
+                    yield Button("Replay", id="replay")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        worlds = self.query_one("#worlds", OptionList)
+        wanted = (f"scenario:{self.request.scenario}" if self.request.scenario
+                  else f"domain:{self.request.domain or 'terminal'}")
+        try:
+            worlds.highlighted = worlds.get_option_index(wanted)
+        except Exception:
+            worlds.highlighted = 0
+        worlds.focus()
+
+    @on(OptionList.OptionSelected, "#models")
+    def _model_chosen(self, event: OptionList.OptionSelected) -> None:
+        self.query_one("#model", Input).value = event.option.id or ""
+
+    @on(OptionList.OptionSelected, "#worlds")
+    def _world_chosen(self, event: OptionList.OptionSelected) -> None:
+        self.query_one("#model", Input).focus()
+
+    @on(Button.Pressed, "#start")
+    def action_start(self) -> None:
+        worlds = self.query_one("#worlds", OptionList)
+        option = worlds.highlighted_option
+        kind, _, name = (option.id or "domain:terminal").partition(":") if option else ("domain", "", "terminal")
+        request = replace(self.request, model=self.query_one("#model", Input).value.strip() or None,
+                          think=self.query_one("#think", Input).value.strip() or None,
+                          domain=name if kind == "domain" else None, scenario=name if kind == "scenario" else None)
+        with self.awl_app.guarded():
+            from agentworld_local.engine.types import ThinkBudget
+
+            ThinkBudget.parse(request.think)  # a typo is said before the model loads
+            self.awl_app.begin(request)
+
+    def _recent(self) -> Path | None:
+        option = self.query_one("#recent", OptionList).highlighted_option
+        if option is None or option.id is None:
+            self.awl_app.show_error(InputError("No recent session is selected.", "Pick one in the list first."))
+            return None
+        return Path(option.id)
+
+    @on(Button.Pressed, "#resume")
+    def action_resume(self) -> None:
+        path = self._recent()
+        if path is not None:
+            self.awl_app.begin(replace(self.request, model=self.query_one("#model", Input).value.strip() or None,
+                                       resume=path))
+
+    @on(Button.Pressed, "#replay")
+    def action_replay(self) -> None:
+        path = self._recent()
+        if path is not None:
+            self.awl_app.open_replay(path)
+
+    def action_help(self) -> None:
+        from agentworld_local.tui.dialogs import HelpScreen
+
+        rows = [(binding.key, binding.description) for binding in self.BINDINGS if isinstance(binding, Binding)]
+        self.app.push_screen(HelpScreen(rows + [("tab", "Next field"), ("ctrl+q", "Quit")]))
+
+
+class LoadingScreen(Screen[None]):
+    """The model loads in a worker; Escape goes back to the start screen meanwhile."""
+
+    BINDINGS = [Binding("escape", "back", "Back")]
+    CSS_PATH = "start.tcss"
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="loading-box"):
+            yield Label(Text.assemble("Loading ", (safe_for_terminal(self.model, keep_colour=False), "bold"), " …"))
+            yield ProgressBar(total=1.0, show_eta=False, id="load-progress")
+        yield Footer()
+
+    def on_load_progress(self, message: messages.LoadProgress) -> None:
+        self.query_one(ProgressBar).update(progress=message.fraction)
+
+    def action_back(self) -> None:
+        self.app.workers.cancel_group(self.app, "load")
+        self.app.pop_screen()
+

@@ -1,0 +1,170 @@
+"""The session screen's widgets. They only display what the screen hands them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Input, Static, Tree
+
+from agentworld_local.terminal_text import safe_for_terminal, shorten
+from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.views.file_tree import FileTree
+
+
+class ActionInput(Input):
+    """The action line, with a history (up/down) like a shell."""
+
+    BINDINGS = [
+        Binding("up", "history(-1)", "Previous action", show=False),
+        Binding("down", "history(1)", "Next action", show=False),
+    ]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.history: list[str] = []
+        self._position = 0
+
+    def remember(self, text: str) -> None:
+        if text and (not self.history or self.history[-1] != text):
+            self.history.append(text)
+        self._position = len(self.history)
+
+    def action_history(self, step: int) -> None:
+        if not self.history:
+            return
+        self._position = max(0, min(len(self.history), self._position + step))
+        self.value = self.history[self._position] if self._position < len(self.history) else ""
+        self.cursor_position = len(self.value)
+
+
+def first_line(text: str, limit: int = 48) -> str:
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    return shorten(safe_for_terminal(line.strip(), keep_colour=False), limit)
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    record: TurnRecord
+    current: bool  # on the branch the session is on
+
+
+def turn_label(record: TurnRecord, *, current: bool, timings: bool) -> Text:
+    """Action, first line of the observation, tokens and seconds of one turn."""
+    label = Text(no_wrap=True, end="")
+    label.append(f"{record.turn:>2} ", style="bold" if current else "dim")
+    label.append(shorten(safe_for_terminal(record.action, keep_colour=False), 28), style="yellow" if current else "dim")
+    label.append(" → ", style="dim")
+    label.append(first_line(record.observation) or "(empty)", style="" if current else "dim strike")
+    tokens = record.tokens.get("generated")
+    if tokens is not None:
+        label.append(f"  {tokens} tok", style="dim")
+    seconds = record.timings.get("total_s")
+    if timings and seconds is not None:
+        label.append(f" {seconds:.1f}s", style="dim")
+    if record.extra.get("attempt"):
+        label.append(f"  ↻{record.extra['attempt']}", style="magenta")
+    if not current:
+        label.append("  undone", style="dim italic")
+    return label
+
+
+class Timeline(Tree[int]):
+    """Every turn of the file; a branch (turns after an undo or regenerate) nests under the
+    turn it left from, and the current branch reads straight down. Node data: the turn's
+    number on the current branch, or 0 for a turn that is not on it."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("session", **kwargs)  # type: ignore[arg-type]
+        self.show_root = False
+        self.guide_depth = 2
+        self.timings = True
+
+    def show(self, traj: Trajectory) -> None:
+        self.clear()
+        current = {record.id for record in traj.current_branch()}
+        children: dict[int | None, list[TurnRecord]] = {}
+        for record in traj.turns:
+            children.setdefault(record.parent, []).append(record)
+
+        def add_line(node, parent: int | None) -> None:  # type: ignore[no-untyped-def]
+            kids = children.get(parent, [])
+            # The branch that is current (or else the newest) goes on at this level.
+            main = next((kid for kid in kids if kid.id in current), kids[-1] if kids else None)
+            while main is not None:
+                for kid in kids:
+                    if kid is main:
+                        continue
+                    branch = node.add(turn_label(kid, current=kid.id in current, timings=self.timings),
+                                      data=kid.turn if kid.id in current else 0, expand=True)
+                    add_line(branch, kid.id)
+                node.add_leaf(turn_label(main, current=main.id in current, timings=self.timings),
+                              data=main.turn if main.id in current else 0)
+                kids = children.get(main.id, [])
+                main = next((kid for kid in kids if kid.id in current), kids[-1] if kids else None)
+
+        add_line(self.root, None)
+        self.root.expand_all()
+        if self.root.children:
+            self.move_cursor(self.root.children[-1])
+
+
+class FilePanel(Tree[str]):
+    """The simulated file system, from a listing probed on a throwaway fork; entries new
+    since the previous listing are marked `+`."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("/", **kwargs)  # type: ignore[arg-type]
+        self._known: set[str] | None = None
+        self.root.set_label(Text("(ctrl+t lists the files)", style="dim"))
+
+    def show_tree(self, tree: FileTree) -> None:
+        paths = set(tree.paths())
+        new = paths - self._known if self._known is not None else set()
+        gone = sorted(self._known - paths) if self._known is not None else []
+        self._known = paths
+        self.clear()
+        self.root.set_label(Text(safe_for_terminal(tree.root.name, keep_colour=False), style="bold"))
+        if tree.is_empty:
+            self.root.add_leaf(Text("(the listing showed no files)", style="dim"))
+
+        def add(node, file_node, prefix: str) -> None:  # type: ignore[no-untyped-def]
+            for child in file_node.children:
+                path = f"{prefix}{child.name}" + ("/" if child.kind == "dir" else "")
+                label = Text(safe_for_terminal(child.name, keep_colour=False) + ("/" if child.kind == "dir" else ""),
+                             style="bold blue" if child.kind == "dir" else "")
+                if path in new:
+                    label = Text("+ ", style="bold green") + label
+                if child.kind == "dir":
+                    add(node.add(label, data=path, expand=True), child, f"{prefix}{child.name}/")
+                else:
+                    node.add_leaf(label, data=path)
+
+        add(self.root, tree.root, "")
+        for path in gone[:20]:
+            self.root.add_leaf(Text(f"- {path}", style="red strike"), data=path)
+        self.root.expand()
+
+
+class StatusBar(Static):
+    """Model, device, speed, context, thinking budget, turn."""
+
+    def show(self, *, model: str, gpu_layers: int | None, tokens_per_s: float | None, context_used: int | None,
+             n_ctx: int | None, think: str, turn: int, path: str, busy: str = "") -> None:
+        device = "CPU" if not gpu_layers else f"GPU {gpu_layers} layers"
+        speed = f"{tokens_per_s:.1f} tok/s" if tokens_per_s is not None else "– tok/s"
+        used = f"{context_used:,}" if context_used is not None else "–"
+        size = f"{n_ctx:,}" if n_ctx else "?"
+        text = Text(no_wrap=True, end="")
+        parts = [("model ", model), ("", device), ("", speed), ("ctx ", f"{used}/{size}"), ("think ", think),
+                 ("turn ", str(turn)), ("", path)]
+        for index, (name, value) in enumerate(parts):
+            if index:
+                text.append(" │ ", style="dim")
+            text.append(name, style="dim")
+            text.append(value, style="bold")
+        if busy:
+            text.append(f"  {busy}", style="yellow")
+        self.update(text)
