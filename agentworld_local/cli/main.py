@@ -59,6 +59,7 @@ def _root(
 # Each module adds its commands to `app` when imported; all are imported so `--help` lists them.
 COMMAND_MODULES = (
     "demo",
+    "play",
     "replay",
     "fork",
     "run",
@@ -114,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _register_commands()
         _hide_flag_types()
-        result = _invoke(sys.argv[1:] if argv is None else list(argv))
+        args = sys.argv[1:] if argv is None else list(argv)
+        if not args and sys.stdin.isatty() and sys.stdout.isatty():
+            args = ["play"]  # `awl` alone at a terminal opens the start screen; in a pipe, the help
+        result = _invoke(args)
     except AwlError as error:
         typer.echo(f"awl: error: {safe_for_terminal(error.one_line())}", err=True)
         return error.exit_code

@@ -1,0 +1,66 @@
+"""`awl play` (and `awl` alone): the full-screen session, a face over the session core."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from agentworld_local.cli.main import app
+from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
+from agentworld_local.errors import InputError
+
+
+def has_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@app.command()
+def play(
+    model: str = typer.Option(None, "--model", "-m", help="A GGUF world model: a registry name, a .gguf path, or scripted:FILE. Without one, the start screen lets you choose.", show_default=False),
+    domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
+    scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file.", show_default=False),
+    think: str = typer.Option(None, "--think", help="Thinking budget: off, a number of tokens, or full.", show_default=False),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
+    out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False),
+    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens.", show_default=False),
+    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
+    threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
+) -> None:
+    """Sit in front of a simulated world: type actions, watch the model think, undo, fork.
+
+    `awl` with no arguments opens the same screen. Example: `awl play -m world.gguf -s python-web-app`.
+    """
+    from agentworld_local.engine.types import ThinkBudget
+
+    ThinkBudget.parse(think)  # every mistake is said before the screen opens
+    check_ctx_value(ctx)
+    threads = check_threads(threads)
+    if scenario is not None:
+        from agentworld_local.scenarios import load_scenario
+
+        chosen = load_scenario(scenario)
+        if domain and domain != chosen.domain:
+            raise InputError(f"--domain {domain} conflicts with scenario `{chosen.name}`, which is a {chosen.domain} world.",
+                             "Drop --domain, or pick another scenario.")
+    elif domain is not None:
+        from agentworld_local.domains import get_domain
+
+        get_domain(domain)
+    if resume is not None and not resume.is_file():
+        raise InputError(f"{resume} is not a saved session file.", "Give the path of a .jsonl session, e.g. from `awl replay`.")
+    if out is not None:
+        from agentworld_local.session.files import ensure_new_file
+
+        ensure_new_file(out)
+        check_writable(out)
+    if not has_terminal():
+        raise InputError("awl play needs a terminal (stdin and stdout are not one).",
+                         "Run it in a terminal, or use `awl run` for a headless session.")
+    from agentworld_local.tui.app import make_app
+
+    start_screen = model is None
+    make_app(model=model, domain=domain, scenario=scenario, resume=resume, think=think, out=out, seed=seed, ctx=ctx,
+             gpu_layers=gpu_layers, threads=threads, start_screen=start_screen).run()
