@@ -18,7 +18,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.paths import package_assets
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.replay import replay
+from agentworld_local.cli.replay_plain import replay
 
 DEMO_FILE = "examples/terminal-demo.jsonl"
 

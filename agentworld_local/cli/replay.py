@@ -12,7 +12,7 @@ from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.replay import replay as render_replay
+from agentworld_local.cli.replay_plain import replay as render_replay
 
 
 @app.command()

@@ -1,7 +1,7 @@
 """Saved sessions: versioned, append-only JSONL trajectories.
 
-The replay renderer (`agentworld_local.trajectory.replay`) needs rich and is not imported here,
-so reading and writing trajectories pulls in no UI library.
+What a replay shows is decided in `agentworld_local.trajectory.replay`; the faces render it
+(cli/replay_plain.py, tui/replay.py). No module here imports a UI library.
 """
 
 from agentworld_local.trajectory.reader import Trajectory, read_trajectory

@@ -1,56 +1,33 @@
-"""Show a saved trajectory in a terminal. Independent of the CLI framework: it prints to
-the rich Console it is given, so tests capture it with `Console(file=io.StringIO())`."""
+"""What replaying a saved trajectory means, independent of how it is shown: which turns in
+which order (the current branch, or any other branch the file holds), what else shaped
+each turn (context cuts, regenerated samples), and the pace of a replay. The faces render
+it: cli/replay_plain.py prints it, tui/replay.py plays it in the TUI.
+"""
 
 from __future__ import annotations
 
 import re
-import time
-from typing import Callable
-
-from rich.console import Console
-from rich.syntax import Syntax
-from rich.text import Text
+from dataclasses import dataclass, field
 
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
-from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.trajectory.reader import Trajectory, count
 from agentworld_local.trajectory.schema import TurnRecord
 
 HAND_WRITTEN_LINE = "hand-written example, not model output"
 _SHELL_DOMAINS = {"shell", "terminal", "bash", "sh"}
 _MARKUP = re.compile(r"^\s*<(?:!doctype\s+html|html|head|body|div|\?xml|[A-Za-z][\w:.-]*[\s/>])", re.IGNORECASE)
-_SYNTAX_THEME = "ansi_dark"  # uses the terminal's own palette, so it reads on light and dark backgrounds
 
 
-def replay(
-    traj: Trajectory,
-    console: Console,
-    *,
-    plain: bool = False,
-    show_thinking: bool = False,
-    speed: float = 0.0,
-    turn: int | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """Print the header, then each turn of the current branch (or only branch position `turn`).
-
-    `plain` prints text with no colour or box characters (pipes, tests). `speed` is the pause
-    in seconds between turns; on a real terminal the observation is also typed out.
-    """
+def replay_turns(traj: Trajectory, turn: int | None = None) -> list[TurnRecord]:
+    """The turns a replay shows: the current branch, or only its position `turn` (1-based)."""
     branch = traj.current_branch()
     if turn is not None and not 1 <= turn <= len(branch):
         raise TrajectoryError(
             f"turn {turn} is out of range: {traj.path} has {count(len(branch), 'turn')} in its current branch.",
             f"Pick a turn from 1 to {len(branch)}." if branch else "Replay it without --turn.",
         )
-    render_header(traj, console, plain=plain, shown=len(branch))
-    selected = [branch[turn - 1]] if turn is not None else branch
-    for index, record in enumerate(selected):
-        if index and speed > 0:
-            sleep(speed)
-        render_turn(record, console, domain=traj.header.domain, plain=plain, show_thinking=show_thinking,
-                    speed=speed, sleep=sleep)
+    return [branch[turn - 1]] if turn is not None else branch
 
 
 def header_lines(traj: Trajectory, shown: int) -> list[str]:
@@ -78,17 +55,6 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
     abandoned = f" (plus {extra} undone)" if extra else ""
     lines.append(f"turns: {shown}{abandoned}")
     return lines
-
-
-def render_header(traj: Trajectory, console: Console, *, plain: bool = False, shown: int | None = None) -> None:
-    # File content must not drive the terminal (escape sequences) nor crash the encoder (lone surrogates).
-    lines = [safe_for_terminal(line, keep_colour=False) for line in header_lines(traj, len(traj.current_branch()) if shown is None else shown)]
-    if plain:
-        console.out("\n".join(lines), highlight=False)
-        return
-    for line in lines:
-        style = "bold yellow" if line == HAND_WRITTEN_LINE else None
-        console.print(Text(line, style=style or ""))
 
 
 def turn_stats(record: TurnRecord, sep: str = " · ") -> str:
@@ -155,63 +121,140 @@ def turn_notes(record: TurnRecord) -> list[str]:
     return notes
 
 
-def render_turn(
-    record: TurnRecord,
-    console: Console,
-    *,
-    domain: str = "",
-    plain: bool = False,
-    show_thinking: bool = False,
-    speed: float = 0.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    sep = ", " if plain else " · "  # plain output stays ASCII for pipes and logs
-    stats = turn_stats(record, sep)
-    title = f"Turn {record.turn}" + (f"{sep}{stats}" if stats else "")
-    # Plain output has no colour, so colour sequences from the model are escaped too.
-    safe = lambda text: safe_for_terminal(text, keep_colour=not plain)  # noqa: E731
-    action = safe(record.action.rstrip("\n"))
-    observation = safe(record.observation.rstrip("\n"))
-    thinking = safe(record.thinking.strip("\n"))
-    controls = [safe(f"control added: {c}") for c in record.controls_added] + turn_notes(record)
-    if plain:
-        out = [f"== {title} ==", *controls, "action:", action]
-        if show_thinking and thinking.strip():
-            out += ["thinking:", thinking]
-        out += ["observation:", observation, ""]
-        console.out("\n".join(out), highlight=False)
-        return
-
-    console.print()
-    console.rule(Text.assemble(("── ", "cyan"), (title, "bold")), align="left", style="cyan")
-    for line in controls:
-        console.print(Text(line, style="bold yellow"))
-    console.print(Text("action", style="bold cyan"))
-    _print_code(console, action, action_lexer(record, domain))
-    if show_thinking and thinking.strip():
-        console.print(Text("thinking", style="bold magenta"))
-        console.print(Text.from_ansi(thinking, style="dim italic"))
-    console.print(Text("observation", style="bold green"))
-    if speed > 0 and console.is_terminal:
-        _typewrite(console, observation, speed, sleep)
-    else:
-        _print_code(console, observation, observation_lexer(observation))
+# -- branches ------------------------------------------------------------------------------
 
 
-def _print_code(console: Console, text: str, lexer: str | None) -> None:
-    if lexer is None:
-        # Text, not str: brackets in model output are not rich markup; from_ansi keeps the colours.
-        console.print(Text.from_ansi(text))
-    else:
-        console.print(Syntax(text, lexer, theme=_SYNTAX_THEME, word_wrap=True, background_color="default"))
+@dataclass(frozen=True)
+class Branch:
+    """One line of play through the file: the turns from the first to `turns[-1]`."""
+
+    turns: list[TurnRecord]
+    current: bool  # the branch the session was on when the file was last written
+    #: Position (1-based) of the first turn not shared with the current branch; 0 for the current one.
+    leaves_at: int = 0
+
+    def describe(self) -> str:
+        size = count(len(self.turns), "turn")
+        if self.current:
+            return f"current branch, {size}"
+        return f"undone branch from turn {self.leaves_at}, {size}"
 
 
-def _typewrite(console: Console, text: str, speed: float, sleep: Callable[[float], None]) -> None:
-    """Type the text out, taking at most `speed` seconds however long it is."""
-    chunk = max(1, len(text) // 200)  # about 200 writes per observation
-    delay = min(0.02, speed / max(1, len(text) // chunk))
-    for start in range(0, len(text), chunk):
-        console.out(text[start:start + chunk], end="", highlight=False)
-        console.file.flush()
-        sleep(delay)
-    console.out("", highlight=False)
+def branches(traj: Trajectory) -> list[Branch]:
+    """The current branch first (possibly empty, when every turn was undone), then every
+    other branch the file holds (one per turn no later turn continues), in file order."""
+    current = traj.current_branch()
+    on_current = {record.id for record in current}
+    continued = {record.parent for record in traj.turns if record.parent is not None}
+    found = [Branch(current, True)]
+    for record in traj.turns:
+        if record.id in continued or record.id in on_current:
+            continue
+        turns = traj.branch(record.id)
+        shared = next((i for i, t in enumerate(turns) if t.id not in on_current), len(turns))
+        found.append(Branch(turns, False, leaves_at=shared + 1))
+    return found
+
+
+# -- the pace of a replay --------------------------------------------------------------------
+
+#: Replay speeds, as multiples of the pace below; the TUI steps through them.
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: Seconds a turn stays on screen at speed 1 when its generation time was not recorded.
+DEFAULT_TURN_S = 1.5
+#: However long a turn took to generate, a replay at speed 1 shows it for this long at most...
+MAX_TURN_S = 6.0
+#: ...and at least this long, so short turns can still be read.
+MIN_TURN_S = 0.8
+
+
+def turn_pause(record: TurnRecord, speed: float = 1.0) -> float:
+    """Seconds to show `record` before the next turn: its recorded generation time (how the
+    session felt), kept readable, divided by the speed."""
+    recorded = record.timings.get("total_s") if isinstance(record.timings, dict) else None
+    seconds = recorded if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and recorded > 0 else DEFAULT_TURN_S
+    return min(MAX_TURN_S, max(MIN_TURN_S, float(seconds))) / max(speed, 1e-3)
+
+
+@dataclass
+class ReplayCursor:
+    """Where a replay is: a branch and a position on it (0 = the initial state, before turn 1;
+    n = after turn n), whether it plays, and how fast. A face moves it and shows `state()`."""
+
+    traj: Trajectory
+    branch_index: int = 0
+    position: int = 0
+    playing: bool = False
+    speed: float = 1.0
+    all_branches: list[Branch] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.all_branches = branches(self.traj)
+
+    @property
+    def branch(self) -> Branch:
+        return self.all_branches[self.branch_index]
+
+    @property
+    def turns(self) -> list[TurnRecord]:
+        return self.branch.turns
+
+    @property
+    def record(self) -> TurnRecord | None:
+        """The turn just shown (None at the initial state)."""
+        return self.turns[self.position - 1] if self.position else None
+
+    @property
+    def at_end(self) -> bool:
+        return self.position >= len(self.turns)
+
+    def state(self) -> str:
+        """The world as it is at this position: the last observation, or the initial state."""
+        record = self.record
+        return record.observation if record is not None else self.traj.header.initial_state
+
+    def step(self, delta: int = 1) -> bool:
+        """Move `delta` turns (clamped to the branch); True when the position changed."""
+        return self.jump(self.position + delta)
+
+    def jump(self, position: int) -> bool:
+        target = max(0, min(len(self.turns), position))
+        moved = target != self.position
+        self.position = target
+        if self.at_end:
+            self.playing = False
+        return moved
+
+    def toggle_play(self) -> bool:
+        """Play (from the start again when at the end) or pause; returns whether it plays now."""
+        if not self.playing and self.at_end:
+            self.position = 0
+        self.playing = not self.playing and bool(self.turns)
+        return self.playing
+
+    def tick(self) -> bool:
+        """One beat of playback: the next turn. Returns whether playback goes on."""
+        if self.playing:
+            self.step(1)
+        return self.playing
+
+    def pause_s(self) -> float:
+        """How long the current position stays on screen while playing."""
+        record = self.record
+        if record is None:
+            return MIN_TURN_S / max(self.speed, 1e-3)
+        return turn_pause(record, self.speed)
+
+    def change_speed(self, steps: int) -> float:
+        """Faster (steps > 0) or slower through SPEEDS; returns the new speed."""
+        nearest = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self.speed))
+        self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, nearest + steps))]
+        return self.speed
+
+    def switch_branch(self, delta: int = 1) -> Branch:
+        """The next (or previous) branch, cycling; the position stays (clamped to its length)."""
+        if len(self.all_branches) > 1:
+            self.branch_index = (self.branch_index + delta) % len(self.all_branches)
+            self.position = min(self.position, len(self.turns))
+            self.playing = self.playing and not self.at_end
+        return self.branch

@@ -18,7 +18,7 @@ from agentworld_local.errors import AwlError
 from agentworld_local.session.core import Session
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.replay import replay
+from agentworld_local.cli.replay_plain import replay
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
 

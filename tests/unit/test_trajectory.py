@@ -21,7 +21,7 @@ from agentworld_local.trajectory import (
     fork_trajectory,
     read_trajectory,
 )
-from agentworld_local.trajectory.replay import HAND_WRITTEN_LINE, replay
+from agentworld_local.cli.replay_plain import HAND_WRITTEN_LINE, replay
 
 
 def make_header(**overrides) -> Header:
@@ -311,7 +311,7 @@ def test_replay_rich_mode_highlights(tmp_path):
 
 @pytest.mark.parametrize("plain", [True, False])
 def test_replay_says_where_the_context_was_cut_and_which_turns_were_regenerated(plain):
-    from agentworld_local.trajectory.replay import render_turn
+    from agentworld_local.cli.replay_plain import render_turn
 
     cut = make_turn("ls", "a", context={"omitted_turns": {"first": 2, "last": 9},
                                          "cut": {"tokens_before": 4100, "tokens_after": 2000, "context": 4096}})

@@ -25,7 +25,7 @@ from agentworld_local.trajectory import (
 )
 from agentworld_local.trajectory import writer as writer_module
 from agentworld_local.agentworldbench.export import ExportPlan, trajectory_to_rows
-from agentworld_local.trajectory.replay import replay
+from agentworld_local.cli.replay_plain import replay
 from tests.unit.test_trajectory import make_header, make_turn, write_linear
 
 UTC_FORM = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

@@ -14,7 +14,7 @@ from agentworld_local.errors import AwlError
 from agentworld_local.trajectory import Header, TrajectoryWriter, TurnRecord, read_trajectory
 from agentworld_local.agentworldbench.rows import read_bench_row, read_bench_rows
 from agentworld_local.agentworldbench.export import ExportPlan
-from agentworld_local.trajectory.replay import replay
+from agentworld_local.cli.replay_plain import replay
 from tests.unit.test_agentworldbench import bench_job
 
 
