@@ -6,7 +6,7 @@ failures explained), logs (llama.cpp's log captured, never printed), checkpoints
 states copied out and set back), backend (LlamaBackend: the append-only context).
 """
 
-from agentworld_local.engine.llama.backend import LlamaBackend, template_handles_thinking
+from agentworld_local.engine.llama.backend import LlamaBackend
 from agentworld_local.engine.llama.devices import (
     build_backends,
     build_devices,
@@ -15,21 +15,16 @@ from agentworld_local.engine.llama.devices import (
     machine_hardware,
     supports_gpu_offload,
 )
-from agentworld_local.engine.llama.header import VocabCheck, knows_architecture, vocab_check
-from agentworld_local.engine.llama.planning import plan_for, resolve_gpu_layers
+from agentworld_local.engine.llama.header import knows_architecture, vocab_check
 
 __all__ = [
     "LlamaBackend",
-    "VocabCheck",
     "build_backends",
     "build_devices",
     "gpu_backend",
     "knows_architecture",
     "llama_cpp_version",
     "machine_hardware",
-    "plan_for",
-    "resolve_gpu_layers",
     "supports_gpu_offload",
-    "template_handles_thinking",
     "vocab_check",
 ]
