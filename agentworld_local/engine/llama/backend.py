@@ -24,6 +24,7 @@ import llama_cpp
 from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import THINK_OPEN
+from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.guard import GenerationGuard
 from agentworld_local.engine.llama import checkpoints
@@ -64,7 +65,7 @@ class LlamaBackend:
         model_path: str | Path,
         *,
         gpu_layers: str | int = "auto",
-        n_ctx: int = 16384,
+        n_ctx: int = DEFAULT_CTX,
         threads: int | None = None,
         n_batch: int = 512,
         progress: Callable[[float], object] | None = None,
