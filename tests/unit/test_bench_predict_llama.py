@@ -1,0 +1,82 @@
+"""`awl bench predict` on the real llama.cpp path (the tiny hybrid `qwen35moe` fixture):
+consecutive rows of one trajectory reuse the context, so each evaluates only its new tokens.
+
+The expected counts come from the GGUF's own template, rendered here independently: row k+1
+of a trajectory starts with row k's conversation up to the end of its last user message
+(the turn boundary, where the backend keeps a checkpoint), so it evaluates exactly its
+prompt's tokens minus those.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gguf
+import pytest
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from agentworld_local.agentworldbench.predict import predict_rows
+from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
+from agentworld_local.agentworldbench.rows import bench_messages, read_bench_rows
+from agentworld_local.agentworldbench.selection import lines_of, work_order
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from tests.unit.test_agentworldbench import bench_job
+
+SETTINGS = RunSettings("tiny", SamplingConfig(max_tokens=8), ThinkBudget.parse("4"), 3)
+
+
+@pytest.fixture(scope="module")
+def backend(qwen_gguf):
+    engine = LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0)
+    yield engine
+    engine.close()
+
+
+def render(gguf_path, messages, *, add_generation_prompt: bool) -> str:
+    """The conversation as the GGUF's own template writes it (not through the engine)."""
+    reader = gguf.GGUFReader(gguf_path)
+    field = reader.fields["tokenizer.chat_template"]
+    source = bytes(field.parts[field.data[0]]).decode("utf-8")
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(source).render(
+        messages=messages, add_generation_prompt=add_generation_prompt, enable_thinking=True, bos_token="", eos_token=""
+    )
+
+
+def predict_file(tmp_path, backend, jobs):
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("".join(json.dumps(job) + "\n" for job in jobs), encoding="utf-8")
+    rows = read_bench_rows(bench)
+    out = PredictionsFile.open(tmp_path / "predictions.jsonl", lines_of(rows), SETTINGS, source=bench)
+    backend.reset()
+    try:
+        return list(predict_rows(work_order(rows), backend, SETTINGS, out))
+    finally:
+        out.close()
+
+
+def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path, backend, qwen_gguf):
+    # Shuffled on purpose: the work order puts each trajectory's rows together, by turn.
+    jobs = [bench_job("terminal", 3), bench_job("mcp", 1), bench_job("terminal", 1), bench_job("mcp", 3),
+            bench_job("terminal", 2), bench_job("mcp", 2)]
+    events = predict_file(tmp_path, backend, jobs)
+    assert [(e.row.domain, e.row.turn_idx) for e in events] == [("terminal", 1), ("terminal", 2), ("terminal", 3),
+                                                                 ("mcp", 1), ("mcp", 2), ("mcp", 3)]
+    previous = None
+    for event in events:
+        messages = bench_messages(event.row)
+        tokens = event.side["tokens"]
+        assert tokens["prompt_total"] == len(backend.tokenize(render(qwen_gguf, messages, add_generation_prompt=True)))
+        if event.row.turn_idx == 1:
+            assert tokens["prompt_evaluated"] == tokens["prompt_total"], "a new system prompt: from scratch"
+        else:
+            boundary = len(backend.tokenize(render(qwen_gguf, bench_messages(previous.row), add_generation_prompt=False)))
+            assert tokens["prompt_evaluated"] == tokens["prompt_total"] - boundary
+        previous = event
+    evaluated = sum(e.side["tokens"]["prompt_evaluated"] for e in events)
+    from_scratch = sum(e.side["tokens"]["prompt_total"] for e in events)
+    assert evaluated < from_scratch * 0.7
+    lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [line["awl_predict"]["tokens"] for line in lines] == [e.side["tokens"] for e in events], "recorded per row"
+
