@@ -37,6 +37,7 @@ class SessionRequest:
     think: str | None = None
     out: Path | None = None
     seed: int = 0
+    max_tokens: int | None = None  # most tokens for one observation (None: the default)
 
 
 class AwlApp(App[None]):
@@ -48,6 +49,7 @@ class AwlApp(App[None]):
         self, *, request: SessionRequest, backend: Any = None, sessions_dir: Path | None = None,
         replay_path: Path | None = None, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
         timings: bool = True, files_each_turn: bool = False, start_screen: bool = False,
+        models: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.request = request
@@ -59,6 +61,7 @@ class AwlApp(App[None]):
         self.timings = timings
         self.files_each_turn = files_each_turn
         self.start_screen = start_screen
+        self.models = models  # the start screen's model list (None: the registry's downloaded models)
         self.session: Any = None
 
     # -- start -------------------------------------------------------------------------
@@ -71,7 +74,7 @@ class AwlApp(App[None]):
         else:
             from agentworld_local.tui.start import StartScreen
 
-            self.push_screen(StartScreen(self.request, sessions=self.sessions_folder()))
+            self.push_screen(StartScreen(self.request, sessions=self.sessions_folder(), models=self.models))
 
     def sessions_folder(self) -> Path:
         if self.sessions_dir is not None:
@@ -229,15 +232,15 @@ def make_app(
     resume: str | Path | None = None, think: str | None = None, out: str | Path | None = None, seed: int = 0,
     sessions_dir: str | Path | None = None, replay_path: str | Path | None = None, ctx: int | None = None,
     gpu_layers: str = "auto", threads: int | None = None, timings: bool = True, files_each_turn: bool = False,
-    start_screen: bool | None = None,
+    start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
     clock-dependent numbers (for snapshots)."""
     request = SessionRequest(model=model, domain=domain, scenario=scenario,
                              resume=Path(resume) if resume else None, think=think,
-                             out=Path(out) if out else None, seed=seed)
+                             out=Path(out) if out else None, seed=seed, max_tokens=max_tokens)
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,
-                  start_screen=bool(start_screen))
+                  start_screen=bool(start_screen), models=models)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentworld_local.domains import get_domain
@@ -31,10 +32,14 @@ def open_session(backend: Any, request: SessionRequest) -> Session:
         resolved = _resolve_spec(SessionSpec, request)
         if resolved is not None:
             domain, settings = resolved
+            if request.max_tokens is not None:
+                settings.sampling = replace(settings.sampling, max_tokens=request.max_tokens)
             world = World(backend, domain, settings)
             return Session.create(world, request.out, scenario=scenario.ref() if scenario else None)
     domain_name = request.domain or (scenario.domain if scenario else "terminal")
     settings = SessionSettings(think=ThinkBudget.parse(request.think), seed=request.seed)
+    if request.max_tokens is not None:
+        settings.sampling = replace(settings.sampling, max_tokens=request.max_tokens)
     if scenario is not None:
         settings = scenario.apply(settings)
     world = World(backend, get_domain(domain_name), settings)

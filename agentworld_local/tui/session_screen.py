@@ -30,7 +30,7 @@ from agentworld_local.tui.dialogs import HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.views.file_tree import FILE_SYSTEM_DOMAINS, probe_file_tree
+from agentworld_local.views.file_tree import probe_file_tree
 
 if TYPE_CHECKING:
     from agentworld_local.session.core import Session
@@ -81,6 +81,10 @@ class SessionScreen(Screen[None]):
     def domain_name(self) -> str:
         return self.session.world.domain.name
 
+    @property
+    def has_files(self) -> bool:
+        return bool(getattr(self.session.world.domain, "shows_file_system", False))
+
     # -- layout ------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -93,7 +97,7 @@ class SessionScreen(Screen[None]):
                         yield Static(id="thinking")
             with Vertical(id="right"):
                 yield Timeline(id="timeline")
-                if self.domain_name in FILE_SYSTEM_DOMAINS:
+                if self.has_files:
                     yield FilePanel(id="files")
         yield Static(id="action-error")
         yield ActionInput(placeholder=PLACEHOLDERS.get(self.domain_name, "a tool call as JSON, or :undo / :control TEXT"),
@@ -104,9 +108,10 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#world-scroll").border_title = self.session.world.domain.title or self.domain_name
         self.query_one("#timeline").border_title = "Timeline"
-        if self.domain_name in FILE_SYSTEM_DOMAINS:
+        if self.has_files:
             self.query_one("#files").border_title = "Files"
         self.query_one(Timeline).timings = self.timings
+        self.query_one(ActionInput).cursor_blink = self.timings  # no blinking in snapshots
         self._show_state()
         self._refresh_timeline()
         self._refresh_status()
@@ -255,7 +260,7 @@ class SessionScreen(Screen[None]):
         self._live = None
         self._show_state()
         self._refresh_timeline()
-        if self.files_each_turn and self.domain_name in FILE_SYSTEM_DOMAINS:
+        if self.files_each_turn and self.has_files:
             self.call_after_refresh(self.action_files)
 
     def on_turn_stopped(self, message: messages.TurnStopped) -> None:
@@ -279,6 +284,7 @@ class SessionScreen(Screen[None]):
         self._refresh_status()
 
     def on_work_failed(self, message: messages.WorkFailed) -> None:
+        message.stop()  # shown once, here; not again by the app
         self._show_state()
         self._refresh_timeline()
         self.awl_app.show_error(message.error)
@@ -358,7 +364,7 @@ class SessionScreen(Screen[None]):
         self.app.push_screen(PromptDialog(title, "path/to/session.jsonl", value), chosen)
 
     def action_files(self) -> None:
-        if self.domain_name not in FILE_SYSTEM_DOMAINS:
+        if not self.has_files:
             self.notify(f"The {self.domain_name} domain has no file system to list.", severity="warning")
             return
         if self._refuse_while_busy():

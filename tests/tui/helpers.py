@@ -1,0 +1,96 @@
+"""Driving the TUI in tests: a scripted backend, typing actions, reading the screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from agentworld_local.testing.answers import answer
+from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.tui.app import AwlApp, make_app
+
+SIZE = (120, 40)
+
+
+def scripted(*answers: str | ScriptedAnswer, delay_s: float = 0.0, n_ctx: int = 16384) -> ScriptedBackend:
+    """Answers by name from testing/answers.py, or ScriptedAnswers as given."""
+    items = [answer(item).scripted() if isinstance(item, str) else item for item in answers]
+    return ScriptedBackend(items, delay_s=delay_s, n_ctx=n_ctx)
+
+
+def session_app(tmp_path: Path, backend: Any, domain: str = "terminal", **options: Any) -> AwlApp:
+    options.setdefault("out", tmp_path / "session.jsonl")
+    return make_app(backend=backend, domain=domain, sessions_dir=tmp_path, timings=False, **options)
+
+
+async def type_action(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
+    """Type `text` into the action line as keys, press Enter, and (by default) let the turn finish."""
+    field = pilot.app.screen.query_one("#action")
+    field.focus()
+    field.value = ""
+    await pilot.press(*[_key(char) for char in text], "enter")
+    if wait:
+        await settle(pilot)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def _key(char: str) -> str:
+    return {" ": "space", ":": "colon", "-": "minus", ".": "full_stop", "/": "slash", "_": "underscore",
+            "'": "apostrophe", '"': "quotation_mark", "(": "left_parenthesis", ")": "right_parenthesis",
+            ",": "comma"}.get(char, char)
+
+
+def screen_text(app: AwlApp) -> str:
+    """What the terminal shows now, as plain text."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def widget_text(app: AwlApp, selector: str) -> str:
+    """The plain text a Static shows."""
+    content = app.screen.query_one(selector).render()
+    return getattr(content, "plain", str(content))
+
+
+class GatedBackend:
+    """A scripted backend whose turn holds after `after` events until `gate` is set (or the
+    turn is cancelled): a turn stays in flight exactly as long as a test needs."""
+
+    def __init__(self, inner: ScriptedBackend, after: int = 5) -> None:
+        import threading
+
+        self.inner = inner
+        self.after = after
+        self.gate = threading.Event()
+        self.holding = threading.Event()  # set while the turn waits at the gate
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def generate(self, messages: Any, **options: Any) -> Any:
+        cancel = options.get("cancel")
+        for number, event in enumerate(self.inner.generate(messages, **options)):
+            if number == self.after:
+                self.holding.set()
+                while not self.gate.wait(0.01):
+                    if cancel is not None and cancel.is_set():
+                        break
+                self.holding.clear()
+            yield event
+
+
+async def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
+    """Wait (without blocking the app) until `condition()` is true."""
+    import asyncio
+
+    for _ in range(int(timeout_s / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{condition} did not become true in {timeout_s} s")

@@ -1,0 +1,105 @@
+"""The TUI replay driven with Textual's pilot: step, jump, switch branch, speed, play, quit."""
+
+from __future__ import annotations
+
+from textual.widgets import OptionList, Static
+
+from agentworld_local.examples import pick_example
+from agentworld_local.trajectory import Header, TrajectoryWriter, TurnRecord
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.tui.app import make_app
+from agentworld_local.tui.replay import ReplayApp, ReplayScreen
+
+
+def shown(app, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def web_app(**options) -> ReplayApp:
+    # click 67 (undone), then click 72, click 107, click 111
+    return ReplayApp(read_trajectory(pick_example("web").path), **options)
+
+
+async def test_opens_at_the_initial_state_and_says_it_is_hand_written():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        assert isinstance(pilot.app.screen, ReplayScreen)
+        assert "hand-written example, not model output" in shown(pilot.app, "#replay-header")
+        assert "[72] link 'Tarn Waterproof Hiking Jacket'" in shown(pilot.app, "#replay-world")
+        assert "turn 0/3" in shown(pilot.app, "#replay-status") and "paused" in shown(pilot.app, "#replay-status")
+
+
+async def test_step_forward_and_back_shows_each_turns_page():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("right")
+        assert "Tarn Waterproof Hiking Jacket | Fernhill" in shown(pilot.app, "#replay-world")
+        assert "turn 1/3" in shown(pilot.app, "#replay-status")
+        await pilot.press("right", "right")
+        assert "Added to your cart" in shown(pilot.app, "#replay-world")
+        await pilot.press("right")  # the end: stays
+        assert "turn 3/3" in shown(pilot.app, "#replay-status")
+        await pilot.press("left")
+        assert "Added to your cart" not in shown(pilot.app, "#replay-world")
+        assert pilot.app.screen.query_one(OptionList).highlighted == 2
+
+
+async def test_switch_branch_shows_the_undone_turn():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("right", "b")
+        assert "undone branch from turn 1" in shown(pilot.app, "#replay-status")
+        assert "Drizzle Packable Rain Jacket | Fernhill" in shown(pilot.app, "#replay-world")
+        await pilot.press("b")
+        assert "current branch" in shown(pilot.app, "#replay-status")
+
+
+async def test_go_to_turn_and_a_bad_turn_number():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("g")
+        await pilot.press(*"3", "enter")
+        assert "turn 3/3" in shown(pilot.app, "#replay-status")
+        await pilot.press("g")
+        await pilot.press(*"9", "enter")
+        await pilot.pause()
+        assert "turn 3/3" in shown(pilot.app, "#replay-status")  # unchanged, a notice says the range
+        assert any("from 0 (the initial state) to 3" in str(n.message) for n in pilot.app._notifications)
+
+
+async def test_play_advances_on_each_beat_and_stops_at_the_end():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        screen = pilot.app.screen
+        await pilot.press("plus")
+        assert "speed 2x" in shown(pilot.app, "#replay-status")
+        await pilot.press("space")
+        assert "playing" in shown(pilot.app, "#replay-status")
+        for _ in range(3):
+            screen.beat()  # what the timer calls; no waiting on the clock
+        await pilot.pause()
+        assert "turn 3/3" in shown(pilot.app, "#replay-status") and "paused" in shown(pilot.app, "#replay-status")
+
+
+async def test_context_cut_and_regenerated_turn_are_said(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    writer = TrajectoryWriter.create(path, Header(domain="terminal", initial_state="$ "))
+    writer.append(TurnRecord("ls", "a.txt\n$ "))
+    writer.append(TurnRecord("cat a.txt", "hello\n$ ", parent=1,
+                             context={"omitted_turns": {"first": 1, "last": 1}, "cut": {"tokens": 90}},
+                             extra={"attempt": 1}))
+    writer.close()
+    async with ReplayApp(read_trajectory(path), turn=2).run_test(size=(120, 40)) as pilot:
+        notes = shown(pilot.app, "#replay-notes")
+        assert "context cut: from here the model no longer sees turn 1" in notes
+        assert "regenerated: sample 2 of this turn" in notes
+
+
+async def test_quit_ends_the_replay_app():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert pilot.app.return_code == 0 or not pilot.app.is_running
+
+
+async def test_the_main_app_opens_the_replay_screen_and_q_closes_it(tmp_path):
+    app = make_app(replay_path=pick_example("terminal").path, sessions_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ReplayScreen)
+        assert "dev@laptop:~/todo-api$" in shown(pilot.app, "#replay-world")

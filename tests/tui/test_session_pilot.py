@@ -1,0 +1,236 @@
+"""Whole sessions driven through the TUI with the scripted backend (realistic answers):
+type, stream, undo, regenerate, cancel, control, errors; the screen, the timeline and the
+trajectory file are checked after each step."""
+
+from __future__ import annotations
+
+from textual.widgets import Collapsible
+
+from agentworld_local.testing.answers import answer
+from agentworld_local.testing.scripted import ScriptedAnswer
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.tui.dialogs import ErrorDialog
+from agentworld_local.tui.session_screen import SessionScreen
+from agentworld_local.tui.widgets import Timeline
+
+from tests.tui.helpers import SIZE, GatedBackend, screen_text, wait_for, scripted, session_app, settle, type_action, widget_text
+
+LS = answer("thinking_then_tags")
+
+
+def timeline_labels(app) -> list[str]:
+    tree = app.screen.query_one(Timeline)
+    labels = []
+
+    def walk(node) -> None:
+        for child in node.children:
+            labels.append(child.label.plain)
+            walk(child)
+
+    walk(tree.root)
+    return labels
+
+
+async def test_a_turn_streams_into_the_world_view_once_and_is_saved(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        assert isinstance(app.screen, SessionScreen)
+        world = widget_text(app, "#world")
+        assert world == LS.observation
+        screen = screen_text(app)
+        # Each line of the observation is on screen once: the stream was not added to the final text.
+        for line in LS.observation.splitlines()[1:]:
+            assert screen.count(line.rstrip()) == 1, line
+        assert "The agent lists /app." in widget_text(app, "#thinking")
+        assert timeline_labels(app)[0].startswith(" 1 ls -la → total 12")
+        assert "turn 1" in screen
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.observation for record in traj.current_branch()] == [LS.observation]
+    assert traj.turns[0].action == "ls -la"
+
+
+async def test_a_terminal_line_becomes_keystrokes_and_control_keys_can_be_sent(tmp_path):
+    backend = scripted("thinking_then_tags", "draft_tags_inside_thinking")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "C-c")
+    turns = read_trajectory(tmp_path / "session.jsonl").turns
+    assert turns[0].action_payload == [{"keystrokes": "ls -la\n", "duration": turns[0].action_payload[0]["duration"]}]
+    assert turns[1].action_payload[0]["keystrokes"] == "C-c"
+
+
+async def test_undo_keeps_the_turn_in_the_file_and_the_timeline_shows_the_branch(tmp_path):
+    backend = scripted("thinking_then_tags", "marker_form", "no_tags")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "pwd")
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert widget_text(app, "#world") == LS.observation  # back to turn 1's screen
+        assert any("pwd" in label and "undone" in label for label in timeline_labels(app))
+        await type_action(pilot, "gti status")
+        labels = timeline_labels(app)
+        assert len(labels) == 3
+        assert [label for label in labels if "undone" in label] == [next(l for l in labels if "pwd" in l)]
+        assert widget_text(app, "#world") == answer("no_tags").observation
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.action for record in traj.turns] == ["ls -la", "pwd", "gti status"]
+    assert [record.action for record in traj.current_branch()] == ["ls -la", "gti status"]
+
+
+async def test_undo_typed_at_the_action_line(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, ":undo")
+        assert widget_text(app, "#world") == app.screen.session.world.initial_state
+    assert read_trajectory(tmp_path / "session.jsonl").current_branch() == []
+
+
+async def test_regenerate_replaces_the_last_turn_with_a_new_sample(tmp_path):
+    backend = scripted("thinking_then_tags", "draft_tags_inside_thinking")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert widget_text(app, "#world") == answer("draft_tags_inside_thinking").observation
+        assert any("↻1" in label for label in timeline_labels(app))
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert len(traj.turns) == 2
+    assert traj.current_branch()[0].extra.get("attempt") == 1
+    assert traj.current_branch()[0].action == "ls -la"
+
+
+async def test_cancel_stops_a_streaming_turn_and_saves_nothing(tmp_path):
+    backend = GatedBackend(scripted("thinking_then_tags"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        initial = widget_text(app, "#world")
+        await type_action(pilot, "ls -la", wait=False)
+        await wait_for(backend.holding.is_set)
+        screen = app.screen
+        assert screen.busy == "turn"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen.busy == ""
+        assert widget_text(app, "#world") == initial
+        assert timeline_labels(app) == []
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert traj.turns == []
+
+
+async def test_keys_keep_working_while_a_turn_streams(tmp_path):
+    backend = GatedBackend(scripted("thinking_then_tags"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la", wait=False)
+        await wait_for(backend.holding.is_set)
+        await pilot.press("ctrl+g")  # fold the thinking pane mid-stream
+        assert app.screen.query_one("#thinking-box", Collapsible).collapsed
+        await pilot.press("p", "w", "d")  # the next action can be typed meanwhile
+        assert app.screen.query_one("#action").value == "pwd"
+        assert app.screen.busy == "turn"
+        await pilot.press("enter")  # but not sent while the turn runs
+        assert "A turn is running" in widget_text(app, "#action-error")
+        backend.gate.set()
+        await settle(pilot)
+        assert widget_text(app, "#world") == LS.observation
+    assert len(read_trajectory(tmp_path / "session.jsonl").turns) == 1
+
+
+async def test_a_parse_error_shows_inline_and_leaves_the_session_untouched(tmp_path):
+    backend = scripted("thinking_then_tags")
+    app = session_app(tmp_path, backend, domain="web")
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "frobnicate 12")
+        error = widget_text(app, "#action-error")
+        assert "frobnicate" in error
+        assert app.screen.query_one("#action-error").display
+        assert not isinstance(app.screen, ErrorDialog)
+    assert backend.calls == 0
+    assert read_trajectory(tmp_path / "session.jsonl").turns == []
+
+
+async def test_history_recalls_earlier_actions_with_up_and_down(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags", "marker_form"))
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "pwd")
+        field = app.screen.query_one("#action")
+        await pilot.press("up")
+        assert field.value == "pwd"
+        await pilot.press("up")
+        assert field.value == "ls -la"
+        await pilot.press("down", "down")
+        assert field.value == ""
+
+
+async def test_a_control_instruction_reaches_the_next_turn(tmp_path):
+    backend = scripted("thinking_then_tags")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, ":control the disk is full")
+        await type_action(pilot, "ls -la")
+    assert "the disk is full" in backend.last_messages[-1]["content"]
+    assert read_trajectory(tmp_path / "session.jsonl").turns[0].controls_added == ["the disk is full"]
+
+
+async def test_a_generation_error_becomes_a_dialog_and_the_file_stays_intact(tmp_path):
+    # A context far too small for the prompt: the backend refuses with an AwlError.
+    backend = scripted("thinking_then_tags", "marker_form", n_ctx=2000)
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        assert len(read_trajectory(tmp_path / "session.jsonl").turns) == 1
+        backend.info = backend.info.__class__(**{**backend.info.__dict__, "n_ctx": 50})
+        await type_action(pilot, "pwd")
+        assert isinstance(app.screen, ErrorDialog)
+        assert "context" in app.screen.message
+        assert len(app.screen_stack) == 3  # one dialog, over the session
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        assert widget_text(app, "#world") == LS.observation
+        assert app.screen.busy == ""
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.action for record in traj.current_branch()] == ["ls -la"]
+
+
+async def test_regenerate_with_no_turn_is_a_dialog_not_a_crash(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorDialog)
+        assert "no turn to regenerate" in app.screen.message
+
+
+async def test_the_status_bar_names_model_context_thinking_and_turn(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags"), think="256")
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        status = widget_text(app, "#status")
+    assert "model scripted" in status
+    assert "CPU" in status
+    assert "/16,384" in status
+    assert "think 256" in status
+    assert "turn 1" in status
+    assert "session.jsonl" in status
+
+
+async def test_help_and_the_command_palette_list_the_session_actions(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")
+        await pilot.pause()
+        text = screen_text(app)
+        for words in ("Undo", "Regenerate", "Fork at turn", "Cancel turn", "Control", "Save as", "Open"):
+            assert words in text
+        await pilot.press("escape")
+        await pilot.pause()
+        commands = [command.title for command in app.get_system_commands(app.screen)]
+        assert {"Undo", "Regenerate", "Fork at turn", "Cancel turn", "Save as", "Open"} <= set(commands)
