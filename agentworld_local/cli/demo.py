@@ -9,7 +9,8 @@ from rich.console import Console
 
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_sampling, check_writable
-from agentworld_local.cli.run import CTX_HELP, MODEL_HELP, THINK_HELP, load_backend, run_session, say_model_limits
+from agentworld_local.cli.run import load_backend, run_session, say_model_limits
+from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
 from agentworld_local.cli.session import ScriptLine, TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
@@ -36,11 +37,11 @@ def demo(
     speed: float = typer.Option(None, "--speed", help="Seconds between turns when replaying (default 0.6 on a terminal, 0 in a pipe)."),
     plain: bool = typer.Option(False, "--plain", help="No colours or box characters."),
     think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed for the live run."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Sampling seed for the live run."),
     out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
-    max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),
 ) -> None:
     """Show what awl does, without any model: a hand-written terminal session, replayed.
 

@@ -11,6 +11,7 @@ import typer
 
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.models import models_app
+from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.units import format_bytes, format_size
 from agentworld_local.models.registry import ModelChoice, load_registry
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "agentworld-local/model-info"
 VERSION = 1
-DEFAULT_CTX = 16384  # `awl run --ctx` default
 
 
 def _locate(spec: str) -> tuple[Path | None, ModelChoice | None]:

@@ -12,11 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.defaults import DEFAULT_CTX, DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, MIN_CTX
 from agentworld_local.errors import InputError
-
-DEFAULT_CTX = 16384
-#: The longest system prompt, a starting state and one observation: below this nothing useful fits.
-MIN_CTX = 2048
 
 
 def _notice(text: str) -> None:
@@ -43,12 +40,12 @@ def check_sampling(*, max_tokens: int, temperature: float) -> None:
     if max_tokens < 1:
         raise InputError(
             f"--max-tokens {max_tokens} leaves no room for an observation.",
-            "Give a positive number, e.g. `--max-tokens 4096` (the default).",
+            f"Give a positive number, e.g. `--max-tokens {DEFAULT_MAX_TOKENS}` (the default).",
         )
     if not temperature >= 0:  # also refuses NaN
         raise InputError(
             f"--temperature {temperature} is not allowed: it must be 0 (greedy) or more.",
-            "Use e.g. `--temperature 0.6` (the model card's value).",
+            f"Use e.g. `--temperature {DEFAULT_TEMPERATURE}` (the model card's value).",
         )
 
 

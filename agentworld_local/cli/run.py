@@ -17,8 +17,6 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import (
-    DEFAULT_CTX,
-    MIN_CTX,
     check_ctx_for_model,
     check_ctx_value,
     check_sampling,
@@ -40,7 +38,19 @@ from agentworld_local.cli.resimulate import run_bench_row
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
 from agentworld_local.engine.session_context import with_session_tools
-from agentworld_local.engine.types import DEFAULT_THINK_TOKENS, SamplingConfig, ThinkBudget
+from agentworld_local.defaults import (
+    CTX_HELP,
+    DEFAULT_CTX,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_SEED,
+    DEFAULT_TEMPERATURE,
+    MAX_TOKENS_HELP,
+    MODEL_HELP,
+    SEED_HELP,
+    TEMPERATURE_HELP,
+    THINK_HELP,
+)
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
@@ -53,20 +63,6 @@ from agentworld_local.agentworldbench.rows import read_bench_row
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
-MODEL_HELP = (
-    "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
-    "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf). "
-    "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: "
-    "agentworld_local/testing/scripted.py)."
-)
-THINK_HELP = (
-    "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides). "
-    f"Default: {DEFAULT_THINK_TOKENS}."
-)
-CTX_HELP = (
-    f"Context size in tokens (default: {DEFAULT_CTX:,}, or what the model was trained for if less; "
-    f"at least {MIN_CTX:,})."
-)
 #: `--model scripted:FILE`: the scripted backend instead of a GGUF.
 SCRIPTED = "scripted:"
 
@@ -255,15 +251,15 @@ def run(
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session, appending to its file, on the branch it was on. Its domain, task, tools, sampling, thinking and seed come from the file.", show_default=False),
     think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help=SEED_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; see `awl models info MODEL --plan`), all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice; at most this machine's CPUs).", show_default=False),
-    temperature: float = typer.Option(0.6, "--temperature", help="Sampling temperature (0 = greedy)."),
-    max_tokens: int = typer.Option(4096, "--max-tokens", help="Most tokens for one observation, after thinking."),
+    temperature: float = typer.Option(DEFAULT_TEMPERATURE, "--temperature", help=TEMPERATURE_HELP),
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
 ) -> None:
     """Run a simulated session headless: actions in, predicted observations out.

@@ -5,21 +5,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from agentworld_local.defaults import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MIN_P,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_THINK_TOKENS,
+    DEFAULT_TOP_K,
+    DEFAULT_TOP_P,
+)
 from agentworld_local.errors import InputError
-
-#: Interactive default: long enough for a useful plan, short enough to wait for.
-DEFAULT_THINK_TOKENS = 1024
 
 
 @dataclass(frozen=True)
 class SamplingConfig:
     """The model card's recommended sampling; `max_tokens` caps the answer after thinking."""
 
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 20
-    min_p: float = 0.0
-    max_tokens: int = 4096
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = DEFAULT_TOP_P
+    top_k: int = DEFAULT_TOP_K
+    min_p: float = DEFAULT_MIN_P
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

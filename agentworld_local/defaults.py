@@ -1,0 +1,45 @@
+"""The defaults every face shares, said once: context size, sampling, thinking, and the help
+text that repeats them (`awl run`, `awl demo`, the TUI and the benchmark commands read them here).
+
+Plain values only: this module imports nothing, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+#: Context size in tokens when none is asked for (lowered to what the model was trained for).
+DEFAULT_CTX = 16384
+#: The longest system prompt, a starting state and one observation: below this nothing useful fits.
+MIN_CTX = 2048
+
+# The model card's recommended sampling.
+DEFAULT_TEMPERATURE = 0.6
+DEFAULT_TOP_P = 0.95
+DEFAULT_TOP_K = 20
+DEFAULT_MIN_P = 0.0
+#: Most tokens for one observation, after thinking.
+DEFAULT_MAX_TOKENS = 4096
+DEFAULT_SEED = 0
+
+#: Interactive thinking default: long enough for a useful plan, short enough to wait for.
+DEFAULT_THINK_TOKENS = 1024
+#: `--think` left out means this budget, for every face (run, demo, TUI).
+DEFAULT_THINK = str(DEFAULT_THINK_TOKENS)
+
+# Help fragments that repeat the defaults (plain text: the faces add their own markup).
+MODEL_HELP = (
+    "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
+    "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf). "
+    "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: "
+    "agentworld_local/testing/scripted.py)."
+)
+THINK_HELP = (
+    "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides). "
+    f"Default: {DEFAULT_THINK_TOKENS}."
+)
+CTX_HELP = (
+    f"Context size in tokens (default: {DEFAULT_CTX:,}, or what the model was trained for if less; "
+    f"at least {MIN_CTX:,})."
+)
+TEMPERATURE_HELP = "Sampling temperature (0 = greedy)."
+MAX_TOKENS_HELP = "Most tokens for one observation, after thinking."
+SEED_HELP = "Sampling seed; the same seed replays the same session."
