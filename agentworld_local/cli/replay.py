@@ -1,4 +1,7 @@
-"""`awl replay FILE`: show a saved session. Loads no model."""
+"""`awl replay FILE`: show a saved session. Loads no model.
+
+On a terminal it opens the TUI replay (tui/replay.py); `--plain`, or output that is not a
+terminal (a pipe, a file, a test), prints it instead (cli/replay_plain.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ from agentworld_local.cli.main import app
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay as render_replay
+from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.trajectory.replay import DEFAULT_TURN_S, SPEEDS
+from agentworld_local.trajectory.replay import replay_turns as replay_branch
 
 
 @app.command()
@@ -21,19 +27,19 @@ def replay(
         ..., help="A trajectory file (.jsonl) written by `awl run`.", metavar="FILE", show_default=False
     ),
     speed: float = typer.Option(
-        0.0, "--speed", help="Seconds to pause between turns; on a terminal the observations are typed out."
+        0.0, "--speed", help="Seconds to pause between turns (0: no pause). The TUI starts playing at this pace; printed, the observations are typed out."
     ),
     turn: int | None = typer.Option(
-        None, "--turn", help="Show only this turn (1-based position in the current branch).", show_default=False
+        None, "--turn", help="Show only this turn (1-based position in the current branch); the TUI starts there.", show_default=False
     ),
     plain: bool = typer.Option(
-        False, "--plain", help="Plain text: no colours or box characters. Automatic when output is not a terminal."
+        False, "--plain", help="Print the replay as text instead of opening the TUI. Automatic when output is not a terminal."
     ),
     thinking: bool = typer.Option(False, "--thinking/--no-thinking", help="Also show the model's thinking."),
 ) -> None:
     """Replay a saved session turn by turn, without loading a model.
 
-    Shows the session's setup, then each action and the observation the model predicted, following the current branch (turns undone during the session are skipped).
+    On a terminal: the replay screen (space play/pause, left/right step, +/- speed, g go to turn, b switch branch, q quit). With --plain or in a pipe: the session's setup, then each action and the observation the model predicted, following the current branch (turns undone during the session are skipped).
 
     Example:  awl replay ~/sessions/demo.jsonl --speed 1 --thinking
     """
@@ -44,7 +50,22 @@ def replay(
         raise InputError(f"--turn counts from 1, not {turn}.", "Use --turn 1 for the first turn.")
     traj = read_trajectory(file)
     print_warnings(traj.warnings)
+    if not plain and sys.stdout.isatty() and sys.stdin.isatty():
+        replay_branch(traj, turn)  # an out-of-range --turn is the same one-line error as in print mode
+        open_replay_screen(traj, speed=speed, turn=turn, show_thinking=thinking)
+        return
     plain = plain or not sys.stdout.isatty()
     console = Console(highlight=False)
     # A closed pipe (`awl replay x | head`) is handled by rich: quiet exit, status 1.
     render_replay(traj, console, plain=plain, show_thinking=thinking, speed=speed, turn=turn)
+
+
+def open_replay_screen(traj: Trajectory, *, speed: float, turn: int | None, show_thinking: bool) -> None:
+    """The TUI replay. `--speed S` plays at once, a turn about every S seconds (the TUI's
+    speeds are multiples of its own pace, so the nearest one is chosen)."""
+    from agentworld_local.tui.replay import ReplayApp  # textual loads only when the screen opens
+
+    multiple = 1.0
+    if speed > 0:
+        multiple = min(SPEEDS, key=lambda s: abs(s - DEFAULT_TURN_S / speed))
+    ReplayApp(traj, speed=multiple, playing=speed > 0, turn=turn, show_thinking=show_thinking).run()
