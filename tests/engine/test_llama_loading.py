@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.llama import LlamaBackend, vocab_check
 
 
 def test_a_load_without_a_notice_callback_prints_nothing_and_keeps_the_notices(llama_gguf, capfd):
@@ -48,6 +48,9 @@ def test_verbose_hands_llama_cpps_log_to_the_notice_callback_line_by_line(llama_
         assert capfd.readouterr() == ("", "")
     finally:
         backend.close()
+    seen = len(notices)
+    assert vocab_check(llama_gguf).known_architecture  # llama.cpp logs while it reads the header
+    assert len(notices) == seen  # a closed backend hears no more of llama.cpp's log
 
 
 def test_ctrl_c_during_the_load_stops_it_through_the_progress_callback(llama_gguf):

@@ -361,4 +361,6 @@ class LlamaBackend:
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
 
     def close(self) -> None:
+        if LOGS.echo == self._notice:
+            LOGS.echo = None  # llama.cpp's log outlives the model: stop handing it to this backend's notice
         self._llm.close()
