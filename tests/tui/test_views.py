@@ -1,0 +1,138 @@
+"""The world view per domain, the file panel (a probe on a throwaway fork), and the message
+coalescing that keeps a fast model from flooding the screen."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.text import Text
+
+from agentworld_local.domains import get_domain
+from agentworld_local.testing.scripted import ScriptedAnswer
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.tui import messages
+from agentworld_local.tui.render import render_state
+from agentworld_local.tui.widgets import FilePanel
+
+from tests.tui.helpers import SIZE, scripted, session_app, settle, type_action
+
+
+def shown(renderable) -> str:
+    console = Console(width=100, record=True, color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_terminal_view_keeps_colour_and_shows_other_escapes_harmlessly():
+    text = render_state("terminal", "text", "\x1b[01;34msrc\x1b[0m  README.md\n\x1b]0;evil\x07\x1b[2Jdone\x00")
+    assert isinstance(text, Text)
+    assert text.plain.startswith("src  README.md")
+    assert any(span.style.color is not None and span.style.color.number == 4 for span in text.spans)  # blue
+    assert "\x1b" not in text.plain and "\x07" not in text.plain and "\x00" not in text.plain
+    assert "\\x1b]0;evil\\x07" in text.plain
+
+
+@given(st.lists(st.sampled_from(["\x1b[", "\x1b]0;", "m", "\ud800", "<", ">", "{", '"', "node ", "\x07", "\r", "\t"])
+                         | st.characters(min_codepoint=0, max_codepoint=0x2FF)).map("".join))
+def test_no_control_byte_of_model_output_reaches_the_screen(text):
+    for domain, lexer in (("terminal", "text"), ("web", "text"), ("web", "html"), ("android", "xml"), ("os", "text"),
+                          ("mcp", "json"), ("search", "markdown")):
+        out = shown(render_state(domain, lexer, text))
+        assert not any(ord(char) < 32 and char not in "\n" for char in out), (domain, out)
+
+
+def test_the_web_page_shows_element_ids_from_html_and_from_the_accessibility_tree():
+    html = get_domain("web", state_format="html").initial_state()
+    page = shown(render_state("web", "html", html))
+    assert "[24] Search" in page
+    assert "[21] Trailhead Outfitters" in page
+    assert "<a" not in page
+    tree = render_state("web", "text", get_domain("web").initial_state())
+    assert "[24] button 'Search'" in tree.plain
+    assert any("bold" in str(span.style) for span in tree.spans)
+
+
+def test_android_shows_its_ui_tree():
+    view = shown(render_state("android", "xml", get_domain("android").initial_state()))
+    assert "TextView “Settings” #homepage_title" in view
+    assert "<node" not in view
+
+
+def test_tool_results_are_pretty_printed_json():
+    result = '{"content": [{"type": "text", "text": "Paris: 14°C"}], "isError": false}'
+    view = shown(render_state("mcp", "json", result))
+    assert json.loads(view) == json.loads(result)
+    assert '\n  "content": [' in view
+
+
+def test_stream_messages_of_a_turn_replace_each_other_and_nothing_else():
+    older = messages.StreamUpdated(1, "a", "", 1, 0.1)
+    newer = messages.StreamUpdated(1, "ab", "x", 2, 0.2)
+    assert older.can_replace(newer) and newer.can_replace(older)
+    assert not older.can_replace(messages.StreamUpdated(2, "", "", 1, 0.1))
+    assert not older.can_replace(messages.TurnSaved(None))  # type: ignore[arg-type]
+    assert not messages.TurnSaved(None).can_replace(older)  # type: ignore[arg-type]
+
+
+LISTING = "/\n/app/\n/app/README.md\n/app/src/\n/app/src/main.py\n"
+LISTING_AFTER = LISTING + "/app/notes.txt\n"
+
+
+def listing_answer(listing: str) -> ScriptedAnswer:
+    return ScriptedAnswer(f"<think>\nfind lists every path.\n</think>\n<predicted_observation>\n{listing}</predicted_observation>")
+
+
+def panel_labels(panel: FilePanel) -> list[str]:
+    labels = []
+
+    def walk(node) -> None:
+        for child in node.children:
+            labels.append(child.label.plain)
+            walk(child)
+
+    walk(panel.root)
+    return labels
+
+
+async def test_the_file_panel_lists_files_on_a_throwaway_fork_and_marks_new_ones(tmp_path):
+    backend = scripted(listing_answer(LISTING), "thinking_then_tags", listing_answer(LISTING_AFTER))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        panel = app.screen.query_one(FilePanel)
+        labels = panel_labels(panel)
+        assert "app/" in labels and "README.md" in labels and "main.py" in labels
+        assert not any(label.startswith("+") for label in labels)
+        await type_action(pilot, "touch notes.txt")
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        labels = panel_labels(panel)
+        assert "+ notes.txt" in labels
+        assert "README.md" in labels
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    # The probes never entered the trajectory: only the typed action is there.
+    assert [record.action for record in traj.turns] == ["touch notes.txt"]
+
+
+async def test_the_file_panel_can_refresh_after_each_turn(tmp_path):
+    backend = scripted("thinking_then_tags", listing_answer(LISTING))
+    app = session_app(tmp_path, backend, files_each_turn=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await pilot.pause()
+        await settle(pilot)
+        assert "README.md" in panel_labels(app.screen.query_one(FilePanel))
+    assert len(read_trajectory(tmp_path / "session.jsonl").turns) == 1
+
+
+async def test_domains_without_a_file_system_have_no_file_panel(tmp_path):
+    app = session_app(tmp_path, scripted("mcp_tool_result"), domain="mcp")
+    async with app.run_test(size=SIZE) as pilot:
+        assert not app.screen.query(FilePanel)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.screen.busy == ""
