@@ -17,7 +17,11 @@ the row in flight; an unfinished last line (a kill mid-write) is cut off and red
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,14 +123,28 @@ class PredictionsFile:
                 self._handle = open(self.path, "ab")  # noqa: SIM115 - closed by close()
             except OSError as error:
                 raise InputError(f"Cannot write {self.path} ({error.strerror}).", "Choose a writable `--out`.") from None
-        self._handle.write(encode_line(fields))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
+            self._handle.write(encode_line(fields))
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (where the platform can); they are delivered on exit."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _check_line(
