@@ -181,7 +181,7 @@ async def test_a_control_instruction_reaches_the_next_turn(tmp_path):
 
 async def test_a_generation_error_becomes_a_dialog_and_the_file_stays_intact(tmp_path):
     # A context far too small for the prompt: the backend refuses with an AwlError.
-    backend = scripted("thinking_then_tags", "marker_form", n_ctx=2000)
+    backend = scripted("thinking_then_tags", "marker_form")
     app = session_app(tmp_path, backend)
     async with app.run_test(size=SIZE) as pilot:
         await type_action(pilot, "ls -la")
