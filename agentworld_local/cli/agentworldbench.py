@@ -38,7 +38,7 @@ def print_warnings(warnings: list[str]) -> None:
 @app.command()
 def export(
     file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False),
-    format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}."),
+    format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}, asciicast (a terminal session as an asciinema .cast recording)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write here instead of stdout (never overwrites).", show_default=False),
 ) -> None:
     """Export a session as benchmark rows: one JSONL row per turn of its current branch.
@@ -47,8 +47,13 @@ def export(
 
     Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`
     """
+    if format == "asciicast":  # a recording, not benchmark rows: cli/replay.py writes it
+        from agentworld_local.cli.replay import export_asciicast
+
+        export_asciicast(file, out)
+        return
     if format not in FORMATS:
-        raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}.")
+        raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}, asciicast.")
     if out is not None:
         ensure_new_file(out)
     traj = read_trajectory(file)

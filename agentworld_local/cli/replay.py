@@ -69,3 +69,30 @@ def open_replay_screen(traj: Trajectory, *, speed: float, turn: int | None, show
     if speed > 0:
         multiple = min(SPEEDS, key=lambda s: abs(s - DEFAULT_TURN_S / speed))
     ReplayApp(traj, speed=multiple, playing=speed > 0, turn=turn, show_thinking=show_thinking).run()
+
+
+ASCIICAST_FORMAT = "asciicast"
+
+
+def export_asciicast(file: Path, out: Path | None) -> None:
+    """`awl export FILE --format asciicast [--out x.cast]`: a terminal session as an asciinema
+    recording (stdout without --out; an existing file is never overwritten)."""
+    from agentworld_local.trajectory.asciicast import asciicast_text
+
+    traj = read_trajectory(file)
+    print_warnings(traj.warnings)
+    text = asciicast_text(traj)  # a non-terminal session is refused before anything is written
+    if out is None:
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "x", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise InputError(f"{out} already exists.", "Choose another `--out` file, or delete that one first.") from None
+    except OSError as error:
+        raise InputError(f"Cannot write {out} ({error.strerror}).", "Choose a writable location.") from None
+    Console(stderr=True, highlight=False).print(
+        f"wrote {out}: play it with `asciinema play {out}`", markup=False, style="dim", soft_wrap=True)
