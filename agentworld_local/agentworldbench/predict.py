@@ -22,6 +22,7 @@ from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSet
 from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.contract.parse import THINK_CLOSE
+from agentworld_local.defaults import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
@@ -30,7 +31,9 @@ from agentworld_local.errors import AwlError
 
 #: The official evaluation's sampling: temperature 0.6, at most 32,768 new tokens; the model
 #: card's top-p 0.95 and top-k 20 (the server defaults the official script relies on).
-BENCH_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.95, top_k=20, min_p=0.0, max_tokens=32768)
+BENCH_SAMPLING = SamplingConfig(
+    temperature=DEFAULT_TEMPERATURE, top_p=DEFAULT_TOP_P, top_k=DEFAULT_TOP_K, min_p=DEFAULT_MIN_P, max_tokens=32768
+)
 #: The official evaluation lets the model think as long as it wants.
 BENCH_THINK = ThinkBudget("full")
 

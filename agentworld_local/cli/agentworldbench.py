@@ -23,6 +23,7 @@ from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
 from agentworld_local.agentworldbench.rows import read_bench_rows
 from agentworld_local.agentworldbench.selection import lines_of, select_rows, work_order
+from agentworld_local.defaults import CTX_HELP, MODEL_HELP
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.trajectory.jsonl import dumps
 
@@ -125,7 +126,7 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("predict")
 def bench_predict(
     file: Path = typer.Argument(..., metavar="FILE", help="AgentWorldBench rows (JSONL, any domain).", show_default=False),
-    model: str = typer.Option(..., "--model", "-m", help="A GGUF world model (registry name or path), or `scripted:FILE`.", show_default=False),
+    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP, show_default=False),
     out: Path = typer.Option(..., "--out", "-o", help="The predictions file; run again with the same one to go on after an interruption.", show_default=False),
     rows: str = typer.Option(None, "--rows", help="Only these lines of FILE, e.g. `1-50` or `1-10,15`.", show_default=False),
     domain: str = typer.Option(None, "--domain", "-d", help="Only rows of this domain (terminal, swe, mcp, search, web, os, android).", show_default=False),
@@ -135,7 +136,7 @@ def bench_predict(
     max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most tokens for one answer after thinking (the official limit)."),
     think: str = typer.Option(BENCH_THINK.label(), "--think", help="Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
-    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens (long trajectories and long thinking need more than the default).", show_default=False),
+    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP + " Long trajectories and long thinking need more.", show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
