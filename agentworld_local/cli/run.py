@@ -16,14 +16,7 @@ from rich.text import Text
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.main import app
-from agentworld_local.cli.preflight import (
-    check_ctx_for_model,
-    check_ctx_value,
-    check_sampling,
-    check_text_option,
-    check_threads,
-    check_writable,
-)
+from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
 from agentworld_local.cli.session import (
     ScriptLine,
     TurnPrinter,
@@ -40,7 +33,6 @@ from agentworld_local.domains.base import Domain
 from agentworld_local.engine.session_context import with_session_tools
 from agentworld_local.defaults import (
     CTX_HELP,
-    DEFAULT_CTX,
     DEFAULT_MAX_TOKENS,
     DEFAULT_SEED,
     DEFAULT_TEMPERATURE,
@@ -50,59 +42,50 @@ from agentworld_local.defaults import (
     TEMPERATURE_HELP,
     THINK_HELP,
 )
-from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.types import SamplingConfig
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.models.resolve import resolve_model
-from agentworld_local.scenarios import load_scenario
 from agentworld_local.session.core import Session, Shield
+from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
+from agentworld_local.session.spec import SessionSpec
 from agentworld_local.agentworldbench.rows import read_bench_row
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
-#: `--model scripted:FILE`: the scripted backend instead of a GGUF.
-SCRIPTED = "scripted:"
 
 
 def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool) -> Any:
-    """Load the model with a progress bar on stderr (llama_cpp is imported only here).
+    """Load the model (session/loading.py) with a progress bar and its notices on stderr.
 
-    Every option is checked before the load starts. `scripted:FILE` plays raw answers
-    written in advance (agentworld_local.testing.scripted): a way to try awl without a model.
+    `quiet` (--json, or no terminal): no progress bar; notices are still said on stderr.
     """
-    if model.startswith(SCRIPTED):
-        from agentworld_local.testing.scripted import ScriptedBackend
-
-        return ScriptedBackend.from_file(model[len(SCRIPTED):], n_ctx=ctx or DEFAULT_CTX)
-    resolved = resolve_model(model)
-    n_ctx = check_ctx_for_model(resolved.path, ctx)
-    from agentworld_local.engine.llama import LlamaBackend
-
-    options = dict(gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose, name=resolved.name)
     console = Console(stderr=True)
-    if quiet or not console.is_terminal:
-        return LlamaBackend(resolved.path, **options)
+    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, notice=say_notice)
+    if quiet or not console.is_terminal or model.startswith(SCRIPTED):
+        return load_session_backend(model, **options)
     columns = (TextColumn("loading {task.description}"), BarColumn(), TaskProgressColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(resolved.name, total=1.0)
-        return LlamaBackend(
-            resolved.path, progress=lambda value: progress.update(task, completed=value), **options
-        )
+        task = progress.add_task(model_label(model), total=1.0)
+        return load_session_backend(model, progress=lambda value: progress.update(task, completed=value), **options)
+
+
+def model_label(model: str) -> str:
+    """The name the progress bar shows: a path's file name, a registry name as given."""
+    return Path(model).name if ("/" in model or model.endswith(".gguf")) else model
+
+
+def say_notice(text: str) -> None:
+    """A notice from the session core (loading, model limits), on stderr."""
+    stderr_console().print(f"awl: {safe_for_terminal(text)}", markup=False, style="yellow")
 
 
 def say_model_limits(backend: Any, think: str | None) -> None:
     """What the model cannot do as asked, said once, before the first turn."""
-    err = stderr_console()
-    info = backend.info
-    if info.chat_template_source == "fallback":
-        err.print(f"awl: {info.name} carries no chat template; using a generic one, so answers may be poorer.",
-                  markup=False, style="yellow")
-    if think is not None and ThinkBudget.parse(think).mode != "off" and not info.template_thinks:
-        err.print(f"awl: --think {think} has no effect: {info.name}'s chat template has no thinking.",
-                  markup=False, style="yellow")
+    for text in model_limits(backend.info, think):
+        say_notice(text)
 
 
 def _stdin_lines(domain: Domain) -> Iterator[ScriptLine]:
@@ -274,11 +257,11 @@ def run(
     Continue a saved session in its file: `echo "cat notes.txt" | awl run --resume s.jsonl -m world.gguf`.
     """
     # Everything that can be checked without the model is checked before it loads.
-    budget = ThinkBudget.parse(think)
-    check_sampling(max_tokens=max_tokens, temperature=temperature)
+    spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
+                       state_format=state_format, temperature=temperature, max_tokens=max_tokens,
+                       think=think, seed=seed)
+    budget = spec.check()
     check_ctx_value(ctx)
-    for name, text in (("--task", task), *(("--control", text) for text in control or [])):
-        check_text_option(name, text)
     threads = check_threads(threads)
     sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
@@ -294,27 +277,10 @@ def run(
                      "--initial-state": initial_state, "--control": control or None}
         _bench_session(from_bench, row, conflicts, model=model, load=load, out=out, as_json=as_json,
                        show_thinking=show_thinking, settings=SessionSettings(sampling=sampling, think=budget, seed=seed))
-    chosen = load_scenario(scenario) if scenario else None
-    if chosen and domain and domain != chosen.domain:
-        raise InputError(
-            f"--domain {domain} conflicts with scenario `{chosen.name}`, which is a {chosen.domain} world.",
-            f"Drop --domain, or pick a {domain} scenario: `awl scenarios list --domain {domain}`.",
-        )
-    domain_name = domain or (chosen.domain if chosen else "terminal")
-    settings = SessionSettings(sampling=sampling, think=budget, seed=seed)
-    if chosen is not None:
-        settings = chosen.apply(settings)
-    if task is not None:
-        settings.task = task
-    state = _read_initial_state(initial_state)
-    if state is not None:
-        settings.initial_state = state
-    if any(not text.strip() for text in control or []):
-        raise InputError("--control needs a text.", 'Write e.g. `--control "the disk is full"`.')
-    settings.controls = [*settings.controls, *(text.strip() for text in control or [])]
-    # Built with the session's tools, so script actions are checked against them before loading.
-    world_domain = with_session_tools(get_domain(domain_name, state_format=state_format), settings.tools)
-    out = out or default_session_path(domain_name)
+    spec.initial_state = _read_initial_state(initial_state)
+    resolved = spec.resolve()
+    world_domain, settings = resolved.domain, resolved.settings
+    out = out or default_session_path(world_domain.name)
     ensure_new_file(out)
     check_writable(out)
     from_stdin = script is None or str(script) == "-"
@@ -328,7 +294,7 @@ def run(
     world = World(backend, world_domain, settings)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     code = run_session(
-        world, lines, out=out, printer=printer, scenario=chosen.ref() if chosen else None,
+        world, lines, out=out, printer=printer, scenario=resolved.scenario_ref,
         interactive=from_stdin and sys.stdin.isatty(),
     )
     backend.close()

@@ -1,0 +1,118 @@
+"""Loading a world model for a session, for any face: nothing is printed here.
+
+Progress (0..1) and notices (one sentence each: a lowered context, the memory plan, a chat
+template the model lacks) go to the callbacks the face passes; the CLI prints them on
+stderr, the TUI shows them in its own widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.defaults import DEFAULT_CTX, MIN_CTX
+from agentworld_local.engine.types import ThinkBudget
+from agentworld_local.errors import InputError
+
+#: `--model scripted:FILE`: the scripted backend (raw answers written in advance) instead of a GGUF.
+SCRIPTED = "scripted:"
+
+Progress = Callable[[float], None]
+Notice = Callable[[str], None]
+
+
+def _ignore(text: str) -> None:
+    """A notice nobody asked to see (it is still kept in the backend's `notices`)."""
+
+
+def load_backend(
+    model: str, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
+    verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
+) -> Any:
+    """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`.
+
+    The context is checked against the model and this machine before the load (a refusal
+    costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded.
+    """
+    notice = notice or _ignore
+    check_ctx_value(ctx)
+    if model.startswith(SCRIPTED):
+        from agentworld_local.testing.scripted import ScriptedBackend
+
+        return ScriptedBackend.from_file(model[len(SCRIPTED):], n_ctx=ctx or DEFAULT_CTX)
+    from agentworld_local.models.resolve import resolve_model
+
+    resolved = resolve_model(model)
+    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice)
+    from agentworld_local.engine.llama import LlamaBackend
+
+    return LlamaBackend(resolved.path, gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose,
+                        name=resolved.name, progress=progress, notice=notice)
+
+
+def check_ctx_value(ctx: int | None) -> None:
+    if ctx is not None and ctx < MIN_CTX:
+        raise InputError(
+            f"--ctx {ctx} is too small: the system prompt and one turn need at least {MIN_CTX:,} tokens.",
+            f"Use `--ctx {MIN_CTX}` or more (the default is {DEFAULT_CTX:,}).",
+        )
+
+
+def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None) -> int:
+    """The context size to load: at most what the model was trained on, and what memory can hold.
+
+    An explicit `--ctx` beyond either is refused; the default is lowered to fit, and that is
+    said through `notice`. `hardware` (a models.hardware.Hardware) is for tests; by default
+    this machine's.
+    """
+    from agentworld_local.models.inspect import inspect_gguf
+    from agentworld_local.models.memory import estimate_memory
+
+    notice = notice or _ignore
+    wanted = DEFAULT_CTX if ctx is None else ctx
+    try:
+        summary = inspect_gguf(model_path)
+    except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
+        return wanted
+    trained = summary.context_length
+    if trained and wanted > trained:
+        if ctx is not None:
+            raise InputError(
+                f"--ctx {ctx:,} is more than {model_path.name} was trained for ({trained:,} tokens).",
+                f"Use `--ctx {trained}` or less.",
+            )
+        notice(f"{model_path.name} was trained for {trained:,} tokens of context; using {trained:,}.")
+        wanted = trained
+    estimate = estimate_memory(summary, wanted)
+    per_token = estimate.kv_bytes_per_token + estimate.compute_per_token
+    if hardware is None:
+        from agentworld_local.engine.llama import machine_hardware
+
+        hardware = machine_hardware()
+    room = hardware.ram_available + sum(gpu.free_bytes or 0 for gpu in hardware.gpus if not gpu.unified)
+    if per_token and per_token * wanted > room:
+        from agentworld_local.models.units import format_bytes
+
+        fits = max(room // per_token // 1024 * 1024, 0)
+        advice = f"Use `--ctx {fits}` or less." if fits >= MIN_CTX else "Free memory, or use a machine with more."
+        raise InputError(
+            f"A {wanted:,}-token context needs about {format_bytes(per_token * wanted)} for its cache alone; "
+            f"this machine has {format_bytes(room)} free.",
+            advice,
+        )
+    return wanted
+
+
+def model_limits(info: Any, think: str | None) -> list[str]:
+    """What the model cannot do as asked, as notices to say once before the first turn.
+
+    `info` is the backend's ModelInfo; `think` is the `--think` value given now (None when
+    the thinking setting was not chosen now, e.g. on resume).
+    """
+    notices = []
+    if info.chat_template_source == "fallback":
+        notices.append(f"{info.name} carries no chat template; using a generic one, so answers may be poorer.")
+    if think is not None and ThinkBudget.parse(think).mode != "off" and not info.template_thinks:
+        notices.append(f"--think {think} has no effect: {info.name}'s chat template has no thinking.")
+    return notices
