@@ -133,7 +133,7 @@ def bench_predict(
     temperature: float = typer.Option(BENCH_SAMPLING.temperature, "--temperature", help="Sampling temperature (the official evaluation's)."),
     top_p: float = typer.Option(BENCH_SAMPLING.top_p, "--top-p", help="Nucleus sampling (the model card's)."),
     top_k: int = typer.Option(BENCH_SAMPLING.top_k, "--top-k", help="Sample among this many likeliest tokens (the model card's)."),
-    max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most tokens for one answer after thinking (the official limit)."),
+    max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most tokens for one answer after thinking (the official evaluation allows 32,768 new tokens in all; here thinking is bounded by --think and the context)."),
     think: str = typer.Option(BENCH_THINK.label(), "--think", help="Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP + " Long trajectories and long thinking need more.", show_default=False),
