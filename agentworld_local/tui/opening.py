@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentworld_local.engine.world import World
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 def session_spec(request: SessionRequest) -> SessionSpec:
     """The session core's spec for a request (its rules merge the scenario and the options)."""
     spec = SessionSpec(domain=request.domain, scenario=request.scenario, think=request.think, seed=request.seed)
-    return spec if request.max_tokens is None else spec.with_options(max_tokens=request.max_tokens)
+    return spec if request.max_tokens is None else replace(spec, max_tokens=request.max_tokens)
 
 
 def open_session(backend: Any, request: SessionRequest) -> Session:

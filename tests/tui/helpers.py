@@ -86,11 +86,12 @@ class GatedBackend:
 
 
 async def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
-    """Wait (without blocking the app) until `condition()` is true."""
+    """Wait (without blocking the app) until `condition()` is true and the screen is mounted."""
     import asyncio
 
     for _ in range(int(timeout_s / 0.01)):
         if condition():
+            await asyncio.sleep(0.05)  # let a new screen compose and mount
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{condition} did not become true in {timeout_s} s")

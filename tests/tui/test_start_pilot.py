@@ -1,0 +1,117 @@
+"""The start screen: pick a world and a model, start; resume a recent session; a model
+that cannot load is a dialog, not a crash. And once on the real llama.cpp path."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import Input, OptionList
+
+from agentworld_local.scenarios import list_scenarios
+from agentworld_local.testing.answers import answer
+from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.tui.app import make_app
+from agentworld_local.tui.dialogs import ErrorDialog
+from agentworld_local.tui.session_screen import SessionScreen
+from agentworld_local.tui.start import StartScreen
+
+from tests.tui.helpers import SIZE, settle, type_action, wait_for, widget_text
+
+
+def answer_file(tmp_path, *names: str):
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"version": 1, "answers": [{"raw": answer(name).raw} for name in names]}))
+    return path
+
+
+async def start_with(pilot, *, world: str, model: str, think: str = "") -> None:
+    screen = pilot.app.screen
+    worlds = screen.query_one("#worlds", OptionList)
+    worlds.highlighted = worlds.get_option_index(world)
+    screen.query_one("#model", Input).value = model
+    screen.query_one("#think", Input).value = think
+    await pilot.click("#start")
+    await wait_for(lambda: isinstance(pilot.app.screen, (SessionScreen, ErrorDialog)))
+    await pilot.pause()
+
+
+async def test_start_a_bundled_scenario_with_a_scripted_model(tmp_path):
+    scenario = list_scenarios("terminal")[0]
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, StartScreen)
+        text = "\n".join(str(option.prompt) for option in app.screen.query_one("#worlds", OptionList).options)
+        assert scenario.title in text and "[terminal]" in text
+        await start_with(pilot, world=f"scenario:{scenario.name}",
+                         model=f"scripted:{answer_file(tmp_path, 'thinking_then_tags')}", think="off")
+        assert isinstance(app.screen, SessionScreen)
+        assert widget_text(app, "#world") == scenario.initial_state.rstrip("\n") or \
+            widget_text(app, "#world") == scenario.initial_state
+        await type_action(pilot, "ls -la")
+        path = app.screen.session.path
+    traj = read_trajectory(path)
+    assert path.parent == tmp_path
+    assert traj.header.scenario["name"] == scenario.name
+    assert traj.header.think == "off"
+    assert traj.turns[0].observation == answer("thinking_then_tags").observation
+
+
+async def test_a_model_that_cannot_load_is_a_dialog_and_the_start_screen_stays(tmp_path):
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_with(pilot, world="domain:web", model=str(tmp_path / "missing.gguf"))
+        assert isinstance(app.screen, ErrorDialog)
+        assert "missing.gguf" in app.screen.message
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, StartScreen)
+    assert list(tmp_path.glob("*.jsonl")) == []
+
+
+async def test_a_bad_thinking_budget_is_refused_before_loading(tmp_path):
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_with(pilot, world="domain:terminal", model="scripted:nowhere.json", think="lots")
+        assert isinstance(app.screen, ErrorDialog)
+        assert "lots" in app.screen.message
+
+
+async def test_resume_a_recent_session_from_the_start_screen(tmp_path):
+    answers = answer_file(tmp_path, "thinking_then_tags", "marker_form")
+    first = make_app(model=f"scripted:{answers}", domain="terminal", sessions_dir=tmp_path, out=tmp_path / "s1.jsonl",
+                     timings=False)
+    async with first.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(first.screen, SessionScreen))
+        await type_action(pilot, "ls -la")
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        recent = app.screen.query_one("#recent", OptionList)
+        assert [option.id for option in recent.options] == [str(tmp_path / "s1.jsonl")]
+        recent.highlighted = 0
+        app.screen.query_one("#model", Input).value = f"scripted:{answers}"
+        await pilot.click("#resume")
+        await wait_for(lambda: isinstance(app.screen, SessionScreen))
+        await pilot.pause()
+        assert widget_text(app, "#world") == answer("thinking_then_tags").observation
+        await type_action(pilot, "pwd")
+    traj = read_trajectory(tmp_path / "s1.jsonl")
+    assert [record.action for record in traj.current_branch()] == ["ls -la", "pwd"]
+
+
+async def test_a_session_on_the_real_llama_path(tmp_path, qwen_gguf):
+    """The model loads in a worker (progress screen), a turn runs on llama.cpp and is saved."""
+    app = make_app(model=str(qwen_gguf), domain="terminal", think="off", max_tokens=12, ctx=16384,
+                   sessions_dir=tmp_path, out=tmp_path / "real.jsonl", timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(app.screen, (SessionScreen, ErrorDialog)), timeout_s=60)
+        assert isinstance(app.screen, SessionScreen), getattr(app.screen, "message", "")
+        await type_action(pilot, "ls")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionScreen), getattr(app.screen, "message", "")
+        assert app.screen.busy == ""
+        status = widget_text(app, "#status")
+        assert "turn 1" in status and "/16,384" in status
+    traj = read_trajectory(tmp_path / "real.jsonl")
+    assert len(traj.turns) == 1
+    assert traj.turns[0].tokens["generated"] <= 12
+    assert traj.header.model.name == qwen_gguf.name
