@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain, action_json
-from agentworld_local.domains.prompting import PromptSpec, compose_prompt
+from agentworld_local.domains.packs import builtin_template, fill_template
 from agentworld_local.domains.syntax import begin_action, load_json, parse_int, read_int, split_words, unfence, value_text
 from agentworld_local.errors import ActionError, did_you_mean
 
@@ -165,46 +165,5 @@ class AndroidDomain(ToollessDomain):
         return Action(text=stripped, payload=payload, prompt_text=action_json(payload))
 
     def system_prompt(self) -> str:
-        values = {"direction": f"direction ({'/'.join(DIRECTIONS)})", "goal_status": f"goal_status ({'/'.join(GOAL_STATUSES)})"}
-
-        def describe(kind: str, required: tuple[str, ...], optional: tuple[str, ...]) -> str:
-            fields = [values.get(field, field) for field in required]
-            if "index" in optional:
-                target = "element `index`, or `x` and `y`"
-                fields.append(f"target: {target}" if kind in _TARGETED else f"optional target: {target}")
-            return f"- `{kind}`" + (f": {'; '.join(fields)}" if fields else "")
-
-        reference = "\n".join(describe(kind, *fields) for kind, fields in ACTION_TYPES.items())
-        return compose_prompt(
-            PromptSpec(
-                role="Android World Model",
-                objective="You simulate an Android phone (1080x2400 screen) and its apps, operated by a mobile agent.",
-                state=(
-                    "the screen's UI hierarchy as XML in the uiautomator dump format: nested `node` "
-                    "elements with text, resource-id, class, package, content-desc, clickable and bounds."
-                ),
-                action=(
-                    'one JSON UI action such as `{"action_type": "click", "x": 540, "y": 1200}`; a '
-                    "target is either screen coordinates or `index`, the position of the node in the "
-                    "current hierarchy in document order, counted from 0."
-                ),
-                responsibilities=[
-                    "**Screen prediction**: produce the complete UI hierarchy after the action, in the same "
-                    "XML format: the foreground app, dialogs, the keyboard and toasts as they would appear.",
-                    "**Continuity**: text typed, toggles switched, settings and app data changed earlier "
-                    "stay changed; `navigate_back` returns to the previous screen as it was left.",
-                    "**Faithful behaviour**: a tap hits the node whose bounds contain the point, or nothing; "
-                    "typing goes to the focused field; an app that is not installed does not open.",
-                ],
-                sections=[("Action Reference", reference)],
-                state_rules=[
-                    "Keep the XML well-formed and in the dump format; unchanged nodes keep their "
-                    "attributes and bounds.",
-                    "Scrolling moves the content of the scrollable container and reveals plausible new rows.",
-                ],
-                action_rules=[
-                    "The action is given; simulate it exactly, even when it misses its target.",
-                    "`wait`, `status` and `answer` leave the screen unchanged unless something was loading.",
-                ],
-            )
-        )
+        # The official template lists no action space: the JSON action speaks for itself.
+        return fill_template(builtin_template(self.name))

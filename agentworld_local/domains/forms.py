@@ -16,7 +16,7 @@ ACTION_FORMS: dict[str, tuple[tuple[str, ...], str, str]] = {
     ),
     "swe": (
         ("bash ls -la", "read_file path=src/app.py"),
-        '{"name": "bash", "arguments": {"command": "ls -la"}}',
+        '{"name": "run_shell_command", "arguments": {"command": "ls -la"}}',
         "a JSON tool call",
     ),
     "mcp": (
@@ -25,12 +25,12 @@ ACTION_FORMS: dict[str, tuple[tuple[str, ...], str, str]] = {
         "a JSON tool call",
     ),
     "search": (
-        ('search "ramen in Osaka"', "open example.com"),
+        ('search "ramen in Osaka"', "open example.com", "memory add city Osaka"),
         '{"name": "web_search", "arguments": {"query": "ramen in Osaka"}}',
         "a JSON tool call",
     ),
     "web": (
-        ("click 12", 'fill 5 "hello"'),
+        ("click 12", 'fill 5 "hello"', "click 200 300"),
         "click('12')",
         "a BrowserGym call",
     ),

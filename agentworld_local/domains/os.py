@@ -12,7 +12,7 @@ import textwrap
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain
-from agentworld_local.domains.prompting import PromptSpec, compose_prompt
+from agentworld_local.domains.packs import builtin_template, fill_template
 from agentworld_local.domains.syntax import begin_action, parse_int, parse_python, split_words
 from agentworld_local.errors import ActionError
 
@@ -82,7 +82,7 @@ def _shortcut(word: str, words: list[str]) -> str | None:
     if word == "type":
         if not words:
             raise ActionError('`type` needs the text: `type "hello"`.', ACTION_HELP)
-        return f"pyautogui.typewrite({py(' '.join(words))})"
+        return f"pyautogui.write({py(' '.join(words))})"  # the official action space's name
     if word in ("press", "hotkey"):
         if not words:
             raise ActionError(f"`{word}` needs keys: `press enter`, `hotkey ctrl c`.", ACTION_HELP)
@@ -153,43 +153,4 @@ class OSDomain(ToollessDomain):
         return Action(text=stripped, payload={"code": code}, prompt_text=code)
 
     def system_prompt(self) -> str:
-        width, height = SCREEN
-        return compose_prompt(
-            PromptSpec(
-                role="Desktop OS World Model",
-                objective=(
-                    f"You simulate an Ubuntu desktop (GNOME, {width}x{height} screen) with its "
-                    "applications and files, operated by a computer-use agent."
-                ),
-                state=(
-                    "the desktop's accessibility tree as a tab-separated table, one element per row: "
-                    "tag, name, text, class, description, position (top-left x&y), size (w&h)."
-                ),
-                action=(
-                    "Python code the agent runs on the machine: pyautogui calls for the mouse and "
-                    "keyboard (`pyautogui.click(200, 300)`, `pyautogui.typewrite(\"hello\")`, "
-                    "`pyautogui.hotkey(\"ctrl\", \"s\")`), standard-library calls and application "
-                    "helper functions; or one of the control words WAIT, DONE, FAIL."
-                ),
-                responsibilities=[
-                    "**Desktop prediction**: produce the full accessibility tree after the code ran, in "
-                    "the same table format, with windows, dialogs, menus and focus as they would be.",
-                    "**Continuity**: files, application windows, documents and settings keep every change "
-                    "that earlier actions made.",
-                    "**Faithful behaviour**: clicks hit what is at that position (or nothing); typing goes "
-                    "to the focused element; code that would raise prints its traceback.",
-                ],
-                state_rules=[
-                    "Keep the table's columns and formats; elements that did not change keep their names "
-                    "and positions.",
-                    "When the code prints to standard output or raises, put that output first, under "
-                    "`Output:`, then the accessibility tree.",
-                    "WAIT leaves the screen to finish what was loading; DONE and FAIL end the task and "
-                    "change nothing.",
-                ],
-                action_rules=[
-                    "The code is given; simulate exactly what it would do, including its mistakes.",
-                    "Coordinates are screen pixels from the top-left corner.",
-                ],
-            )
-        )
+        return fill_template(builtin_template(self.name))

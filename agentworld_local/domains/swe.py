@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld_local.domains.prompting import PromptSpec, compose_prompt
-from agentworld_local.domains.tools import ToolCallDomain, tools_json
+from agentworld_local.domains.tools import Shortcut, ToolCallDomain
+
+#: The shell tool's name in the official template (and so in the model's training data).
+SHELL_TOOL = "run_shell_command"
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -14,7 +16,7 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 SWE_TOOLS: list[dict[str, Any]] = [
     {
-        "name": "bash",
+        "name": SHELL_TOOL,
         "description": "Run a shell command in the repository's working directory and return its output and exit code.",
         "inputSchema": _schema(
             {
@@ -97,47 +99,14 @@ class SweDomain(ToolCallDomain):
     default_tools = SWE_TOOLS
     friendly_examples = ["bash ls -la", "read_file path=src/app.py", "run_tests tests/test_api.py"]
 
-    def system_prompt(self) -> str:
-        return compose_prompt(
-            PromptSpec(
-                role="Software Engineering World Model",
-                objective=(
-                    "You simulate a code repository in a Linux container, as a coding agent sees it "
-                    "through a small set of tools: shell commands, file reads and edits, code search "
-                    "and test runs."
-                ),
-                state=(
-                    "on the first turn, a description of the repository and the output of earlier "
-                    "commands; afterwards the state is implied by the tool results so far."
-                ),
-                action=(
-                    "one JSON tool call, `{\"name\": TOOL, \"arguments\": {...}}`, inside a ```json "
-                    "block, calling one of the tools defined below."
-                ),
-                responsibilities=[
-                    "**Result prediction**: return exactly what the called tool would return: command "
-                    "output with its exit code, numbered file lines, match lists, test runner reports.",
-                    "**An implicit file system**: the repository's files, their contents, the git state "
-                    "and installed packages follow from the state and from every earlier result; edits "
-                    "and writes change them for all later turns.",
-                    "**Faithful failures**: a missing file, a `str_replace` whose `old_str` is absent or "
-                    "ambiguous, a failing test or a syntax error produce the real tool's error text.",
-                ],
-                sections=[("Tool Definitions", f"```json\n{tools_json(self.specs)}\n```")],
-                state_rules=[
-                    "Code you have shown stays the same unless an action changed it; line numbers move "
-                    "when lines are added or removed above them.",
-                    "Test results follow the code as it is now: a fix makes the test pass, a new bug "
-                    "makes it fail with a realistic traceback.",
-                    "Keep paths, package versions and tool output formats stable across turns.",
-                ],
-                action_rules=[
-                    "The tool call is given; simulate it, never a different or corrected call.",
-                    "A call with arguments the tool rejects returns that tool's error message.",
-                    "Long outputs are shown the way the tool shows them (test summaries, truncated logs).",
-                ],
-            )
-        )
+    def shortcuts(self) -> dict[str, Shortcut]:
+        # `bash ls -la` and `sh ls` stay friendly words for the shell tool.
+        return {"bash": self._shell, "sh": self._shell, "shell": self._shell}
+
+    def _shell(self, rest: str) -> tuple[str, dict[str, Any]]:
+        if SHELL_TOOL not in self._by_name:
+            return "bash", {}  # check_call names the session's tools
+        return SHELL_TOOL, self.friendly_arguments(self._by_name[SHELL_TOOL], rest)
 
     def initial_state(self) -> str:
         return DEFAULT_INITIAL_STATE

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from agentworld_local.domains.base import Action, ToollessDomain, action_json
 from agentworld_local import safe_parse
+from agentworld_local.domains.base import Action, ToollessDomain
+from agentworld_local.domains.packs import builtin_template, fill_template
 from agentworld_local.domains.syntax import begin_action, unfence
 from agentworld_local.errors import ActionError
 
@@ -20,51 +22,19 @@ MAX_DURATION = 86_400  # a day: longer waits are typos (and 1e999 is not a numbe
 _MEANT_AS_JSON = re.compile(r'\[\s*\{|\{"')
 _CONTROL_KEYS = re.compile(r"^(?:C-[a-z@\[\\\]^_]|M-[a-z]|Escape|Enter|Tab|BSpace|Up|Down|Left|Right)$")
 
-SYSTEM_PROMPT = """\
-You are a world model that simulates a Linux terminal. You are not an assistant and you \
-do not run anything: you predict, as faithfully as you can, what a real terminal session \
-would show after an agent's keystrokes.
-
-## What you are given
-- The task the agent is working on, when there is one.
-- The current state: the visible terminal screen, shell prompt included (about the last \
-40 lines), or the starting state of the machine.
-- The earlier turns of this session: each action and the screen that followed it. They \
-define the machine's files, processes, environment variables, working directory and \
-history; stay consistent with them.
-- The action: a JSON array of keystroke objects, for example \
-[{"keystrokes": "ls -la\\n", "duration": 1.0}]. "keystrokes" is sent to the terminal \
-exactly as written; "\\n" presses Enter. "duration" is how many seconds the agent waits \
-before looking at the screen again. Control keys are written tmux-style as their own \
-keystrokes: "C-c" (interrupt), "C-d" (end of input), "C-z" (suspend), "C-l" (clear).
-
-## How to predict
-1. Work out what each keystroke does to the shell and to any program running in the \
-foreground, in order.
-2. Keep the world consistent: files created earlier still exist, deleted ones are gone, \
-the working directory and the prompt follow `cd`, sizes and dates do not change unless \
-something changed them.
-3. Be realistic: real command names, real error messages with their exact wording, \
-plausible output lengths and timings. A command that would still be running after \
-"duration" seconds shows only its output so far.
-4. Show the whole visible screen after the action, ending with the prompt (or the \
-running program's current output) where the cursor is. Do not explain or comment.
-
-## Output format
-You may think first. Then write the predicted screen inside \
-<predicted_observation> and </predicted_observation>, with nothing after it.
-"""
-
-DEFAULT_INITIAL_STATE = """\
-A fresh login shell on an Ubuntu 24.04 machine, user `user`, working directory /home/user.
-Screen:
-user@sandbox:~$ \
-"""
+# The official sessions start at a bare prompt: the raw screen, not a description of it.
+DEFAULT_INITIAL_STATE = "user@sandbox:~$ "
 
 ACTION_HELP = (
     "Accepted forms: a plain command (`ls -la`, `[ -f x ] && echo yes`), a control key (`C-c`), or a JSON "
-    'array of keystrokes, fenced or not (`[{"keystrokes": "ls -la\\n", "duration": 1.0}]`).'
+    'array of keystrokes, fenced or not (`[{"keystrokes": "ls -la\\n", "duration": 1.0}]`; `[]` declares the task done).'
 )
+
+
+def keystrokes_text(payload: list[dict[str, Any]]) -> str:
+    """How the action is written in `**Action:**`: a fenced, indented JSON array, as in the
+    official template's examples."""
+    return "```json\n" + json.dumps(payload, ensure_ascii=False, indent=2) + "\n```"
 
 
 def _seconds(value: Any) -> float | None:
@@ -75,8 +45,9 @@ def _seconds(value: Any) -> float | None:
 
 def _validate_keystrokes(payload: Any) -> list[dict[str, Any]]:
     items = [payload] if isinstance(payload, dict) else payload
-    if not isinstance(items, list) or not items:
-        raise ActionError("A JSON terminal action must be a non-empty array of keystroke objects.", ACTION_HELP)
+    if not isinstance(items, list):
+        raise ActionError("A JSON terminal action must be an array of keystroke objects.", ACTION_HELP)
+    # `[]` is legal: in the official environment the agent declares the task finished with it.
     result = []
     for index, item in enumerate(items, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
@@ -99,7 +70,7 @@ class TerminalDomain(ToollessDomain):
     reads_keystrokes = True
 
     def system_prompt(self) -> str:
-        return SYSTEM_PROMPT
+        return fill_template(builtin_template(self.name))
 
     ACTION_HELP = ACTION_HELP
     DEFAULT_INITIAL_STATE = DEFAULT_INITIAL_STATE
@@ -115,7 +86,7 @@ class TerminalDomain(ToollessDomain):
         else:
             # A plain command: type it and press Enter.
             payload = [{"keystrokes": body.rstrip("\r\n").strip() + "\n", "duration": DEFAULT_DURATION}]
-        return Action(text=stripped, payload=payload, prompt_text=action_json(payload))
+        return Action(text=stripped, payload=payload, prompt_text=keystrokes_text(payload))
 
 
 def _json_action(body: str) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld_local.domains.base import Action, action_json
+from agentworld_local.domains.packs import builtin_template, fill_template
 from agentworld_local.domains.syntax import (
     Word,
     begin_action,
@@ -244,6 +245,13 @@ class ToolCallDomain:
     def tools(self) -> list[dict[str, Any]]:
         return [spec.definition() for spec in self.specs]
 
+    def tool_definitions(self) -> str:
+        """What fills a template's `{tool_definitions}`: the session's tools as JSON."""
+        return tools_json(self.specs)
+
+    def system_prompt(self) -> str:
+        return fill_template(builtin_template(self.name), tool_definitions=self.tool_definitions())
+
     def shortcuts(self) -> dict[str, Shortcut]:
         return {}
 
@@ -252,7 +260,8 @@ class ToolCallDomain:
         example_args = {key: f"<{key}>" for key in first.required}
         raw = json.dumps({"name": first.name, "arguments": example_args})
         # Only examples for tools this session has (a scenario may bring its own server).
-        examples = [e for e in self.friendly_examples if e.split(" ", 1)[0] in self._by_name]
+        words = {*self._by_name, *self.shortcuts()}
+        examples = [e for e in self.friendly_examples if e.split(" ", 1)[0] in words]
         examples = examples or [" ".join([first.name, *(f"{key}=<{key}>" for key in first.required)])]
         friendly = ", ".join(f"`{example}`" for example in examples)
         return (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain
-from agentworld_local.domains.prompting import PromptSpec, compose_prompt
+from agentworld_local.domains.packs import builtin_template, fill_template
 from agentworld_local.domains.syntax import (
     begin_action,
     normalize_url,
@@ -40,25 +40,28 @@ class Param:
 
 _BID_PARAM = Param("bid", "str")
 _BUTTON_PARAM = Param("button", "str", "left", ("left", "middle", "right"))
+_X, _Y = Param("x", "number"), Param("y", "number")
+# The 21 actions of the official template, in its order.
 ACTIONS: dict[str, list[Param]] = {
-    "click": [_BID_PARAM, _BUTTON_PARAM, Param("modifiers", "list", [])],
-    "dblclick": [_BID_PARAM, _BUTTON_PARAM, Param("modifiers", "list", [])],
-    "hover": [_BID_PARAM],
-    "fill": [_BID_PARAM, Param("value", "str")],
-    "select_option": [_BID_PARAM, Param("options", "options")],
-    "clear": [_BID_PARAM],
-    "focus": [_BID_PARAM],
-    "press": [_BID_PARAM, Param("key_comb", "str")],
-    "goto": [Param("url", "str")],
+    "noop": [Param("wait_ms", "number", 1000)],
+    "mouse_move": [_X, _Y],
+    "mouse_click": [_X, _Y, _BUTTON_PARAM],
+    "mouse_dblclick": [_X, _Y, _BUTTON_PARAM],
+    "mouse_down": [_X, _Y, _BUTTON_PARAM],
+    "mouse_up": [_X, _Y, _BUTTON_PARAM],
     "scroll": [Param("delta_x", "number"), Param("delta_y", "number")],
-    "keyboard_type": [Param("text", "str")],
+    "click": [_BID_PARAM, _BUTTON_PARAM, Param("modifiers", "list", [])],
     "keyboard_press": [Param("key", "str")],
+    "keyboard_type": [Param("text", "str")],
+    "fill": [_BID_PARAM, Param("value", "str"), Param("enable_autocomplete_menu", "bool", False)],
+    "hover": [_BID_PARAM],
+    "tab_focus": [Param("index", "int")],
+    "new_tab": [],
     "go_back": [],
     "go_forward": [],
-    "new_tab": [],
+    "goto": [Param("url", "str")],
     "tab_close": [],
-    "tab_focus": [Param("index", "int")],
-    "noop": [Param("wait_ms", "number", 1000)],
+    "select_option": [_BID_PARAM, Param("options", "options")],
     "send_msg_to_user": [Param("text", "str")],
     "report_infeasible": [Param("reason", "str")],
 }
@@ -66,9 +69,11 @@ ACTIONS: dict[str, list[Param]] = {
 ALIASES = {
     "type": "fill", "select": "select_option", "open": "goto", "go": "goto", "back": "go_back",
     "forward": "go_forward", "wait": "noop", "send": "send_msg_to_user", "say": "send_msg_to_user",
-    "answer": "send_msg_to_user", "stop": "send_msg_to_user", "double_click": "dblclick",
-    "dblclick": "dblclick", "tab": "tab_focus", "infeasible": "report_infeasible",
+    "answer": "send_msg_to_user", "stop": "send_msg_to_user", "tab": "tab_focus", "infeasible": "report_infeasible",
+    "press": "keyboard_press", "move": "mouse_move", "double_click": "mouse_dblclick", "dblclick": "mouse_dblclick",
 }
+# Friendly words for BrowserGym actions outside the official 21, with the form to use instead.
+_OUTSIDE = {"focus": "`click 12`", "clear": "`clear 12` (one element id)"}
 
 ACTION_HELP = (
     "Accepted forms: a friendly action (`click 12`, `fill 5 \"hello\"`, `goto example.com`, "
@@ -147,6 +152,11 @@ def _convert(param: Param, value: Any, action: str) -> Any:
         finite = isinstance(number, int) or (isinstance(number, float) and math.isfinite(number))
         if finite and not isinstance(number, bool) and (param.kind == "number" or isinstance(number, int)):
             return number
+    elif param.kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
     elif param.kind == "list" and isinstance(value, list):
         return value
     elif param.kind == "options" and (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
@@ -194,8 +204,21 @@ def _friendly(text: str) -> tuple[str, list[Any]]:
         return "scroll", [sign * amount if horizontal else 0, 0 if horizontal else sign * amount]
     if word == "type" and not (len(words) >= 2 and _BID.match(words[0])):
         return "keyboard_type", [" ".join(words)]
-    if word == "press" and not (len(words) >= 2 and _BID.match(words[0])):
+    if word == "press":
+        if len(words) >= 2 and _BID.match(words[0]):
+            raise ActionError(
+                f"The official action space presses keys on the focused element only: `click {words[0]}`, then "
+                f"`press {' '.join(words[1:])}`.",
+                ACTION_HELP,
+            )
         return "keyboard_press", [" ".join(words)]
+    if word in ("click", "double_click", "dblclick") and len(words) >= 2 and all(read_number(w) is not None for w in words[:2]):
+        # Two numbers are a screen position: `click 200 300` is mouse_click(200, 300).
+        return ("mouse_click" if word == "click" else "mouse_dblclick"), [read_number(w) for w in words[:2]] + words[2:]
+    if word == "clear" and len(words) == 1:
+        return "fill", [words[0].strip("[]"), ""]  # BrowserGym clears a field by filling it with nothing
+    if word in _OUTSIDE:
+        raise ActionError(f"`{word}` is not in the official action space; use {_OUTSIDE[word]}.", ACTION_HELP)
     action = ALIASES.get(word, word)
     if action not in ACTIONS:
         raise _unknown(word)
@@ -239,39 +262,6 @@ class WebDomain(ToollessDomain):
         return Action(text=stripped, payload=payload, prompt_text=canonical_call(name, bound))
 
     def system_prompt(self) -> str:
-        reference = "\n".join(
-            f"- `{name}({', '.join(p.name if p.default is _REQUIRED else f'{p.name}={p.default!r}' for p in params)})`"
-            for name, params in ACTIONS.items()
-        )
-        return compose_prompt(
-            PromptSpec(
-                role="Web Browser World Model",
-                objective="You simulate a web browser and the websites it visits, driven by a web agent.",
-                state=f"the current page as {self._state_words}.",
-                action=(
-                    "one BrowserGym action written as a Python call, e.g. `click('12')`, "
-                    "`fill('5', 'hello')` or `goto('https://example.com')`; element ids (`bid`) "
-                    "refer to the current page."
-                ),
-                responsibilities=[
-                    "**Page prediction**: produce the whole page after the action, in the same "
-                    "representation as the current state.",
-                    "**Continuity**: form values, cart contents, logins, open tabs and history persist; "
-                    "`go_back` returns to the previous page as it was.",
-                    "**Faithful behaviour**: links navigate, buttons submit, menus expand, validation "
-                    "errors appear; an action on an id that is not on the page changes nothing.",
-                ],
-                sections=[("Action Reference", reference)],
-                state_rules=[
-                    "Keep the representation of the current state: an accessibility tree stays an "
-                    "accessibility tree, HTML stays HTML.",
-                    "Elements that did not change keep their ids, names and order; new elements get new "
-                    "ids that do not collide with existing ones.",
-                    "Show the URL and the tab titles the browser would show.",
-                ],
-                action_rules=[
-                    "The action is given; simulate it exactly, including its failure when it is invalid.",
-                    "`send_msg_to_user` and `noop` leave the page as it is unless something loads meanwhile.",
-                ],
-            )
-        )
+        # The official template names no representation: the current page state shows it,
+        # and the model is told to keep it (axtree or HTML alike).
+        return fill_template(builtin_template(self.name))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agentworld_local.domains import domains_with
+from agentworld_local.domains.swe import SHELL_TOOL
 from agentworld_local.domains.syntax import split_words
 from agentworld_local.errors import ActionError, InputError
 
@@ -87,7 +88,7 @@ def listing_probe(domain_name: str, path: str = "/", depth: int = DEFAULT_DEPTH)
     if domain_name == "terminal":
         return _find_command(path, depth)
     if domain_name == "swe":
-        return json.dumps({"name": "bash", "arguments": {"command": _find_command(path, depth)}})
+        return json.dumps({"name": SHELL_TOOL, "arguments": {"command": _find_command(path, depth)}})
     if domain_name == "os":
         # Never executed: text the world model reads, printing one path per line like `find`.
         return (

@@ -164,7 +164,7 @@ def test_probe_actions_are_valid_actions_of_their_domain():
     terminal = get_domain("terminal").parse_action(listing_probe("terminal", "/home/user"))
     assert terminal.payload[0]["keystrokes"].startswith("find /home/user -maxdepth 3")
     swe = get_domain("swe").parse_action(listing_probe("swe", "/workspace/my repo"))
-    assert swe.payload["name"] == "bash" and "find '/workspace/my repo' -maxdepth 3" in swe.payload["arguments"]["command"]
+    assert swe.payload["name"] == "run_shell_command" and "find '/workspace/my repo' -maxdepth 3" in swe.payload["arguments"]["command"]
     os_action = get_domain("os").parse_action(listing_probe("os", "/home/user", depth=2))
     ast.parse(os_action.prompt_text)
     assert "root = '/home/user'" in os_action.prompt_text and "level >= 1" in os_action.prompt_text

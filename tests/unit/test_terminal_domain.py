@@ -21,7 +21,20 @@ def terminal():
 def test_plain_command_becomes_keystrokes(terminal):
     action = terminal.parse_action("ls -la")
     assert action.payload == [{"keystrokes": "ls -la\n", "duration": 1.0}]
-    assert action.prompt_text == '[{"keystrokes": "ls -la\\n", "duration": 1.0}]'
+    # As the official template writes actions: a fenced, indented JSON array.
+    assert action.prompt_text == '```json\n[\n  {\n    "keystrokes": "ls -la\\n",\n    "duration": 1.0\n  }\n]\n```'
+
+
+def test_an_empty_array_is_a_legal_action_that_ends_the_task(terminal):
+    """Official contract: `[]` declares the task finished (it was refused before)."""
+    action = terminal.parse_action("[]")
+    assert action.payload == []
+    assert action.prompt_text == "```json\n[]\n```"
+    assert terminal.parse_action("```json\n[]\n```").payload == []
+
+
+def test_a_wait_is_empty_keystrokes_with_a_duration(terminal):
+    assert terminal.parse_action('[{"keystrokes": "", "duration": 5}]').payload == [{"keystrokes": "", "duration": 5.0}]
 
 
 def test_control_keys(terminal):
@@ -40,7 +53,7 @@ def test_raw_json_action(terminal):
     [
         ('[{"keystrokes": "ls"', "Invalid JSON action"),
         ('[{"keys": "ls"}]', '"keystrokes"'),
-        ("[]", "non-empty array"),
+        ("[1, 2]", 'needs a string "keystrokes"'),
         ('[{"keystrokes": "ls", "duration": -1}]', "duration"),
         ("   ", "empty"),
     ],
