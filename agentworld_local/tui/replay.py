@@ -7,6 +7,7 @@ and the pace; this screen shows the cursor's position with the session screen's 
 
 from __future__ import annotations
 
+import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from agentworld_local.trajectory.replay import HAND_WRITTEN_LINE, ReplayCursor, 
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.tui.dialogs import PromptDialog
 from agentworld_local.tui.render import render_state
+from agentworld_local.views.web_page import write_web_page
 
 
 def _safe(text: str, limit: int = 90) -> str:
@@ -73,6 +75,7 @@ class ReplayScreen(Screen[None]):
         Binding("B", "branch(-1)", "Previous branch", show=False),
         Binding("g", "ask_turn", "Go to turn"),
         Binding("t", "toggle_thinking", "Thinking", show=False),
+        Binding("o", "open_in_browser", "Open in browser", show=False),
         Binding("q,escape", "close", "Quit"),
     ]
 
@@ -94,7 +97,8 @@ class ReplayScreen(Screen[None]):
             with Vertical(id="replay-left"):
                 yield Static(id="replay-notes")
                 with VerticalScroll(id="replay-world-scroll"):
-                    yield Static(id="replay-world")
+                    # A terminal keeps its lines (scroll sideways), as a wide terminal would show them.
+                    yield Static(id="replay-world", classes="terminal" if self.traj.header.domain == "terminal" else "")
                 with Collapsible(title="Thinking", id="replay-thinking-box", collapsed=not self.show_thinking):
                     with VerticalScroll(id="replay-thinking-scroll"):
                         yield Static(id="replay-thinking")
@@ -115,7 +119,7 @@ class ReplayScreen(Screen[None]):
         h = self.traj.header
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append("replay ", style="bold")
-        text.append(_safe(str(self.traj.path), 60), style="cyan")
+        text.append(_safe(self.traj.path.name, 60), style="cyan")  # the name: the same on every machine
         if h.hand_written:
             text.append(f"  {HAND_WRITTEN_LINE}", style="bold yellow")
         elif h.model is not None:
@@ -218,6 +222,18 @@ class ReplayScreen(Screen[None]):
         self._show()
         self._schedule()
 
+    def action_open_in_browser(self) -> None:
+        """A web page as the browser draws it (written to a private temporary folder)."""
+        if self.traj.header.domain != "web":
+            self.notify("Only web sessions have a page to open in the browser.", timeout=3)
+            return
+        record = self.cursor.record
+        title = f"turn {record.turn}: {record.action}" if record else "initial state"
+        path = write_web_page(self.cursor.state(), note=f"awl replay of {self.traj.path.name}, {title}. "
+                              "Simulated by a world model: nothing on this page is real.")
+        webbrowser.open(path.as_uri())
+        self.notify(f"Opened {path} in the browser.", timeout=4)
+
     def action_toggle_thinking(self) -> None:
         box = self.query_one("#replay-thinking-box", Collapsible)
         box.collapsed = not box.collapsed
@@ -240,11 +256,13 @@ class ReplayScreen(Screen[None]):
 
         self.app.push_screen(PromptDialog(f"Go to turn (0-{last})", placeholder=str(last)), jump)
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """Moving in the turn list (up/down, home/end, a click) jumps the replay there."""
         event.stop()
-        self.cursor.jump(event.option_index)
-        self._show()
-        self._schedule()
+        if event.option_index != self.cursor.position:
+            self.cursor.jump(event.option_index)
+            self._show()
+            self._schedule()
 
     def action_close(self) -> None:
         if self._timer is not None:

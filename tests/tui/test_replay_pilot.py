@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from textual.widgets import OptionList, Static
 
 from agentworld_local.examples import pick_example
@@ -103,3 +106,26 @@ async def test_the_main_app_opens_the_replay_screen_and_q_closes_it(tmp_path):
         await pilot.pause()
         assert isinstance(pilot.app.screen, ReplayScreen)
         assert "dev@laptop:~/todo-api$" in shown(pilot.app, "#replay-world")
+
+
+async def test_moving_in_the_turn_list_moves_the_replay():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("end")
+        assert "turn 3/3" in shown(pilot.app, "#replay-status")
+        await pilot.press("up")
+        assert "turn 2/3" in shown(pilot.app, "#replay-status")
+        await pilot.press("home")
+        assert "turn 0/3" in shown(pilot.app, "#replay-status")
+
+
+async def test_a_web_page_opens_in_the_browser(monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda uri, *a, **k: opened.append(uri) or True)
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("right", "o")
+        await pilot.pause()
+    assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
+    page = Path(opened[0][len("file://"):]).read_text(encoding="utf-8")
+    assert "[72]" in page or "Tarn Waterproof Hiking Jacket" in page
+    assert "turn 1: click 72" in page
+    shutil.rmtree(Path(opened[0][len("file://"):]).parent)
