@@ -126,3 +126,14 @@ def load_pack(path: str | Path, domain: str | None = None) -> PromptPack:
     if domain is not None:
         pack.template(domain)  # a clear error now rather than at the first turn
     return pack
+
+
+def prompt_from_pack(path: str | Path, domain: Any, *, demonstrations: str = "") -> tuple[str, dict[str, Any]]:
+    """The system prompt the pack at `path` gives `domain` (a domain object, already built
+    with the session's tools), and the pack identity for the trajectory header.
+
+    A session puts the text in `SessionSettings.system_prompt` and the identity in
+    `Header.prompt_pack`; a resumed session reads the prompt back from its header.
+    """
+    pack = load_pack(path, domain.name)
+    return pack.system_prompt(domain, demonstrations=demonstrations), pack.identity(domain.name)

@@ -1,0 +1,124 @@
+"""Prompt packs: a directory laid out like the official `prompts/`, written by the tests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from agentworld_local.domains import domain_names, get_domain
+from agentworld_local.domains.packs import (
+    FILE_NAME,
+    builtin_template,
+    fill_template,
+    load_pack,
+    prompt_from_pack,
+)
+from agentworld_local.errors import InputError
+from agentworld_local.trajectory.schema import Header
+
+# A template in the official shape: literal JSON braces beside the two placeholders.
+SWE_TEMPLATE = """# Role and Objective
+
+You simulate a repository. A call looks like {"name": "run_shell_command", "arguments": {"command": "ls"}}.
+Shell variables such as ${HOME} are text.
+
+# Input Definitions & Action Space
+
+You can simulate the following tools:
+
+{tool_definitions}
+
+# Predicted Observation Requirements
+{demonstrations}"""
+
+TICKET_TOOLS = [{"name": "open_ticket", "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}]
+
+
+def write_pack(root, templates: dict[str, str | bytes]):
+    for name, text in templates.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
+        (folder / FILE_NAME).write_bytes(data)
+    return root
+
+
+def test_a_pack_prompt_is_the_file_with_the_session_tools_filled_in(tmp_path):
+    pack = write_pack(tmp_path / "prompts", {"swe": SWE_TEMPLATE, "terminal": "# Role and Objective\nA shell.\n"})
+    domain = get_domain("swe", tools=TICKET_TOOLS)
+    text, identity = prompt_from_pack(pack, domain, demonstrations="## Example\n...")
+    assert '"name": "open_ticket"' in text and "{tool_definitions}" not in text and "{demonstrations}" not in text
+    assert text.endswith("## Example\n...")
+    assert '{"name": "run_shell_command", "arguments": {"command": "ls"}}' in text and "${HOME}" in text
+    data = (pack / "swe" / FILE_NAME).read_bytes()
+    assert identity == {"path": str(pack.resolve()), "files": {"swe/system_prompt.txt": hashlib.sha256(data).hexdigest()}}
+
+
+def test_the_pack_identity_round_trips_through_the_trajectory_header(tmp_path):
+    pack = write_pack(tmp_path / "p", {"terminal": "A terminal.\n"})
+    _, identity = prompt_from_pack(pack, get_domain("terminal"))
+    header = Header(domain="terminal", prompt_pack=identity)
+    assert Header.from_dict(header.to_dict()).prompt_pack == identity
+    old = header.to_dict()
+    del old["prompt_pack"]
+    assert Header.from_dict(old).prompt_pack is None  # files written before the field still read
+
+
+def test_a_domain_without_tools_fills_tool_definitions_with_nothing(tmp_path):
+    pack = write_pack(tmp_path / "p", {"web": "Tools: [{tool_definitions}]\n{demonstrations}"})
+    text, _ = prompt_from_pack(pack, get_domain("web"))
+    assert text == "Tools: []\n"
+
+
+def test_a_bom_is_accepted_and_the_hash_is_of_the_bytes_on_disk(tmp_path):
+    data = "\ufeffA terminal.\n".encode("utf-8")
+    pack = write_pack(tmp_path / "p", {"terminal": data})
+    text, identity = prompt_from_pack(pack, get_domain("terminal"))
+    assert text == "A terminal.\n"
+    assert identity["files"]["terminal/system_prompt.txt"] == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "setup, fragment",
+    [
+        (lambda root: None, "does not exist"),
+        (lambda root: root.mkdir(), "holds no <domain>/system_prompt.txt"),
+        (lambda root: write_pack(root, {"web": "A browser.\n"}), "has no terminal/system_prompt.txt"),
+        (lambda root: write_pack(root, {"terminal": "Hello {task_description}\n"}), "unknown placeholder {task_description}"),
+        (lambda root: write_pack(root, {"terminal": b"caf\xe9\n"}), "not UTF-8"),
+        (lambda root: write_pack(root, {"terminal": "  \n"}), "is empty"),
+        (lambda root: (root / "terminal" / FILE_NAME).mkdir(parents=True), "is a directory"),
+        (lambda root: root.write_text("x"), "is not a directory"),
+    ],
+)
+def test_a_bad_pack_is_one_clear_input_error(tmp_path, setup, fragment):
+    root = tmp_path / "pack"
+    setup(root)
+    with pytest.raises(InputError) as caught:
+        load_pack(root, "terminal")
+    assert fragment in caught.value.message
+    assert caught.value.hint  # names the next step
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="permissions do not bind root")
+def test_an_unreadable_template_is_a_clear_input_error(tmp_path):
+    pack = write_pack(tmp_path / "p", {"terminal": "A terminal.\n"})
+    (pack / "terminal" / FILE_NAME).chmod(0)
+    with pytest.raises(InputError, match="Cannot"):
+        load_pack(pack, "terminal")
+
+
+def test_our_own_templates_load_as_a_pack_and_give_the_built_in_prompts(tmp_path):
+    """A pack in the official layout with our templates reproduces every domain's prompt:
+    the loader and the built-in prompts fill placeholders the same way."""
+    pack = load_pack(write_pack(tmp_path / "ours", {name: builtin_template(name) for name in domain_names()}))
+    for name in domain_names():
+        domain = get_domain(name)
+        assert pack.system_prompt(domain) == domain.system_prompt()
+
+
+def test_fill_template_replaces_only_the_two_placeholders():
+    template = 'x {tool_definitions} {"a": 1} {demonstrations} {other}'
+    assert fill_template(template, tool_definitions="T", demonstrations="D") == 'x T {"a": 1} D {other}'
