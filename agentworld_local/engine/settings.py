@@ -27,3 +27,5 @@ class SessionSettings:
     tools: list[dict[str, Any]] | None = None
     #: Replaces the whole system prompt (an imported benchmark row carries its own).
     system_prompt: str | None = None
+    #: Where system_prompt came from when a prompt pack gave it (recorded in the header).
+    prompt_pack: dict[str, Any] | None = None

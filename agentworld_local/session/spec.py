@@ -15,7 +15,8 @@ from typing import Any
 from agentworld_local.defaults import DEFAULT_MAX_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
-from agentworld_local.engine.session_context import with_session_tools
+from agentworld_local.domains.packs import prompt_from_pack
+from agentworld_local.engine.session_context import compose_system_prompt, with_session_tools
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError
@@ -56,7 +57,7 @@ class SessionSpec:
     max_tokens: int = DEFAULT_MAX_TOKENS
     think: str | None = None  # None: the default budget (defaults.DEFAULT_THINK)
     seed: int = DEFAULT_SEED
-    #: A prompt pack (issue 11): left for the prompt-pack work to fill in.
+    #: A prompt pack: a directory laid out like the official `prompts/` (domains/packs.py).
     prompts: Path | None = None
 
     def check(self) -> ThinkBudget:
@@ -96,6 +97,9 @@ class SessionSpec:
         domain = with_session_tools(get_domain(domain_name, state_format=self.state_format), settings.tools)
         if self.state_format is not None and getattr(domain, "state_format", self.state_format) != self.state_format:
             domain = get_domain(domain_name, tools=settings.tools, state_format=self.state_format)
+        if self.prompts is not None:  # the pack's text, filled with this session's tools
+            text, settings.prompt_pack = prompt_from_pack(self.prompts, domain)
+            settings.system_prompt = compose_system_prompt(text, world=settings.world_description)
         return ResolvedSpec(domain=domain, settings=settings, scenario=chosen)
 
 

@@ -122,3 +122,45 @@ def test_our_own_templates_load_as_a_pack_and_give_the_built_in_prompts(tmp_path
 def test_fill_template_replaces_only_the_two_placeholders():
     template = 'x {tool_definitions} {"a": 1} {demonstrations} {other}'
     assert fill_template(template, tool_definitions="T", demonstrations="D") == 'x T {"a": 1} D {other}'
+
+
+# -- a session with a pack -----------------------------------------------------------
+
+
+def test_a_session_spec_with_a_pack_gives_the_model_the_pack_prompt_and_records_its_identity(tmp_path):
+    from agentworld_local.engine.world import World
+    from agentworld_local.session.core import Session, settings_from_header
+    from agentworld_local.session.spec import SessionSpec
+    from agentworld_local.testing.answers import answer
+    from agentworld_local.testing.scripted import ScriptedBackend
+    from agentworld_local.trajectory.reader import read_trajectory
+
+    pack = write_pack(tmp_path / "prompts", {"swe": SWE_TEMPLATE})
+    resolved = SessionSpec(domain="swe", tools=TICKET_TOOLS, prompts=pack).resolve()
+    seen: list = []
+
+    class Recording(ScriptedBackend):
+        def generate(self, messages, **options):
+            seen.append(messages)
+            return super().generate(messages, **options)
+
+    world = World(Recording([answer("thinking_then_tags").scripted()]), resolved.domain, resolved.settings)
+    session = Session.create(world, tmp_path / "s.jsonl")
+    list(session.step('open_ticket title="disk full"'))
+    session.close()
+    system = seen[0][0]["content"]
+    assert system.startswith("# Role and Objective\n\nYou simulate a repository.")
+    assert '"name": "open_ticket"' in system and "{tool_definitions}" not in system
+    header = read_trajectory(tmp_path / "s.jsonl").header
+    assert header.system_prompt == system
+    digest = hashlib.sha256((pack / "swe" / FILE_NAME).read_bytes()).hexdigest()
+    assert header.prompt_pack == {"path": str(pack.resolve()), "files": {"swe/system_prompt.txt": digest}}
+    assert settings_from_header(header).prompt_pack == header.prompt_pack  # a resumed session keeps saying so
+
+
+def test_a_session_spec_with_a_pack_missing_its_domain_is_refused_before_loading(tmp_path):
+    from agentworld_local.session.spec import SessionSpec
+
+    pack = write_pack(tmp_path / "prompts", {"swe": SWE_TEMPLATE})
+    with pytest.raises(InputError, match="has no terminal/system_prompt.txt"):
+        SessionSpec(domain="terminal", prompts=pack).resolve()
