@@ -10,10 +10,7 @@ from rich.markup import escape
 from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
-from agentworld_local.cli.session import ensure_new_file
-from agentworld_local.errors import InputError
-from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.writer import fork_from
+from agentworld_local.session.forking import fork_file
 
 
 @app.command()
@@ -31,15 +28,11 @@ def fork(
 
     Example: `awl fork session.jsonl --turn 3 --out session-from-3.jsonl`
     """
-    if turn is not None and turn < 0:
-        raise InputError(f"--turn counts from 0 (the setup only), not {turn}.", "Use --turn 0 to keep only the setup.")
-    ensure_new_file(out)
-    traj = read_trajectory(file)
-    fork_from(traj, out, turn)
+    forked, warnings = fork_file(file, out, turn)
     # Said after the copy is made (an error stays one line). The damage warning ends by
     # suggesting this very command; the rest still matters.
-    print_warnings([warning.split(" To keep going")[0] for warning in traj.warnings])
-    count = len(traj.current_branch()) if turn is None else turn
+    print_warnings([warning.split(" To keep going")[0] for warning in warnings])
+    count = forked.turn
     stderr_console().print(
         f"[dim]wrote {count} {'turn' if count == 1 else 'turns'} to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]"
     )

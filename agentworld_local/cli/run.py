@@ -28,9 +28,7 @@ from agentworld_local.cli.session import (
     read_script,
 )
 from agentworld_local.cli.resimulate import run_bench_row
-from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
-from agentworld_local.engine.session_context import with_session_tools
 from agentworld_local.defaults import (
     CTX_HELP,
     DEFAULT_MAX_TOKENS,
@@ -48,7 +46,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.session.core import Session, Shield
+from agentworld_local.session.core import Session, Shield, domain_from_header
 from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.agentworldbench.rows import read_bench_row
@@ -322,7 +320,7 @@ def _resume_session(
     # and an unfinished last line (the process was killed mid-write) is cut off.
     TrajectoryWriter.append_to(path).close()
     header = read_trajectory(path).header
-    domain = with_session_tools(get_domain(header.domain), header.tools)
+    domain = domain_from_header(header)
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
     backend = load_backend(model, **load)

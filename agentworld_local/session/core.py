@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.domains import get_domain
-from agentworld_local.domains.base import Action
+from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine import world as engine
 from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget, ThinkingDelta
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.session import events
+from agentworld_local.session.forking import fork_file
 from agentworld_local.session.header import header_for
-from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
@@ -54,9 +55,14 @@ class Session:
         self.writer = writer
         self.header = header
         shield = shield or (lambda write: write)
+        self._shield = shield
         world.on_turn = shield(self._save_turn)
         world.on_undo = shield(writer.record_undo)
+        self._record_control = shield(writer.record_control)
+        self._record_fork = shield(writer.record_fork)
         self._attempt = 0  # the attempt the next turn is
+        #: Where this session's file was forked from, when `fork` made it.
+        self.forked: events.Forked | None = None
 
     @classmethod
     def create(
@@ -80,12 +86,12 @@ class Session:
             traj = read_trajectory(path)
             header = traj.header
             settings = settings_from_header(header)
-            domain = get_domain(header.domain, tools=header.tools)
+            domain = domain_from_header(header)
         except BaseException:
             writer.close()
             raise
         world = World(backend, domain, settings, history=traj.current_branch(), next_id=writer.last_id + 1)
-        for control in _controls_undone_last(traj):
+        for control in traj.pending_controls:  # given after the last turn, or handed back by an undo
             world.add_control(control)
         return cls(world, writer, header, shield=shield)
 
@@ -122,9 +128,28 @@ class Session:
         return events.Undone(len(self.history))
 
     def add_control(self, text: str) -> events.ControlAdded:
-        """A control instruction (perturbation) for the next turn."""
+        """A control instruction (perturbation) for the next turn; recorded in the file first,
+        so a session resumed before that turn still sends it."""
+        if not text.strip():
+            self.world.add_control(text)  # refuses it, with the World's message
+        self._record_control(text)
         self.world.add_control(text)
         return events.ControlAdded(text.strip())
+
+    def fork(self, turn: int, out: str | Path) -> Session:
+        """A new session in the new file `out` with this session's first `turn` turns (the
+        control instructions pending at that point stay pending); this file records the fork
+        point. The new session shares the backend; its `forked` says where it came from."""
+        if not 0 <= turn <= len(self.history):
+            raise InputError(
+                f"Cannot fork at turn {turn}: the session has {len(self.history)} turns.",
+                "Give a turn number between 0 and the current turn.",
+            )
+        forked, _ = fork_file(self.path, out, turn)  # this file is intact: no warnings
+        self._record_fork(turn, str(Path(out)))
+        session = Session.resume(out, self.world.backend, shield=self._shield)
+        session.forked = forked
+        return session
 
     def regenerate(self, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
         """Undo the last turn and run its action again with a new sample (a new seed).
@@ -149,18 +174,9 @@ class Session:
         self.writer.append(record)
 
 
-def _controls_undone_last(traj: Trajectory) -> list[str]:
-    """Control instructions the session was still holding when it was saved: those of the
-    turns undone after the last turn (an undo hands a turn's controls to the next turn)."""
-    if not traj.turns or traj.head is None:
-        return []
-    by_id = {record.id: record for record in traj.turns}
-    dropped: list[TurnRecord] = []
-    turn: TurnRecord | None = traj.turns[-1]
-    while turn is not None and turn.id != traj.head:
-        dropped.append(turn)
-        turn = by_id.get(turn.parent) if turn.parent is not None else None
-    return [control for record in reversed(dropped) for control in record.controls_added]
+def domain_from_header(header: Header) -> Domain:
+    """The domain a saved session ran in: its tools and state format, as the header states them."""
+    return get_domain(header.domain, tools=header.tools, state_format=header.state_format)
 
 
 def settings_from_header(header: Header) -> SessionSettings:
@@ -180,6 +196,7 @@ def settings_from_header(header: Header) -> SessionSettings:
         world_description=header.world,
         tools=header.tools,
         system_prompt=header.system_prompt,
+        prompt_pack=header.prompt_pack,
     )
 
 

@@ -129,6 +129,18 @@ class ControlAdded(SessionEvent):
 
 
 @dataclass(frozen=True)
+class Forked(SessionEvent):
+    """A new session file holds the first `turn` turns of `source` (the turn with id
+    `source_id` there; None for the setup alone); the session goes on in `path`."""
+
+    name: ClassVar[str] = "forked"
+    source: str
+    turn: int
+    path: str
+    source_id: int | None = None
+
+
+@dataclass(frozen=True)
 class Notice(SessionEvent):
     """Something the user should know, said once (e.g. an empty observation)."""
 
@@ -156,7 +168,7 @@ class Saved(SessionEvent):
 
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
     TurnStarted, ThinkingDelta, AnswerDelta, ObservationDelta, ObservationReplaced, ContextTrimmed, TurnFinished,
-    TurnCancelled, Undone, ControlAdded, Notice, ErrorEvent, Saved,
+    TurnCancelled, Undone, ControlAdded, Forked, Notice, ErrorEvent, Saved,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}
 

@@ -30,8 +30,10 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
         initial_state=world.initial_state,
         task=settings.task,
         system_prompt=world.system_prompt(),
+        prompt_pack=settings.prompt_pack,
         note=note,
         controls=list(settings.controls),
         tools=world.domain.tools() or None,  # the tools in effect (a domain's defaults included)
         world=settings.world_description,
+        state_format=getattr(world.domain, "state_format", None),
     )

@@ -21,6 +21,11 @@ _NOT_OURS_HINT = "Check the path; `awl replay` reads files written by `awl run`.
 MAX_TRAJECTORY_BYTES = 4 * 1024**3
 _BOM = b"\xef\xbb\xbf"
 UNDO = "undo"  # a line type added within v1: `{"type": "undo", "kept": N}` ends the branch at turn N
+#: Added within v1: `{"type": "control", "text": ...}`, a control instruction for the next turn
+#: (given after the last turn, it is still pending when the file is resumed).
+CONTROL = "control"
+#: Added within v1: `{"type": "fork", "turn": N, "file": NEW}`, a fork written from this session.
+FORK = "fork"
 
 
 @dataclass
@@ -36,6 +41,11 @@ class Trajectory:
     #: Id of the current branch's last turn: None means the last turn in the file, 0 that every turn was undone.
     head: int | None = None
     damaged_line: int | None = None  # first damaged line (1-based); nothing from it on was read
+    #: Control instructions given but not yet sent with a turn (control lines after the last turn,
+    #: and those of turns undone since): the next turn receives them.
+    pending_controls: list[str] = field(default_factory=list)
+    #: The fork lines: forks written from this session (`{"turn": N, "file": ...}`).
+    forks: list[dict[str, Any]] = field(default_factory=list)
 
     def by_id(self, turn_id: int) -> TurnRecord:
         for turn in self.turns:
@@ -119,24 +129,30 @@ def read_trajectory(path: str | Path) -> Trajectory:
             why = problem.reason
         else:
             kind = record.get("type", "turn") if isinstance(record, dict) else None
-            if isinstance(kind, str) and kind not in ("turn", "header", UNDO):
+            if isinstance(kind, str) and kind not in ("turn", "header", UNDO, CONTROL, FORK):
                 # Forward compatibility within a version: a newer awl may add line types.
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
             try:
                 if kind == UNDO:
                     state.undo(record)
+                elif kind == CONTROL:
+                    state.control(record)
+                elif kind == FORK:
+                    traj.forks.append(_fork_line(record))
                 else:
                     traj.turns.append(state.add_turn(record, version))
                 continue
             except ValueError as error:
                 why = str(error)
         traj.head = state.head
+        traj.pending_controls = list(state.pending)
         traj.damaged_line = line_no
         traj.good_bytes = line_start
         traj.warnings.append(_damage_warning(traj, line_no, why, len(lines)))
         break
     traj.head = state.head
+    traj.pending_controls = list(state.pending)
     if unknown:
         kinds = ", ".join(f"'{kind}'" for kind in sorted(unknown))
         traj.warnings.append(
@@ -164,6 +180,8 @@ class _BranchState:
         self.turn_of: dict[int, int] = {}  # id -> position in its branch
         self.parent_of: dict[int, int | None] = {}
         self.head = 0  # id of the current branch's last turn, 0 for none
+        self.controls_of: dict[int, list[str]] = {}  # id -> the control instructions it was sent
+        self.pending: list[str] = []  # control instructions the next turn receives
 
     def add_turn(self, record: Any, version: int) -> TurnRecord:
         if not isinstance(record, dict):
@@ -182,15 +200,29 @@ class _BranchState:
             raise ValueError(f"turn position {turn.turn} should be {expected} after its parent")
         self.turn_of[turn.id] = turn.turn
         self.parent_of[turn.id] = turn.parent
+        self.controls_of[turn.id] = turn.controls_added
         self.head = turn.id
+        # The turn was sent the oldest pending controls (a re-simulated benchmark turn, none).
+        del self.pending[: len(turn.controls_added)]
         return turn
+
+    def control(self, record: dict[str, Any]) -> None:
+        text = record.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"a control line should hold a text, not {_shown(text)}")
+        self.pending.append(text.strip())
 
     def undo(self, record: dict[str, Any]) -> None:
         kept = record.get("kept")
         length = self.turn_of.get(self.head, 0)
         if not isinstance(kept, int) or isinstance(kept, bool) or not 0 <= kept <= length:
             raise ValueError(f"an undo line should keep a turn count from 0 to {length}, not {_shown(kept)}")
-        self.head = walk_back(self.head, length - kept, self.parent_of)
+        dropped: list[int] = []
+        for _ in range(length - kept):
+            dropped.append(self.head)
+            self.head = self.parent_of.get(self.head) or 0
+        # An undo hands the dropped turns' controls back: the next turn receives them.
+        self.pending[:0] = [control for turn_id in reversed(dropped) for control in self.controls_of[turn_id]]
 
 
 def walk_back(head: int, steps: int, parent_of: dict[int, int | None]) -> int:
@@ -198,6 +230,13 @@ def walk_back(head: int, steps: int, parent_of: dict[int, int | None]) -> int:
     for _ in range(steps):
         head = parent_of.get(head) or 0
     return head
+
+
+def _fork_line(record: dict[str, Any]) -> dict[str, Any]:
+    turn = record.get("turn")
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0 or not isinstance(record.get("file"), str):
+        raise ValueError("a fork line should hold a turn number and a file")
+    return {key: value for key, value in record.items() if key != "type"}
 
 
 def _shown(value: Any) -> str:

@@ -137,11 +137,15 @@ class Header:
     system_prompt: str = ""
     hand_written: bool = False  # True for bundled demos: not model output
     note: str = ""
-    forked_from: dict[str, Any] | None = None  # {"file": ..., "turn": ...}
+    #: {"file": source path, "turn": turns kept, "id": the source's turn id at the fork (None at 0)}
+    forked_from: dict[str, Any] | None = None
     # Added within v1 (optional, with defaults, so older files still read):
     controls: list[str] = field(default_factory=list)  # control instructions given at the start
     tools: list[dict[str, Any]] | None = None  # tool definitions the world was given (JSON schema)
     world: str = ""  # fictional-world description the world was given
+    state_format: str | None = None  # how the state is written, for domains with a choice (web)
+    #: The prompt pack the system prompt came from: {"path": ..., "files": {"<domain>/system_prompt.txt": sha256}}
+    prompt_pack: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +181,8 @@ class Header:
             controls=_str_list(data, "controls"),
             tools=_tool_list(data, "tools"),
             world=_get(data, "world", (str,), ""),
+            state_format=_get(data, "state_format", (str, NoneT), None),
+            prompt_pack=_get(data, "prompt_pack", (dict, NoneT), None),
             extra=_extra(data, cls),
         )
 

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.trajectory.jsonl import encode_line
-from agentworld_local.trajectory.reader import UNDO, Trajectory, count, read_trajectory, walk_back
+from agentworld_local.trajectory.reader import CONTROL, FORK, UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
 
 
@@ -154,6 +154,16 @@ class TrajectoryWriter:
         self._save(encode_line({"type": UNDO, "kept": kept_turns, "created": utc_now()}), "the undo")
         self._head = walk_back(self._head, length - kept_turns, self._parent_of)
 
+    def record_control(self, text: str) -> None:
+        """Write a control instruction for the next turn, so that a resume still sends it."""
+        if not text.strip():
+            raise ValueError("a control instruction needs a text")
+        self._save(encode_line({"type": CONTROL, "text": text.strip(), "created": utc_now()}), "the control instruction")
+
+    def record_fork(self, turn: int, file: str | Path) -> None:
+        """Write that a fork of this session's first `turn` turns was saved in `file`."""
+        self._save(encode_line({"type": FORK, "turn": turn, "file": str(file), "created": utc_now()}), "the fork point")
+
     def _save(self, line: bytes, what: str) -> None:
         if self._broken is not None:
             raise TrajectoryError(
@@ -251,13 +261,21 @@ def _ends_with_newline(handle: BinaryIO) -> bool:
     return last == b"\n"
 
 
-def write_new(path: str | Path, header: Header, turns: Iterable[TurnRecord], *, overwrite: bool = False) -> Path:
-    """A complete new trajectory file, or none: a failure part-way removes what was written."""
+def write_new(
+    path: str | Path, header: Header, turns: Iterable[TurnRecord], *, overwrite: bool = False,
+    pending_controls: Iterable[str] = (),
+) -> Path:
+    """A complete new trajectory file, or none: a failure part-way removes what was written.
+
+    `pending_controls`: control instructions for the turn after the last one, written last.
+    """
     path = Path(path)
     writer = TrajectoryWriter.create(path, header, overwrite=overwrite)
     try:
         for turn in turns:
             writer.append(turn)
+        for control in pending_controls:
+            writer.record_control(control)
     except BaseException:
         writer.discard()
         raise
@@ -269,8 +287,10 @@ def fork_trajectory(src: str | Path, dst: str | Path, at_turn: int | None = None
     """Copy the current branch of `src` up to branch position `at_turn` (default: all of it) into a new file.
 
     Turns are renumbered as a straight line (id = turn, parent = turn - 1); `at_turn=0`
-    keeps only the header, i.e. the same setup started afresh. A damaged source gives its
-    intact turns; an interrupted last line is left out.
+    keeps only the header, i.e. the same setup started afresh. The header's `forked_from`
+    says where the copy came from. A damaged source gives its intact turns; an interrupted
+    last line is left out. Control instructions pending at the fork point (those the next
+    turn of the source received, or those still pending at its end) stay pending in the copy.
     """
     return fork_from(read_trajectory(src), dst, at_turn, overwrite=overwrite)
 
@@ -290,7 +310,8 @@ def fork_from(traj: Trajectory, dst: str | Path, at_turn: int | None = None, *, 
     # A fork is a new session written now, in the current schema; its setup is the source's.
     header = replace(
         traj.header, version=SCHEMA_VERSION, awl_version=__version__, created=utc_now(),
-        forked_from={"file": str(src.resolve()), "turn": at_turn},
+        forked_from={"file": str(src.resolve()), "turn": at_turn, "id": branch[at_turn - 1].id if at_turn else None},
     )
     turns = (replace(old, id=old.turn, parent=old.turn - 1 or None) for old in branch[:at_turn])
-    return write_new(dst, header, turns, overwrite=overwrite)
+    pending = branch[at_turn].controls_added if at_turn < len(branch) else traj.pending_controls
+    return write_new(dst, header, turns, overwrite=overwrite, pending_controls=pending)

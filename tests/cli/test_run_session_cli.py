@@ -110,3 +110,41 @@ def test_regenerate_before_any_turn_is_a_clear_error(tmp_path):
     result = awl("run", str(script), "-m", scripted_model(tmp_path, THOUGHT_LS), "-o", str(tmp_path / "s.jsonl"),
                  home=tmp_path)
     assert_one_line_error(result, "no turn to regenerate")
+
+
+def test_a_control_after_the_last_turn_reaches_the_next_turn_after_resume(tmp_path):
+    """It used to be lost: the control lived only in memory until a turn carried it."""
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    first = awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\n:control the disk is full\n")
+    assert first.returncode == 0, first.stderr
+    result = awl("run", "--resume", str(out), "-m", model, home=tmp_path, stdin="touch notes.txt\n")
+    assert result.returncode == 0, result.stderr
+    last = read_trajectory(out).current_branch()[-1]
+    assert last.action == "touch notes.txt" and last.controls_added == ["the disk is full"]
+    assert "the disk is full" in last.prompt
+
+
+def test_the_web_state_format_is_kept_by_resume(tmp_path):
+    out = tmp_path / "s.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    first = awl("run", "-m", model, "-o", str(out), "-d", "web", "--state-format", "html", home=tmp_path, stdin="click 12\n")
+    assert first.returncode == 0, first.stderr
+    assert read_trajectory(out).header.state_format == "html"
+    result = awl("run", "--resume", str(out), "-m", model, home=tmp_path, stdin="click 13\n")
+    assert result.returncode == 0, result.stderr
+    turns = read_trajectory(out).current_branch()
+    assert [t.action for t in turns] == ["click 12", "click 13"]
+    assert read_trajectory(out).header.state_format == "html"
+
+
+def test_awl_fork_then_resume_continues_the_copy_with_its_pending_control(tmp_path):
+    out, copy = tmp_path / "s.jsonl", tmp_path / "f.jsonl"
+    model = scripted_model(tmp_path, THOUGHT_LS)
+    assert awl("run", "-m", model, "-o", str(out), home=tmp_path, stdin="ls\n:control the disk is full\n").returncode == 0
+    forked = awl("fork", str(out), "--out", str(copy), home=tmp_path)
+    assert forked.returncode == 0 and "wrote 1 turn to" in forked.stderr
+    assert read_trajectory(copy).header.forked_from["turn"] == 1
+    result = awl("run", "--resume", str(copy), "-m", model, home=tmp_path, stdin="pwd\n")
+    assert result.returncode == 0, result.stderr
+    assert read_trajectory(copy).current_branch()[-1].controls_added == ["the disk is full"]

@@ -39,6 +39,7 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.TurnCancelled(turn),
         ev.Undone(turn),
         ev.ControlAdded(text),
+        ev.Forked(f"/tmp/{text}.jsonl", turn, f"/tmp/{turn}-fork.jsonl", turn or None),
         ev.Notice(text),
         ev.ErrorEvent(text, "do this next"),
         ev.Saved(f"/tmp/{turn}.jsonl", turn),

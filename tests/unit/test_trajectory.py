@@ -246,7 +246,7 @@ def test_fork_writes_current_branch_renumbered(tmp_path):
     write_with_undo(src)
     assert fork_trajectory(src, dst, at_turn=2) == dst
     traj = read_trajectory(dst)
-    assert traj.header.forked_from == {"file": str(src.resolve()), "turn": 2}
+    assert traj.header.forked_from == {"file": str(src.resolve()), "turn": 2, "id": 3}  # "c" is line 3 of src
     assert traj.header.task == make_header().task
     assert [(t.id, t.parent, t.turn, t.action) for t in traj.turns] == [(1, None, 1, "a"), (2, 1, 2, "c")]
     assert traj.turns[1].observation == "3" and traj.turns[1].tokens["generated"] == 7
