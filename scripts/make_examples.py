@@ -56,12 +56,8 @@ def answer(step: Step) -> str:
     return f"<think>\n{step.thinking.strip()}\n</think>\n\n<predicted_observation>\n{step.observation.strip(chr(10))}\n</predicted_observation>"
 
 
-def mcp_text(text: str, *, error: bool = False, structured: object = None) -> str:
-    result: dict = {"content": [{"type": "text", "text": text}]}
-    if structured is not None:
-        result["structuredContent"] = structured
-    result["isError"] = error
-    return json.dumps(result, indent=2, ensure_ascii=False)
+def as_json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 # -- swe ---------------------------------------------------------------------------------
@@ -129,25 +125,23 @@ CABIN_BODY = ("# Cabin info\n\n**Wi-Fi**: network `Birchwood-Guest`, password `l
 
 MCP = Example("mcp-notes-server", "notes-mcp-server", [
     Step('search_notes query="wifi password cabin"',
-         "Full-text search over the four notes. n_51c2 'Cabin info (Wi-Fi, heating, keys)' matches; the "
-         "packing list mentions the cabin but not Wi-Fi. Return both with snippets, best first.",
-         mcp_text("2 notes match \"wifi password cabin\":\n"
-                  "- n_51c2 Cabin info (Wi-Fi, heating, keys): **Wi-Fi**: network `Birchwood-Guest`, password ...\n"
-                  "- n_7f3a Cabin weekend - packing: ... check the cabin info note for the Wi-Fi before we go ...",
-                  structured={"results": [
-                      {"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)", "score": 0.91},
-                      {"id": "n_7f3a", "title": "Cabin weekend - packing", "score": 0.34}]})),
+         "search_notes is a search_* tool: a JSON result, no envelope. n_51c2 'Cabin info (Wi-Fi, heating, "
+         "keys)' matches best; the packing list mentions the cabin but not the password.",
+         as_json({"query": "wifi password cabin", "results": [
+             {"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)", "score": 0.91,
+              "snippet": "**Wi-Fi**: network `Birchwood-Guest`, password `lakeside-2291` (router is behind the bookshelf)"},
+             {"id": "n_7f3a", "title": "Cabin weekend - packing", "score": 0.34,
+              "snippet": "... check the cabin info note for the Wi-Fi before we go ..."}]})),
     Step("read_note id=n_51c2",
-         "read_note returns the whole Markdown body and metadata of n_51c2, consistent with the snippet.",
-         mcp_text(CABIN_BODY, structured={"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)",
-                                          "tags": ["travel", "home"], "updated": "2024-04-28T09:40:55Z"})),
+         "read_note returns the whole note, body in Markdown, consistent with the snippet.",
+         as_json({"id": "n_51c2", "title": "Cabin info (Wi-Fi, heating, keys)", "tags": ["travel", "home"],
+                  "updated": "2024-04-28T09:40:55Z", "body": CABIN_BODY})),
     Step('{"name": "create_note", "arguments": {"title": "Cabin checklist", "body": "- [ ] Wi-Fi: see [[n_51c2]]\\n- [ ] Heating to 16 °C when leaving\\n- [ ] Keys back in the lockbox", "tags": ["travel"]}}',
          "create_note returns the new id. Ids so far are n_ plus 4 hex digits; pick a fresh one, n_9e04.",
-         mcp_text("Created note n_9e04 \"Cabin checklist\" (links: n_51c2).",
-                  structured={"id": "n_9e04", "created": "2024-05-03T08:12:44Z", "links": ["n_51c2"]})),
+         as_json({"id": "n_9e04", "title": "Cabin checklist", "created": "2024-05-03T08:12:44Z", "links": ["n_51c2"]})),
     Step("delete_note id=n_0000",
-         "n_0000 does not exist in the store; the server reports a not-found error as the tool's description says.",
-         mcp_text("Note not found: n_0000", error=True)),
+         "n_0000 is not in the store: a not-found error, as the tool's description says.",
+         "status: error\nmessage: Note n_0000 was not found"),
 ])
 
 # -- search ------------------------------------------------------------------------------
@@ -155,43 +149,62 @@ MCP = Example("mcp-notes-server", "notes-mcp-server", [
 SEARCH = Example("search-fictional-city", "fictional-city", [
     Step('search "Port Veyra museum open Monday"',
          "Port Veyra results from the city's .pv sites. From the world description: the Eastlock Gallery "
-         "of Light is open daily; the Maritime Museum and the Natural History Hall are closed on Mondays.",
-         "A search for 'Port Veyra museum open Monday' returned 4 results:\n\n"
-         "1. [Museums and galleries - portveyra.gov.pv](https://portveyra.gov.pv/visit/museums)\n"
-         "   Opening hours of the city's museums. Note: most museums close on Mondays.\n"
-         "2. [Eastlock Gallery of Light - Visit](https://galleryoflight.pv/visit)\n"
-         "   Date published: 2024-09-02\n"
-         "   Open every day 10:00-18:00. Tickets 14 Kr; free on the first Sunday of the month.\n"
-         "3. [Rainy day in Port Veyra? Five indoor ideas - Veyra Courier](https://veyra-courier.pv/life/rainy-day-ideas)\n"
-         "   Date published: 2024-03-18\n"
-         "   From the Gallery of Light in Eastlock to the covered fish market at Saltgate...\n"
-         "4. [Maritime Museum Port Veyra](https://maritimemuseum.pv/)\n"
-         "   Tuesday-Sunday 10:00-17:00, closed Mondays. Old Quay 4."),
+         "of Light is open daily; the Maritime Museum and the Natural History Hall are closed on Mondays. "
+         "Snippets hint, they do not answer everything.",
+         "[1] https://portveyra.gov.pv/visit/museums\n"
+         "Title: Museums and galleries - City of Port Veyra\n"
+         "Snippet: Opening hours and prices of the city's museums. Please note that most museums are closed on Mondays...\n"
+         "Date: N/A\n\n"
+         "[2] https://galleryoflight.pv/visit\n"
+         "Title: Plan your visit - Eastlock Gallery of Light\n"
+         "Snippet: Open every day 10:00-18:00. Tickets 14 Kr; free entry on the first Sunday of the month...\n"
+         "Date: Sep 2, 2024\n\n"
+         "[3] https://veyra-courier.pv/life/rainy-day-ideas\n"
+         "Title: Rainy day in Port Veyra? Five indoor ideas - Veyra Courier\n"
+         "Snippet: From the Gallery of Light in Eastlock to the covered fish market at Saltgate, where to go when...\n"
+         "Date: Mar 18, 2024\n\n"
+         "[4] https://maritimemuseum.pv/\n"
+         "Title: Maritime Museum Port Veyra\n"
+         "Snippet: Tuesday-Sunday 10:00-17:00, closed Mondays. Old Quay 4. Ships, charts and the story of the harbour...\n"
+         "Date: N/A\n\n"
+         "[5] https://naturalhistoryhall.pv/en/hours\n"
+         "Title: Opening hours - Veyra Natural History Hall\n"
+         "Snippet: Wednesday to Sunday, 9:30-17:00. Closed Mondays and Tuesdays except on public holidays...\n"
+         "Date: N/A"),
     Step("open https://galleryoflight.pv/visit",
-         "web_extractor on the gallery's visit page, goal: hours, price, how to get there. Eastlock is the "
-         "former docks; trams T1-T4 and water buses W1-W2. Saltgate is the ferry terminal, so the W1 water bus "
-         "from Saltgate to Eastlock is the natural link.",
-         "## Evidence\n"
-         "> **Opening hours**: every day, 10:00-18:00 (last entry 17:30).\n"
-         "> **Tickets**: adults 14 Kr, students 9 Kr, under 16 free. Free entry on the first Sunday of the month.\n"
-         "> **Getting here**: water bus W1 to Eastlock Pier (3 minutes' walk), or tram T3 to Lockgate Square.\n\n"
-         "## Summary\n"
-         "The Eastlock Gallery of Light is open on Mondays (10:00-18:00); an adult ticket costs 14 Kr. It is "
-         "reached by water bus W1 (Eastlock Pier) or tram T3 (Lockgate Square)."),
+         "web_extractor returns the page as Markdown, agreeing with the snippet. Eastlock is the former docks; "
+         "trams T1-T4 and water buses W1-W2. Saltgate is the ferry terminal, so the W1 water bus from Saltgate "
+         "to Eastlock is the natural link.",
+         "# Plan your visit\n\n"
+         "The Eastlock Gallery of Light shows light art and photography in a restored 1890s grain warehouse on "
+         "Lock 3.\n\n"
+         "## Opening hours\n\n"
+         "| Day | Hours |\n|-----|-------|\n| Monday-Sunday | 10:00-18:00 (last entry 17:30) |\n\n"
+         "## Tickets\n\n"
+         "- Adults: 14 Kr\n- Students: 9 Kr\n- Under 16: free\n"
+         "- Free entry for everyone on the first Sunday of the month\n\n"
+         "## Getting here\n\n"
+         "- **Water bus W1** to Eastlock Pier, then 3 minutes on foot along the quay.\n"
+         "- **Tram T3** to Lockgate Square.\n\n"
+         "> The gallery is fully accessible; lockers and a cafe are on the ground floor."),
     Step('search "PVT W1 water bus Saltgate Eastlock timetable"',
-         "PVT is the transport operator; its timetable page for W1 and a Courier article. A single ticket is "
+         "PVT is the transport operator; its W1 line page, the fares page and a review. A single ticket is "
          "3.20 Kr per the world description.",
-         "A search for 'PVT W1 water bus Saltgate Eastlock timetable' returned 3 results:\n\n"
-         "1. [W1 Harbour Line - Timetable - PVT](https://pvt.pv/lines/w1)\n"
-         "   Saltgate Ferry Terminal - Old Quay - Eastlock Pier. Every 15 minutes, 06:30-23:00. Single ticket 3.20 Kr.\n"
-         "2. [Tickets and fares - PVT](https://pvt.pv/tickets)\n"
-         "   One single ticket (3.20 Kr) is valid 60 minutes on trams and water buses.\n"
-         "3. [The water bus is the best way to see the harbour - Harbourlight](https://harbourlight.pv/2024/06/w1-review)\n"
-         "   Date published: 2024-06-21\n"
-         "   Twelve minutes from Saltgate to Eastlock Pier, with a stop at Old Quay."),
-    Step('memory set plan "Eastlock Gallery of Light, open Mon 10-18, 14 Kr; W1 water bus Saltgate -> Eastlock Pier, every 15 min, 3.20 Kr"',
-         "dict_memory set stores the value under 'plan' and confirms it.",
-         "Stored key 'plan'.\nMemory: 1 key (plan)."),
+         "[1] https://pvt.pv/lines/w1\n"
+         "Title: W1 Harbour Line - Timetable - PVT\n"
+         "Snippet: Saltgate Ferry Terminal - Old Quay - Eastlock Pier. Every 15 minutes, 06:30-23:00...\n"
+         "Date: N/A\n\n"
+         "[2] https://pvt.pv/tickets\n"
+         "Title: Tickets and fares - PVT\n"
+         "Snippet: A single ticket (3.20 Kr) is valid for 60 minutes on trams and water buses...\n"
+         "Date: N/A\n\n"
+         "[3] https://harbourlight.pv/2024/06/w1-review\n"
+         "Title: The water bus is the best way to see the harbour - Harbourlight\n"
+         "Snippet: Twelve minutes from Saltgate to Eastlock Pier, with a stop at Old Quay...\n"
+         "Date: Jun 21, 2024"),
+    Step('memory add plan "Eastlock Gallery of Light, open Mon 10-18, 14 Kr; W1 water bus Saltgate -> Eastlock Pier, every 15 min, 3.20 Kr"',
+         "dict_memory add: store the value under 'plan' and confirm with the keys.",
+         "Successfully added items of ['plan'] to memory."),
 ])
 
 # -- web (with an undo branch) -----------------------------------------------------------
