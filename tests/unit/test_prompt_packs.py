@@ -164,3 +164,23 @@ def test_a_session_spec_with_a_pack_missing_its_domain_is_refused_before_loading
     pack = write_pack(tmp_path / "prompts", {"swe": SWE_TEMPLATE})
     with pytest.raises(InputError, match="has no terminal/system_prompt.txt"):
         SessionSpec(domain="terminal", prompts=pack).resolve()
+
+
+# -- awl run --prompts ----------------------------------------------------------------
+
+
+def test_awl_run_with_prompts_records_the_pack_and_a_bad_pack_is_one_line(tmp_path):
+    from agentworld_local.testing.answers import answer
+    from agentworld_local.trajectory.reader import read_trajectory
+    from tests.cli.helpers import assert_one_line_error, awl, scripted_model
+
+    pack = write_pack(tmp_path / "prompts", {"terminal": "# Role and Objective\nOur pack's terminal.\n"})
+    model = scripted_model(tmp_path, answer("thinking_then_tags").raw)
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-m", model, "--prompts", str(pack), "--out", str(out), home=tmp_path, stdin="ls\n")
+    assert result.returncode == 0, result.stderr
+    header = read_trajectory(out).header
+    assert header.system_prompt == "# Role and Objective\nOur pack's terminal.\n"
+    assert list(header.prompt_pack["files"]) == ["terminal/system_prompt.txt"]
+    bad = awl("run", "-m", model, "--prompts", str(pack), "-d", "web", home=tmp_path, stdin="click 1\n")
+    assert_one_line_error(bad, "has no web/system_prompt.txt")
