@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,59 +15,37 @@ from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
-from agentworld_local.cli.session import header_for
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
-from agentworld_local.engine.types import ThinkingDelta
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import TurnCancelled, TurnFinished
-from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
-from agentworld_local.session.events import Saved
+from agentworld_local.agentworldbench.rows import BenchRow
+from agentworld_local.session.events import Saved, ThinkingDelta, TurnCancelled
+from agentworld_local.session.resimulate import RowResimulation
 from agentworld_local.trajectory.jsonl import dumps
-from agentworld_local.trajectory.schema import TurnRecord
-from agentworld_local.trajectory.writer import TrajectoryWriter
 
 
 def run_bench_row(
     row: BenchRow, source: Path, backend: Any, settings: SessionSettings, *, out: Path, as_json: bool, show_thinking: bool
 ) -> int:
-    """Predict the row's turn, save the trajectory (ground-truth turns, then the prediction), print both."""
+    """Predict the row's turn (session/resimulate.py saves it after the ground-truth turns); print both."""
     err = stderr_console()
-    world = bench_world(row, backend, settings)
-    note = (
-        f"re-simulated AgentWorldBench row {row.line} of {source}: the turns before it are the benchmark's "
-        "ground truth, the last turn is the model's prediction"
-    )
-    header = header_for(world, note=note)
-    header.extra[FORMAT] = bench_ref(row, source)
-    cancel = threading.Event()
+    run = RowResimulation.start(row, source, backend, settings, out=out)
     if not as_json:
+        history = run.ground_truth_turns
         err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
-                  f"(after {len(world.history)} ground-truth {'turn' if len(world.history) == 1 else 'turns'})[/dim]")
-    record: TurnRecord | None = None
-    with TrajectoryWriter.create(out, header) as writer:
-        try:
-            for turn in world.history:
-                writer.append(turn)
-            for event in resimulate(world, row, cancel):
-                if isinstance(event, ThinkingDelta) and show_thinking:
-                    sys.stderr.write(safe_for_terminal(event.text))
-                    sys.stderr.flush()
-                elif isinstance(event, TurnFinished):
-                    record = replace(event.record, extra={**event.record.extra, "ground_truth": row.ground_truth})
-                    writer.append(record)
-                elif isinstance(event, TurnCancelled):
-                    err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
-                    return 130
-        except KeyboardInterrupt as interrupt:  # Ctrl+C or SIGTERM (exit 130 or 143)
-            err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
-            _say_saved(out, len(world.history), as_json=as_json)
-            return exit_code(interrupt)
-        except BaseException:
-            # Nothing of the user's own is lost (the ground truth is in the benchmark file), and
-            # leaving the file would block a retry with the same --out.
-            writer.discard()
-            raise
+                  f"(after {history} ground-truth {'turn' if history == 1 else 'turns'})[/dim]")
+    try:
+        for event in run.predict(threading.Event()):
+            if isinstance(event, ThinkingDelta) and show_thinking:
+                sys.stderr.write(safe_for_terminal(event.text))
+                sys.stderr.flush()
+            elif isinstance(event, TurnCancelled):
+                err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
+                return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl+C or SIGTERM (exit 130 or 143)
+        err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
+        _say_saved(out, run.ground_truth_turns, as_json=as_json)
+        return exit_code(interrupt)
+    record = run.record
     assert record is not None
     if show_thinking:
         sys.stderr.write("\n")
@@ -78,7 +55,7 @@ def run_bench_row(
             "prediction": record.observation, "ground_truth": row.ground_truth, "record": record.to_dict(),
         }
         sys.stdout.write(dumps(payload) + "\n")
-        _say_saved(out, len(world.history), as_json=True)
+        _say_saved(out, run.ground_truth_turns, as_json=True)
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
         err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")

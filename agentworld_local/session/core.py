@@ -118,7 +118,7 @@ class Session:
         seed = turn_seed(self.world.settings.seed, turn, self._attempt)
         try:
             for event in self.world.step(parsed, cancel, seed=seed):
-                yield _session_event(turn, event)
+                yield session_event(turn, event)
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
 
@@ -200,7 +200,7 @@ def settings_from_header(header: Header) -> SessionSettings:
     )
 
 
-def _session_event(turn: int, event: object) -> events.SessionEvent:
+def session_event(turn: int, event: object) -> events.SessionEvent:
     """A World event as the session tells it (with its turn number)."""
     if isinstance(event, ThinkingDelta):
         return events.ThinkingDelta(turn, event.text)

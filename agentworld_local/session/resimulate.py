@@ -1,0 +1,91 @@
+"""Re-simulating one AgentWorldBench row as a session (`awl run --from-bench`), for any face.
+
+The trajectory holds the row's ground-truth turns, then the model's prediction with the
+benchmark's answer beside it (`extra["ground_truth"]`). The engine side (the World built
+from the row, the verbatim prompt) is agentworldbench/resimulate.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
+from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
+from agentworld_local.engine import world as engine
+from agentworld_local.engine.base import Backend
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.session import events
+from agentworld_local.session.core import session_event
+from agentworld_local.session.header import header_for
+from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.trajectory.writer import TrajectoryWriter
+
+#: TurnRecord.extra key of the benchmark's own observation for the predicted turn.
+GROUND_TRUTH = "ground_truth"
+
+
+class RowResimulation:
+    """One row's re-simulation in the new file `out`: `start`, then `predict` once."""
+
+    def __init__(self, row: BenchRow, world: engine.World, writer: TrajectoryWriter) -> None:
+        self.row = row
+        self.world = world
+        self.writer = writer
+        #: The prediction, once `predict` has finished it (None before, or when cancelled).
+        self.record: TurnRecord | None = None
+
+    @classmethod
+    def start(
+        cls, row: BenchRow, source: Path, backend: Backend, settings: SessionSettings, *, out: Path
+    ) -> RowResimulation:
+        """Write the header and the ground-truth turns to `out` (a new file; refused if it exists)."""
+        world = bench_world(row, backend, settings)
+        note = (
+            f"re-simulated AgentWorldBench row {row.line} of {source}: the turns before it are the benchmark's "
+            "ground truth, the last turn is the model's prediction"
+        )
+        header = header_for(world, note=note)
+        header.extra[FORMAT] = bench_ref(row, source)
+        writer = TrajectoryWriter.create(out, header)
+        try:
+            for turn in world.history:
+                writer.append(turn)
+        except BaseException:
+            writer.discard()
+            raise
+        return cls(row, world, writer)
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    @property
+    def ground_truth_turns(self) -> int:
+        return len(self.world.history)
+
+    def predict(self, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
+        """Stream the model's prediction of the row's turn; it is saved before TurnFinished.
+
+        Cancelled or interrupted (Ctrl+C), the ground-truth turns stay saved; any other
+        failure removes the file (nothing of the user's is lost: the ground truth is in the
+        benchmark file, and a retry with the same `out` must not be blocked).
+        """
+        turn = self.ground_truth_turns + 1
+        try:
+            for event in resimulate(self.world, self.row, cancel):
+                if isinstance(event, engine.TurnFinished):
+                    self.record = replace(event.record, extra={**event.record.extra, GROUND_TRUTH: self.row.ground_truth})
+                    self.writer.append(self.record)
+                    yield events.TurnFinished(turn, self.record)
+                else:
+                    yield session_event(turn, event)
+        except (KeyboardInterrupt, GeneratorExit):
+            self.writer.close()
+            raise
+        except BaseException:
+            self.writer.discard()
+            raise
+        self.writer.close()
