@@ -39,12 +39,12 @@ if TYPE_CHECKING:
 #: Produces a turn's events given the cancel event (a step, or a regenerate).
 TurnRun = Callable[[threading.Event], Iterator[events.SessionEvent]]
 
-PLACEHOLDERS = {
-    "terminal": "a command (ls -la), a key (C-c), or :undo / :regenerate / :control TEXT",
-    "web": "click 12 · fill 23 boots · goto example.org · scroll down",
-    "android": "tap 2 · type hello · swipe up · back",
-    "os": "Python with pyautogui, e.g. pyautogui.click(100, 200)",
-}
+def placeholder(domain: str) -> str:
+    """The domain's action forms (domains/forms.py, each tested to parse) and the session commands."""
+    from agentworld_local.domains.forms import ACTION_FORMS
+
+    friendly = ACTION_FORMS.get(domain, ((), "", ""))[0]
+    return " · ".join([*friendly, ":undo", ":regenerate", ":control TEXT"])
 
 
 class SessionScreen(Screen[None]):
@@ -100,8 +100,7 @@ class SessionScreen(Screen[None]):
                 if self.has_files:
                     yield FilePanel(id="files")
         yield Static(id="action-error")
-        yield ActionInput(placeholder=PLACEHOLDERS.get(self.domain_name, "a tool call as JSON, or :undo / :control TEXT"),
-                          id="action")
+        yield ActionInput(placeholder=placeholder(self.domain_name), id="action")
         yield StatusBar(id="status")
         yield Footer()
 

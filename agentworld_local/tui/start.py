@@ -84,21 +84,22 @@ class StartScreen(Screen[None]):
         yield Static(Text.assemble(("awl", "bold"), "  a simulated world, predicted by a local model"), id="banner")
         with Horizontal(id="columns"):
             with Vertical(id="world-column"):
-                yield Label("World: a domain or a scenario")
+                yield Label("World: a domain, or ◆ a scenario")
                 yield OptionList(*[Option(label, id=key) for key, label in world_choices()], id="worlds")
             with Vertical(id="setup-column"):
-                yield Label("Model: a downloaded model, a .gguf path, or scripted:FILE")
+                yield Label("Model")
                 yield OptionList(*[Option(spec, id=spec) for spec in self.models] or
                                  [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
                                          disabled=True)], id="models")
                 yield Input(value=self.request.model or (self.models[0] if self.models else ""),
-                            placeholder="qwen-agentworld-35b-a3b, ~/models/world.gguf, scripted:answers.json",
+                            placeholder="a name, a .gguf path, or scripted:FILE",
                             id="model")
-                yield Label("Thinking budget: off, a number of tokens, or full")
-                yield Input(value=self.request.think or "", placeholder="default", id="think")
+                yield Label("Thinking budget")
+                yield Input(value=self.request.think or "", placeholder="default; off, full, or tokens", id="think")
                 yield Button("Start", variant="primary", id="start")
             with Vertical(id="recent-column"):
-                yield Label(f"Recent sessions ({safe_for_terminal(str(self.sessions), keep_colour=False)})")
+                yield Label("Recent sessions")
+                yield Static(Text(safe_for_terminal(str(self.sessions), keep_colour=False), style="dim"), id="sessions-dir")
                 recent = recent_sessions(self.sessions)
                 yield OptionList(*[Option(path.name, id=str(path)) for path in recent] or
                                  [Option(Text("(none yet)", style="dim"), disabled=True)], id="recent")

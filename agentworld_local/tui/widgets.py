@@ -41,8 +41,8 @@ class ActionInput(Input):
 
 
 def first_line(text: str, limit: int = 48) -> str:
-    line = next((line for line in text.splitlines() if line.strip()), "")
-    return shorten(safe_for_terminal(line.strip(), keep_colour=False), limit)
+    line = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("<?xml")), "")
+    return shorten(safe_for_terminal(" ".join(line.split()), keep_colour=False), limit)
 
 
 @dataclass(frozen=True)

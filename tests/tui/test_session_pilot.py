@@ -4,6 +4,8 @@ trajectory file are checked after each step."""
 
 from __future__ import annotations
 
+import pytest
+
 from textual.widgets import Collapsible
 
 from agentworld_local.testing.answers import answer
@@ -16,6 +18,10 @@ from agentworld_local.tui.widgets import Timeline
 from tests.tui.helpers import SIZE, GatedBackend, screen_text, wait_for, scripted, session_app, settle, type_action, widget_text
 
 LS = answer("thinking_then_tags")
+
+#: Every async test runs on anyio's plugin. Marked at collection (not in a hook), so the
+#: items keep their ids and the snapshot report can find them.
+pytestmark = pytest.mark.anyio
 
 
 def timeline_labels(app) -> list[str]:

@@ -3,6 +3,8 @@ that cannot load is a dialog, not a crash. And once on the real llama.cpp path."
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from textual.widgets import Input, OptionList
@@ -16,6 +18,10 @@ from agentworld_local.tui.session_screen import SessionScreen
 from agentworld_local.tui.start import StartScreen
 
 from tests.tui.helpers import SIZE, settle, type_action, wait_for, widget_text
+
+#: Every async test runs on anyio's plugin. Marked at collection (not in a hook), so the
+#: items keep their ids and the snapshot report can find them.
+pytestmark = pytest.mark.anyio
 
 
 def answer_file(tmp_path, *names: str):

@@ -3,6 +3,8 @@ coalescing that keeps a fast model from flooding the screen."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from hypothesis import given
@@ -18,6 +20,10 @@ from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import FilePanel
 
 from tests.tui.helpers import SIZE, scripted, session_app, settle, type_action
+
+#: Every async test runs on anyio's plugin. Marked at collection (not in a hook), so the
+#: items keep their ids and the snapshot report can find them.
+pytestmark = pytest.mark.anyio
 
 
 def shown(renderable) -> str:
