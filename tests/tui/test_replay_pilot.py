@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from textual.widgets import OptionList, Static
 
 from agentworld_local.examples import pick_example
@@ -12,6 +13,8 @@ from agentworld_local.trajectory import Header, TrajectoryWriter, TurnRecord
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.replay import ReplayApp, ReplayScreen
+
+pytestmark = pytest.mark.anyio  # marked at collection, so the snapshot report knows the test ids
 
 
 def shown(app, selector: str) -> str:
