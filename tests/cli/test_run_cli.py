@@ -213,7 +213,8 @@ def test_web_state_as_html(tmp_path, qwen_gguf):
                  home=tmp_path, stdin="click 12\n")
     assert result.returncode == 0, result.stderr
     header = read_trajectory(out).header
-    assert "<html>" in header.initial_state and "HTML" in header.system_prompt
+    # The official web prompt names no representation: the state shows it (docs/domains.md).
+    assert "<html>" in header.initial_state and header.state_format == "html"
     assert read_trajectory(out).turns[0].prompt.endswith("**Action:**\nclick('12')")
     wrong = awl("run", "-d", "terminal", "--state-format", "html", "-m", str(qwen_gguf), home=tmp_path, stdin="ls\n")
     assert_one_line_error(wrong, "no state format `html`")
