@@ -236,7 +236,7 @@ def make_app(
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
-    clock-dependent numbers (for snapshots)."""
+    the numbers that change from run to run (speed, seconds, context use), for snapshots."""
     request = SessionRequest(model=model, domain=domain, scenario=scenario,
                              resume=Path(resume) if resume else None, think=think,
                              out=Path(out) if out else None, seed=seed, max_tokens=max_tokens)

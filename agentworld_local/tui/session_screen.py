@@ -151,7 +151,8 @@ class SessionScreen(Screen[None]):
         busy = {"turn": "generating… (esc cancels)", "files": "listing files…"}.get(self.busy, "")
         self.query_one(StatusBar).show(
             model=info.name, gpu_layers=info.gpu_layers, tokens_per_s=speed if self.timings else None,
-            context_used=used, n_ctx=info.n_ctx, think=str(self.session.header.think or "default"),
+            # Context use moves with the prompts' wording: hidden with the timings (snapshots).
+            context_used=used if self.timings else None, n_ctx=info.n_ctx, think=str(self.session.header.think or "default"),
             turn=len(history), path=self.session.path.name, busy=busy)
 
     def _say_inline(self, text: str) -> None:

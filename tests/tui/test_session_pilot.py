@@ -240,3 +240,59 @@ async def test_help_and_the_command_palette_list_the_session_actions(tmp_path):
         await pilot.pause()
         commands = [command.title for command in app.get_system_commands(app.screen)]
         assert {"Undo", "Regenerate", "Fork at turn", "Cancel turn", "Save as", "Open"} <= set(commands)
+
+
+async def fork_via_dialog(pilot, key: str, out) -> None:
+    await pilot.press(key)
+    await pilot.pause()
+    dialog_input = pilot.app.screen.query_one("#prompt-input")
+    dialog_input.value = str(out)
+    await pilot.press("enter")
+    await wait_for(lambda: isinstance(pilot.app.screen, SessionScreen) and pilot.app.screen.session.path == out)
+
+
+async def test_fork_from_the_selected_turn_goes_on_in_a_new_file(tmp_path):
+    backend = scripted("thinking_then_tags", "marker_form", "no_tags")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "pwd")
+        timeline = app.screen.query_one(Timeline)
+        timeline.move_cursor(timeline.root.children[0])  # turn 1
+        await fork_via_dialog(pilot, "ctrl+f", tmp_path / "fork.jsonl")
+        assert widget_text(app, "#world") == LS.observation
+        assert len(timeline_labels(app)) == 1
+        assert "fork.jsonl" in widget_text(app, "#status")
+        await type_action(pilot, "gti status")
+    fork = read_trajectory(tmp_path / "fork.jsonl")
+    assert [record.action for record in fork.current_branch()] == ["ls -la", "gti status"]
+    original = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.action for record in original.current_branch()] == ["ls -la", "pwd"]
+
+
+async def test_save_as_goes_on_in_the_new_file_with_every_turn(tmp_path):
+    app = session_app(tmp_path, scripted("thinking_then_tags", "marker_form"))
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await fork_via_dialog(pilot, "ctrl+s", tmp_path / "copy.jsonl")
+        await type_action(pilot, "pwd")
+    assert [r.action for r in read_trajectory(tmp_path / "copy.jsonl").current_branch()] == ["ls -la", "pwd"]
+    assert [r.action for r in read_trajectory(tmp_path / "session.jsonl").current_branch()] == ["ls -la"]
+
+
+async def test_fork_into_an_existing_file_is_refused_and_the_session_goes_on(tmp_path):
+    (tmp_path / "taken.jsonl").write_text("keep me\n")
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        app.screen.query_one("#prompt-input").value = str(tmp_path / "taken.jsonl")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorDialog)
+        assert "taken.jsonl" in app.screen.message
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.session.path == tmp_path / "session.jsonl"
+    assert (tmp_path / "taken.jsonl").read_text() == "keep me\n"

@@ -12,7 +12,7 @@ from agentworld_local.testing.answers import answer
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.tui.app import make_app
 
-from tests.tui.helpers import settle, type_action
+from tests.tui.helpers import screen_text, settle, type_action
 
 SIZE = (120, 36)
 
@@ -67,13 +67,17 @@ def test_session_screen_after_one_turn(domain, snap_compare, tmp_path):
     action, raw = TURNS[domain]
     backend = ScriptedBackend([ScriptedAnswer(raw, chunk=7)])
     app = make_app(backend=backend, domain=domain, out=tmp_path / "session.jsonl", timings=False)
-    observation_lines = []
 
     async def run_turn(pilot) -> None:
         await type_action(pilot, action)
         await settle(pilot)
         history = app.screen.session.history
         assert len(history) == 1, app.screen
-        observation_lines.extend(line for line in history[0].observation.splitlines()[1:] if line.strip())
+        # The observation is on screen once (the timeline shows only its first line).
+        screen = screen_text(app)
+        verbatim = domain in ("terminal", "swe", "web")  # views that show the observation's lines as they are
+        for line in history[0].observation.splitlines()[1:] if verbatim else []:
+            if 3 < len(line.strip()) < 70 and "\x1b" not in line and "\t" not in line:
+                assert screen.count(line.strip()) == 1, line
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_turn)
