@@ -48,4 +48,22 @@ def test_one_real_turn_per_domain(backend, name):
     assert domain.initial_state().strip() in record.prompt
     assert record.tokens["prompt_total"] > 0 and record.tokens["generated"] > 0
     # The model saw this domain's system prompt first.
-    assert world.messages_for(record.prompt)[0]["content"].startswith(domain.system_prompt().rstrip("\n")[:200])
+    assert world.messages_for(record.prompt)[0]["content"] == domain.system_prompt()
+
+
+def test_a_real_turn_reads_the_prompt_pack_as_its_system_message(backend, tmp_path):
+    """The pack's text (with the session's tools filled in) is what the real model reads."""
+    from agentworld_local.domains.packs import prompt_from_pack
+
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "system_prompt.txt").write_text("Simulate these tools:\n{tool_definitions}\n{demonstrations}", encoding="utf-8")
+    backend.reset()
+    domain = get_domain("mcp")
+    text, identity = prompt_from_pack(tmp_path, domain)
+    settings = SessionSettings(sampling=SamplingConfig(max_tokens=8), think=ThinkBudget.parse("off"), seed=5,
+                               system_prompt=text, prompt_pack=identity)
+    world = World(backend, domain, settings)
+    record = world.run_turn("read_file path=README.md")
+    assert record is not None and record.tokens["generated"] > 0
+    system = world.messages_for(record.prompt)[0]["content"]
+    assert system.startswith("Simulate these tools:\n[\n{\"name\": \"list_directory\"") and "{" + "demonstrations}" not in system
