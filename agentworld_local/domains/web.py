@@ -119,15 +119,8 @@ HTML_STATE = """\
 </body></html>
 """
 
-_STATE_WORDS = {
-    "axtree": (
-        "an accessibility tree, one element per line as `[bid] role 'name'` with properties, indented "
-        "by nesting, under the open tabs and the URL",
-        "text",
-        AXTREE_STATE,
-    ),
-    "html": ("the page's HTML, where interactive elements carry `bid` attributes, after the URL", "html", HTML_STATE),
-}
+# state format -> (lexer for the view, default starting page)
+_STATE_FORMATS = {"axtree": ("text", AXTREE_STATE), "html": ("html", HTML_STATE)}
 
 
 def _unknown(word: str) -> ActionError:
@@ -244,7 +237,7 @@ class WebDomain(ToollessDomain):
 
     def __init__(self, state_format: str = "axtree") -> None:
         self.state_format = state_format
-        self._state_words, self.state_lexer, self.DEFAULT_INITIAL_STATE = _STATE_WORDS[state_format]
+        self.state_lexer, self.DEFAULT_INITIAL_STATE = _STATE_FORMATS[state_format]
 
     ACTION_HELP = ACTION_HELP
 
