@@ -225,6 +225,7 @@ def run(
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
     state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),
     scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
+    prompts: Path = typer.Option(None, "--prompts", help="A prompt pack: a directory laid out like the official prompts/ (<domain>/system_prompt.txt), e.g. a checkout's prompts/ folder. See docs/domains.md.", show_default=False),
     initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
     task: str = typer.Option(None, "--task", help="The agent's task, given to the world model as context; overrides the scenario's.", show_default=False),
     control: list[str] = typer.Option(None, "--control", "-c", metavar="<str>", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
@@ -257,21 +258,21 @@ def run(
     # Everything that can be checked without the model is checked before it loads.
     spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
                        state_format=state_format, temperature=temperature, max_tokens=max_tokens,
-                       think=think, seed=seed)
+                       think=think, seed=seed, prompts=prompts)
     budget = spec.check()
     check_ctx_value(ctx)
     threads = check_threads(threads)
     sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
     if resume is not None:
-        conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain,
+        conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
                      "--control": control or None, "--out": out, "--think": think,
                      **{option: True for option in _given(context, ("seed", "--seed"), ("temperature", "--temperature"),
                                                            ("max_tokens", "--max-tokens"))}}
         _resume_session(resume, script, conflicts, model=model, load=load, as_json=as_json, show_thinking=show_thinking)
     if from_bench is not None or row is not None:
-        conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task,
+        conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
                      "--initial-state": initial_state, "--control": control or None}
         _bench_session(from_bench, row, conflicts, model=model, load=load, out=out, as_json=as_json,
                        show_thinking=show_thinking, settings=SessionSettings(sampling=sampling, think=budget, seed=seed))
