@@ -18,7 +18,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, BackendBusy
 
-N_CTX = 1536
+N_CTX = 4096  # the terminal system prompt alone is about 3,200 fixture tokens
 
 
 @pytest.fixture(scope="module")
