@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from agentworld_local.session.core import Session
     from agentworld_local.tui.app import AwlApp
 
+#: The shortest time between two stream updates (about one frame at 60 Hz).
+FRAME_S = 1 / 60
+
 #: Produces a turn's events given the cancel event (a step, or a regenerate).
 TurnRun = Callable[[threading.Event], Iterator[events.SessionEvent]]
 
@@ -205,41 +208,54 @@ class SessionScreen(Screen[None]):
     def _run_turn(self, run: TurnRun, cancel: threading.Event) -> None:
         worker = get_current_worker()
         turn, thinking, observation, chunks = 0, "", "", 0
-        started = time.monotonic()
+        started = posted = time.monotonic()
+        pending = False
+
+        def flush() -> None:
+            nonlocal posted, pending
+            if pending:
+                self.post_message(messages.StreamUpdated(turn, thinking, observation, chunks, time.monotonic() - started))
+                posted, pending = time.monotonic(), False
+
         try:
             for event in run(cancel):
                 if worker.is_cancelled:
                     cancel.set()
-                if isinstance(event, events.TurnStarted):
-                    turn, thinking, observation, chunks = event.turn, "", "", 0
-                    started = time.monotonic()
-                    self.post_message(messages.TurnBegan(event.turn, event.action))
-                    continue
                 if isinstance(event, events.ThinkingDelta):
                     thinking += event.text
                     chunks += 1
                 elif isinstance(event, events.AnswerDelta):
                     chunks += 1
-                    continue  # the observation deltas that follow carry what is shown
                 elif isinstance(event, events.ObservationDelta):
                     observation += event.text
                 elif isinstance(event, events.ObservationReplaced):
                     observation = event.text
-                elif isinstance(event, events.TurnFinished):
-                    self.post_message(messages.TurnSaved(event.record))
-                    continue
-                elif isinstance(event, events.TurnCancelled):
-                    self.post_message(messages.TurnStopped(event.turn))
-                    continue
                 else:
-                    self.post_message(messages.SessionNotice(event))
+                    flush()
+                    self.post_message(self._message_for(event))
+                    if isinstance(event, events.TurnStarted):
+                        turn, thinking, observation, chunks = event.turn, "", "", 0
+                        started = time.monotonic()
                     continue
-                self.post_message(messages.StreamUpdated(turn, thinking, observation, chunks,
-                                                         time.monotonic() - started))
+                pending = True
+                # At most one update a frame: a queue that never empties would starve the
+                # repaint (a fast model posts thousands a second); can_replace merges the rest.
+                if time.monotonic() - posted >= FRAME_S:
+                    flush()
         except Exception as error:  # shown by the app's error boundary; the file is intact
             self.post_message(messages.WorkFailed(error))
         finally:
             self.post_message(messages.WorkFinished())
+
+    @staticmethod
+    def _message_for(event: events.SessionEvent) -> Any:
+        if isinstance(event, events.TurnStarted):
+            return messages.TurnBegan(event.turn, event.action)
+        if isinstance(event, events.TurnFinished):
+            return messages.TurnSaved(event.record)
+        if isinstance(event, events.TurnCancelled):
+            return messages.TurnStopped(event.turn)
+        return messages.SessionNotice(event)
 
     def on_turn_began(self, message: messages.TurnBegan) -> None:
         self._turn_action = message.action
@@ -297,9 +313,10 @@ class SessionScreen(Screen[None]):
         return bool(self.busy)
 
     def action_cancel_turn(self) -> None:
+        """The session stops at the next token and the worker ends normally (TurnStopped).
+        A worker cancelled by Textual (the app closing) sets the same event from its loop."""
         if self._cancel is not None:
             self._cancel.set()
-            self.workers.cancel_group(self, "session")
 
     def action_undo(self) -> None:
         if self._refuse_while_busy():
