@@ -112,17 +112,19 @@ class AwlApp(App[None]):
         except Exception as error:
             self.post_message(messages.WorkFailed(error))
             return
-        self.post_message(messages.ModelReady(backend))
+        self.post_message(messages.ModelReady(backend, model))
 
     def on_model_ready(self, message: messages.ModelReady) -> None:
-        if self.backend is not None:
-            self.backend.close()
-        self.backend = message.backend
-        self.backend_model = self.request.model
         from agentworld_local.tui.start import LoadingScreen
 
-        if isinstance(self.screen, LoadingScreen):
-            self.pop_screen()
+        if self.backend is not None and self.session is None:
+            self.backend.close()
+        self.backend = message.backend
+        self.backend_model = message.model
+        if not isinstance(self.screen, LoadingScreen):  # the user went back meanwhile
+            self.notify(f"{message.model} is loaded.")
+            return
+        self.pop_screen()
         with self.guarded():
             self._show_session(self._open_session(self.request))
 

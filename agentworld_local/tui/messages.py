@@ -90,9 +90,10 @@ class LoadProgress(Message):
 class ModelReady(Message):
     """The backend is loaded."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Any, model: str) -> None:
         super().__init__()
         self.backend = backend
+        self.model = model
 
 
 class LoadNotice(Message):

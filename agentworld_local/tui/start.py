@@ -187,6 +187,12 @@ class LoadingScreen(Screen[None]):
         self.query_one(ProgressBar).update(progress=message.fraction)
 
     def action_back(self) -> None:
-        self.app.workers.cancel_group(self.app, "load")
-        self.app.pop_screen()
+        """Back to the start screen; the load finishes in the background (llama.cpp cannot
+        stop half-way) and its model is kept for the next start."""
+        app: AwlApp = self.app  # type: ignore[assignment]
+        app.request = replace(app.request, model=None)  # nobody waits for this model now
+        if len(app.screen_stack) > 2:
+            app.pop_screen()
+        else:
+            app.switch_screen(StartScreen(app.request, sessions=app.sessions_folder(), models=app.models))
 

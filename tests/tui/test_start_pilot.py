@@ -30,13 +30,15 @@ def answer_file(tmp_path, *names: str):
     return path
 
 
-async def start_with(pilot, *, world: str, model: str, think: str = "") -> None:
+async def start_with(pilot, *, world: str, model: str, think: str = "", wait: bool = True) -> None:
     screen = pilot.app.screen
     worlds = screen.query_one("#worlds", OptionList)
     worlds.highlighted = worlds.get_option_index(world)
     screen.query_one("#model", Input).value = model
     screen.query_one("#think", Input).value = think
     await pilot.click("#start")
+    if not wait:
+        return
     await wait_for(lambda: isinstance(pilot.app.screen, (SessionScreen, ErrorDialog)))
     await pilot.pause()
 
@@ -121,3 +123,67 @@ async def test_a_session_on_the_real_llama_path(tmp_path, qwen_gguf):
     assert len(traj.turns) == 1
     assert traj.turns[0].tokens["generated"] <= 12
     assert traj.header.model.name == qwen_gguf.name
+
+
+async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_path, monkeypatch):
+    import threading
+
+    from textual.widgets import ProgressBar
+
+    from agentworld_local.tui import app as app_module
+    from agentworld_local.tui.start import LoadingScreen
+
+    release = threading.Event()
+    reported = threading.Event()
+
+    def slow_load(model, *, progress, notice, **options):  # a load that takes as long as the test wants
+        progress(0.4)
+        notice("offloading 0 of 8 layers: no GPU")
+        reported.set()
+        release.wait(10)
+        from agentworld_local.testing.scripted import ScriptedBackend
+
+        return ScriptedBackend([answer("thinking_then_tags").scripted()])
+
+    monkeypatch.setattr(app_module, "load_model", slow_load)
+    app = make_app(model="some-model", domain="terminal", sessions_dir=tmp_path, out=tmp_path / "s.jsonl",
+                   timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(reported.is_set)
+        await wait_for(lambda: isinstance(app.screen, LoadingScreen)
+                       and app.screen.query_one(ProgressBar).progress == 0.4)
+        release.set()
+        await wait_for(lambda: isinstance(app.screen, SessionScreen))
+        assert any("no GPU" in str(notification.message) for notification in app._notifications)
+        await type_action(pilot, "ls -la")
+    assert len(read_trajectory(tmp_path / "s.jsonl").turns) == 1
+
+
+async def test_going_back_during_the_load_keeps_the_start_screen_and_the_loaded_model(tmp_path, monkeypatch):
+    import threading
+
+    from agentworld_local.testing.scripted import ScriptedBackend
+    from agentworld_local.tui import app as app_module
+
+    release = threading.Event()
+    loads = []
+
+    def slow_load(model, **options):
+        loads.append(model)
+        release.wait(10)
+        return ScriptedBackend([answer("thinking_then_tags").scripted()])
+
+    monkeypatch.setattr(app_module, "load_model", slow_load)
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_with(pilot, world="domain:terminal", model="slow-model", wait=False)
+        await wait_for(lambda: bool(loads))
+        await pilot.press("escape")  # keys work while the model loads
+        await wait_for(lambda: isinstance(app.screen, StartScreen))
+        release.set()
+        await wait_for(lambda: app.backend is not None)
+        await pilot.pause()
+        assert isinstance(app.screen, StartScreen)  # no session opened behind the user's back
+        await start_with(pilot, world="domain:terminal", model="slow-model")
+        assert isinstance(app.screen, SessionScreen)
+    assert loads == ["slow-model"]  # the loaded model was used, not loaded again
