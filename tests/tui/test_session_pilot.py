@@ -296,3 +296,20 @@ async def test_fork_into_an_existing_file_is_refused_and_the_session_goes_on(tmp
         await pilot.pause()
         assert app.screen.session.path == tmp_path / "session.jsonl"
     assert (tmp_path / "taken.jsonl").read_text() == "keep me\n"
+
+
+async def test_open_a_saved_session_goes_on_in_its_file(tmp_path):
+    first = session_app(tmp_path, scripted("thinking_then_tags"), out=tmp_path / "first.jsonl")
+    async with first.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+    app = session_app(tmp_path, scripted("marker_form"), out=tmp_path / "second.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#prompt-input").value = str(tmp_path / "first.jsonl")
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, SessionScreen) and app.screen.session.path.name == "first.jsonl")
+        assert widget_text(app, "#world") == LS.observation
+        await type_action(pilot, "pwd")
+    assert [r.action for r in read_trajectory(tmp_path / "first.jsonl").current_branch()] == ["ls -la", "pwd"]
+    assert read_trajectory(tmp_path / "second.jsonl").turns == []
