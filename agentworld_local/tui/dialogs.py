@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -83,4 +85,38 @@ class HelpScreen(ModalScreen[None]):
             yield Static(text, id="help-keys")
 
     def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ElementPicker(ModalScreen[str | None]):
+    """The page's elements; choosing one offers `click ID`, and `fill ID ` for text fields.
+    The choice goes to the action line (to send or to finish typing)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, elements: list[tuple[str, str, str]]) -> None:
+        super().__init__(classes="dialog")
+        self.elements = elements
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import OptionList
+        from textual.widgets.option_list import Option
+
+        from agentworld_local.tui.render import FILLABLE
+
+        options = []
+        for bid, role, label in self.elements:
+            shown = Text.assemble((f"[{bid}] ", "bold cyan"), (role, "dim"), f" {label}")
+            options.append(Option(Text("click ") + shown, id=f"click {bid}"))
+            if role.lower() in FILLABLE:
+                options.append(Option(Text("fill  ") + shown, id=f"fill {bid} "))
+        with Vertical(id="dialog-box"):
+            yield Label("Choose an element", id="dialog-title")
+            yield OptionList(*options, id="elements")
+
+    def on_option_list_option_selected(self, event: Any) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
         self.dismiss(None)

@@ -7,6 +7,7 @@ reaches the user's terminal; only SGR colour survives, and only in the terminal 
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 
 from rich.console import RenderableType
@@ -204,3 +205,26 @@ def render_os_tree(text: str) -> Text:
         else:
             out.append(line)
     return out
+
+
+_AX_ELEMENT = re.compile(r"^\s*\[([\w-]+)\]\s+(\w+)(?:\s+'((?:[^'\\]|\\.)*)')?")
+_HTML_ELEMENT = re.compile(r"<(\w+)\b([^>]*?)\bbid=[\"']([\w-]+)[\"']([^>]*)>([^<]*)", re.IGNORECASE)
+_LABEL_ATTR = re.compile(r"\b(?:aria-label|placeholder|value|title|alt)=[\"']([^\"']*)[\"']", re.IGNORECASE)
+#: Elements that take text: the picker offers `fill` for them.
+FILLABLE = {"textbox", "searchbox", "combobox", "input", "textarea", "select", "spinbutton"}
+
+
+def web_elements(text: str, lexer: str) -> list[tuple[str, str, str]]:
+    """(element id, role or tag, label) of every element a web action can name."""
+    found = []
+    if lexer == "html":
+        for match in _HTML_ELEMENT.finditer(text):
+            tag, before, bid, after, inner = match.groups()
+            label = inner.strip() or next(iter(_LABEL_ATTR.findall(before + after)), "")
+            found.append((bid, tag.lower(), label))
+    else:
+        for line in text.splitlines():
+            match = _AX_ELEMENT.match(line)
+            if match:
+                found.append((match.group(1), match.group(2), match.group(3) or ""))
+    return [(plain(bid), plain(role), plain(label)) for bid, role, label in found]

@@ -26,7 +26,7 @@ from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session import events
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.tui import messages
-from agentworld_local.tui.dialogs import HelpScreen, PromptDialog
+from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
 from agentworld_local.trajectory.reader import read_trajectory
@@ -59,6 +59,7 @@ class SessionScreen(Screen[None]):
         Binding("ctrl+f", "fork", "Fork at turn", priority=True),
         Binding("ctrl+n", "control", "Control", priority=True),
         Binding("ctrl+t", "files", "Files", priority=True),
+        Binding("ctrl+e", "pick_element", "Elements", show=False, priority=True),
         Binding("ctrl+y", "files_each_turn", "Files each turn", show=False, priority=True),
         Binding("ctrl+g", "toggle_thinking", "Thinking", show=False, priority=True),
         Binding("ctrl+s", "save_as", "Save as", show=False, priority=True),
@@ -403,6 +404,27 @@ class SessionScreen(Screen[None]):
 
     def on_file_tree_ready(self, message: messages.FileTreeReady) -> None:
         self.query_one(FilePanel).show_tree(message.tree)
+
+    def action_pick_element(self) -> None:
+        """Web: choose an element of the page; `click ID` (or `fill ID `) goes to the action line."""
+        from agentworld_local.tui.render import web_elements
+
+        if self.domain_name != "web":
+            self.notify("Elements can be chosen in the web domain.", severity="warning")
+            return
+        elements = web_elements(self._state_text(), self.session.world.domain.state_lexer)
+        if not elements:
+            self.notify("The page shows no element ids.", severity="warning")
+            return
+
+        def chosen(action: str | None) -> None:
+            if action:
+                field = self.query_one(ActionInput)
+                field.value = action
+                field.cursor_position = len(action)
+                field.focus()
+
+        self.app.push_screen(ElementPicker(elements), chosen)
 
     def action_files_each_turn(self) -> None:
         self.files_each_turn = not self.files_each_turn

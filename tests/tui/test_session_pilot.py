@@ -313,3 +313,23 @@ async def test_open_a_saved_session_goes_on_in_its_file(tmp_path):
         await type_action(pilot, "pwd")
     assert [r.action for r in read_trajectory(tmp_path / "first.jsonl").current_branch()] == ["ls -la", "pwd"]
     assert read_trajectory(tmp_path / "second.jsonl").turns == []
+
+
+async def test_choosing_a_web_element_offers_click_and_fill(tmp_path):
+    backend = scripted("thinking_then_tags")
+    app = session_app(tmp_path, backend, domain="web")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        options = app.screen.query_one("#elements")
+        ids = [option.id for option in options.options]
+        assert "click 24" in ids and "fill 23 " in ids and "fill 24 " not in ids  # a button takes no text
+        options.highlighted = ids.index("fill 23 ")
+        await pilot.press("enter")
+        await pilot.pause()
+        field = app.screen.query_one("#action")
+        assert field.value == "fill 23 "
+        await pilot.press("b", "o", "o", "t", "s", "enter")
+        await settle(pilot)
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert traj.turns[0].action_payload == {"action": "fill", "args": {"bid": "23", "value": "boots"}}
