@@ -7,7 +7,6 @@ the next step, while the session and its file stay as they were.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -161,18 +160,9 @@ class AwlApp(App[None]):
     # -- session files -----------------------------------------------------------------
 
     def fork_session(self, screen: Screen[Any], turn: int, out: Path) -> None:
-        """A new file with the first `turn` turns of this session; the session goes on there."""
-        fork = getattr(self.session, "fork", None)
-        if fork is None:
-            raise InputError("Forking is not available in this version of the session core.",
-                             f"Use `awl fork {self.session.path} --turn {turn} --out {out}`.")
-        result = fork(turn, out)
-        session = result if hasattr(result, "step") else None
-        if session is None:
-            from agentworld_local.session.core import Session
-
-            session = Session.resume(out, self.backend)
-        self._show_session(session)
+        """A new file with the first `turn` turns of this session (the session core's fork,
+        which records the fork point in this file); the session goes on in the new file."""
+        self._show_session(self.session.fork(turn, out))
         self.notify(f"Forked at turn {turn}: {out}")
 
     def open_saved(self, path: Path) -> None:
@@ -180,14 +170,10 @@ class AwlApp(App[None]):
         self._show_session(self._open_session(SessionRequest(resume=path)))
 
     def open_replay(self, path: Path) -> None:
-        try:
-            replay = importlib.import_module("agentworld_local.tui.replay")
-        except ImportError:
-            self.show_error(InputError("The replay screen is not available in this version.",
-                                       f"Use `awl replay {path} --plain`."))
-            return
+        from agentworld_local.tui.replay import ReplayScreen
+
         with self.guarded():
-            self.push_screen(replay.ReplayScreen(path))
+            self.push_screen(ReplayScreen(path))
 
     def on_unmount(self) -> None:
         if self.session is not None:

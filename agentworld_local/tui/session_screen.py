@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session import events
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
+from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
@@ -446,6 +447,5 @@ def _inline(error: AwlError) -> str:
 
 
 def _safe_title(text: str) -> str:
-    from agentworld_local.terminal_text import safe_for_terminal, shorten
-
+    """A border title: model or user text, one line, no control bytes, no markup."""
     return shorten(safe_for_terminal(text, keep_colour=False), 70).replace("[", r"\[")
