@@ -175,6 +175,17 @@ class AwlApp(App[None]):
         with self.guarded():
             self.push_screen(ReplayScreen(path))
 
+    async def action_quit(self) -> None:
+        """Quit; a running turn is cancelled first (it stops at the next token and saves
+        nothing), so the file is closed with every finished turn and nothing half-written."""
+        from agentworld_local.tui.session_screen import SessionScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                screen.action_cancel_turn()
+        await self.workers.wait_for_complete()
+        self.exit()
+
     def on_unmount(self) -> None:
         if self.session is not None:
             self.session.close()

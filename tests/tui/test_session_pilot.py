@@ -332,3 +332,19 @@ async def test_choosing_a_web_element_offers_click_and_fill(tmp_path):
         await settle(pilot)
     traj = read_trajectory(tmp_path / "session.jsonl")
     assert traj.turns[0].action_payload == {"action": "fill", "args": {"bid": "23", "value": "boots"}}
+
+
+async def test_quitting_while_a_turn_streams_cancels_it_and_leaves_the_file_whole(tmp_path):
+    backend = GatedBackend(scripted("thinking_then_tags", "marker_form"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        backend.gate.set()
+        await type_action(pilot, "ls -la")
+        backend.gate.clear()
+        await type_action(pilot, "pwd", wait=False)
+        await wait_for(backend.holding.is_set)
+        await pilot.press("ctrl+q")
+        await wait_for(lambda: not app.is_running)
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.action for record in traj.turns] == ["ls -la"]
+    assert traj.warnings == [] and traj.damaged_line is None
