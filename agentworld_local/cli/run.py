@@ -279,6 +279,9 @@ def run(
     spec.initial_state = _read_initial_state(initial_state)
     resolved = spec.resolve()
     world_domain, settings = resolved.domain, resolved.settings
+    if resolved.prompts_from_config is not None and settings.prompt_pack:
+        stderr_console().print(f"awl: the prompt pack {settings.prompt_pack['path']} (set in {resolved.prompts_from_config}; "
+                               "--prompts overrides it)", markup=False, style="dim")
     out = out or default_session_path(world_domain.name)
     ensure_new_file(out)
     check_writable(out)

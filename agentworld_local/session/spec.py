@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.config import load_config
 from agentworld_local.defaults import DEFAULT_MAX_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
@@ -34,6 +35,8 @@ class ResolvedSpec:
     domain: Domain  # built with the session's tools and state format
     settings: SessionSettings
     scenario: Scenario | None = None
+    #: The config file that chose the prompt pack (no `--prompts` given): faces say so.
+    prompts_from_config: Path | None = None
 
     @property
     def scenario_ref(self) -> dict[str, Any] | None:
@@ -97,10 +100,20 @@ class SessionSpec:
         domain = with_session_tools(get_domain(domain_name, state_format=self.state_format), settings.tools)
         if self.state_format is not None and getattr(domain, "state_format", self.state_format) != self.state_format:
             domain = get_domain(domain_name, tools=settings.tools, state_format=self.state_format)
-        if self.prompts is not None:  # the pack's text, filled with this session's tools
-            text, settings.prompt_pack = prompt_from_pack(self.prompts, domain)
+        prompts, from_config = self.prompts, None
+        if prompts is None:  # the config file's pack, when it names one
+            config = load_config()
+            prompts, from_config = config.prompts, config.source if config.prompts else None
+        if prompts is not None:  # the pack's text, filled with this session's tools
+            try:
+                text, settings.prompt_pack = prompt_from_pack(prompts, domain)
+            except InputError as error:
+                if from_config is not None:  # the user gave no --prompts: say where it came from
+                    error.message = f"{error.message.rstrip('.')} (the pack is set in {from_config})."
+                    error.hint = f"{error.hint or ''} Or give `--prompts DIR`, or remove `prompts` from {from_config}.".strip()
+                raise
             settings.system_prompt = compose_system_prompt(text, world=settings.world_description)
-        return ResolvedSpec(domain=domain, settings=settings, scenario=chosen)
+        return ResolvedSpec(domain=domain, settings=settings, scenario=chosen, prompts_from_config=from_config)
 
 
 def check_sampling(*, max_tokens: int, temperature: float) -> None:

@@ -1,0 +1,83 @@
+"""The user's settings file: `<config dir>/config.toml` (`awl doctor` shows the config dir).
+
+    version = 1
+
+    [session]
+    prompts = "~/src/Qwen-AgentWorld/prompts"   # a prompt pack for every new session
+
+A missing file means no settings. A file awl cannot use is refused with its path and the
+fix, never half-read: a typo in a key would otherwise be ignored without a word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentworld_local import paths
+from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.files import read_text
+from agentworld_local.safe_parse import SyntaxProblem, load_toml
+
+CONFIG_FILE_NAME = "config.toml"
+CONFIG_VERSION = 1
+#: table -> keys it may hold (each a string for now).
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {"session": ("prompts",)}
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """The settings a config file gave; None where it gave none."""
+
+    #: A prompt pack for new sessions (`--prompts` overrides it).
+    prompts: Path | None = None
+    source: Path | None = None  # the file they came from
+
+
+def config_path() -> Path:
+    return paths.config_dir() / CONFIG_FILE_NAME
+
+
+def load_config(path: Path | None = None) -> UserConfig:
+    path = path or config_path()
+    if not path.exists():
+        return UserConfig()
+    try:
+        data = load_toml(read_text(path, "config file"))
+    except SyntaxProblem as problem:
+        raise _error(path, f"is not valid TOML ({problem.reason})", "Fix the file or move it away.") from None
+    version = data.get("version")
+    if version != CONFIG_VERSION:
+        raise _error(path, f"has `version = {version!r}`; this awl reads version {CONFIG_VERSION}",
+                     f"Write `version = {CONFIG_VERSION}` at the top of the file.")
+    session = _table(path, data)
+    prompts = session.get("prompts")
+    if prompts is not None and (not isinstance(prompts, str) or not prompts.strip()):
+        raise _error(path, "has a `session.prompts` that is not a directory path", 'Write e.g. `prompts = "~/prompts"`.')
+    return UserConfig(prompts=_path_near(path, prompts) if prompts else None, source=path)
+
+
+def _table(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The `[session]` table, after checking that every key is one awl knows."""
+    for key, value in data.items():
+        if key == "version":
+            continue
+        if key not in KNOWN_KEYS or not isinstance(value, dict):
+            raise _error(path, f"has an unknown setting `{key}`",
+                         f"{did_you_mean(key, KNOWN_KEYS)} Settings go in a table: {', '.join(f'[{name}]' for name in KNOWN_KEYS)}.".lstrip())
+        for inner in value:
+            if inner not in KNOWN_KEYS[key]:
+                raise _error(path, f"has an unknown setting `{key}.{inner}`",
+                             f"{did_you_mean(inner, KNOWN_KEYS[key])} [{key}] takes: {', '.join(KNOWN_KEYS[key])}.".lstrip())
+    return data.get("session", {})
+
+
+def _path_near(config: Path, text: str) -> Path:
+    """`~` is the home directory; a relative path is read from the config file's folder."""
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else config.parent / path
+
+
+def _error(path: Path, problem: str, hint: str) -> InputError:
+    return InputError(f"The config file {path} {problem}.", hint)
