@@ -50,7 +50,19 @@ def collect() -> dict[str, Any]:
         "cpu": {"threads": hardware.cpu_threads, "cores": hardware.cpu_cores, "machine": hardware.machine,
                 "system": hardware.system},
         "advice": {"why": advice[0], "command": advice[1]} if advice else None,
+        "files": _files(),
     }
+
+
+def _files() -> dict[str, Any]:
+    """Where awl keeps the user's files (AWL_HOME moves them all)."""
+    from agentworld_local import paths
+    from agentworld_local.config import config_path
+    from agentworld_local.models.registry import user_registry_file
+
+    config = config_path()
+    return {"config": str(config), "config_exists": config.exists(), "registry": str(user_registry_file()),
+            "sessions": str(paths.sessions_dir())}
 
 
 def _gpu(gpu: GpuInfo) -> dict[str, Any]:
@@ -87,6 +99,9 @@ def render(facts: dict[str, Any], console: Console) -> None:
     cpu = facts["cpu"]
     cores = f", {cpu['cores']} cores" if cpu["cores"] else ""
     table.add_row("CPU", f"{cpu['threads']} threads{cores} ({cpu['system']} {cpu['machine']})")
+    files = facts["files"]
+    table.add_row("config file", files["config"] + ("" if files["config_exists"] else " (none yet)"))
+    table.add_row("sessions", files["sessions"])
     console.print(table)
     console.print()
     advice = facts["advice"]

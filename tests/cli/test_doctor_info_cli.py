@@ -49,6 +49,10 @@ def test_doctor_reports_this_machine(tmp_path):
     assert f"llama-cpp-python  {facts['llama_cpp_python']}" in text.stdout
     assert ("no (CPU-only build)" in text.stdout) == CPU_BUILD
     assert f"{os.cpu_count()} threads" in text.stdout
+    # Where the user's files are, so a config file can be found and written.
+    assert facts["files"]["config"] == str(tmp_path / "config" / "config.toml")
+    assert facts["files"]["config_exists"] is False
+    assert str(tmp_path / "config" / "config.toml") in text.stdout
 
 
 def _stand_in_nvidia_smi(folder: Path) -> dict[str, str]:
