@@ -9,6 +9,7 @@ import typer
 
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
+from agentworld_local.defaults import CTX_HELP, DEFAULT_SEED, MODEL_HELP, SEED_HELP, THINK_HELP
 from agentworld_local.errors import InputError
 
 
@@ -18,14 +19,14 @@ def has_terminal() -> bool:
 
 @app.command()
 def play(
-    model: str = typer.Option(None, "--model", "-m", help="A GGUF world model: a registry name, a .gguf path, or scripted:FILE. Without one, the start screen lets you choose.", show_default=False),
+    model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Without one, the start screen lets you choose.", show_default=False),
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
     scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file.", show_default=False),
-    think: str = typer.Option(None, "--think", help="Thinking budget: off, a number of tokens, or full.", show_default=False),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed; the same seed replays the same session."),
+    think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help=SEED_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False),
-    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens.", show_default=False),
+    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
 ) -> None:
