@@ -46,6 +46,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
 from agentworld_local.terminal_text import safe_for_terminal
+from agentworld_local.session import events
 from agentworld_local.session.core import Session, Shield, domain_from_header
 from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
@@ -172,9 +173,11 @@ def play_session(
             return exit_code(interrupt)
         except AwlError as error:
             session.close()
-            printer.saved(out, len(session.history))
             message = error.message.rstrip()
             error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(len(session.history), out)}"
+            if printer.as_json:  # a program reads why the session ended, then where its turns are
+                printer.show(events.ErrorEvent(error.message, error.hint or ""))
+            printer.saved(out, len(session.history))
             raise
         except BaseException:
             session.close()

@@ -202,7 +202,10 @@ def test_a_full_context_mid_session_says_what_is_saved_and_suggests_fork(tmp_pat
     turns = len(read_trajectory(out).turns)
     assert 1 <= turns < 3
     one_error_mid_session(result, "the context holds 2048", f"{turns} completed turn", f"saved in {out}", f"`awl fork {out} --out")
-    assert json.loads(result.stdout.splitlines()[-1]) == {"event": "saved", "path": str(out), "turns": turns}
+    *_, error, saved = (json.loads(line) for line in result.stdout.splitlines())
+    # --json tells a program why the session ended (the same words as stderr), then where its turns are.
+    assert error["event"] == "error" and "the context holds 2048" in error["message"] and f"saved in {out}" in error["message"]
+    assert saved == {"event": "saved", "path": str(out), "turns": turns}
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses RLIMIT_FSIZE")
