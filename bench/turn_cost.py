@@ -53,7 +53,7 @@ def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> di
 
 
 def chat_completion_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
-    from llama_cpp import Llama  # the baseline only; the package itself imports llama_cpp in engine/llama.py
+    from llama_cpp import Llama  # the baseline only; the package itself imports llama_cpp in engine/llama/
 
     llm = Llama(model_path=str(model), n_ctx=32768, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
     # Same prompts as awl sends, so only the context handling differs.

@@ -1,2 +1,2 @@
 """Model files: the registry, hub downloads, GGUF checks and inspection, memory estimates,
-hardware facts and the offload plan. Nothing here imports llama_cpp (engine/llama.py does)."""
+hardware facts and the offload plan. Nothing here imports llama_cpp (engine/llama/ does)."""

@@ -22,7 +22,7 @@ from agentworld_local.models.inspect import GgufSummary
 KV_BYTES = 2  # f16 cache cells (llama.cpp's default type_k / type_v)
 STATE_BYTES = 4  # recurrent states are f32
 FLOAT_BYTES = 4
-DEFAULT_UBATCH = 512  # engine/llama.py loads with n_batch = n_ubatch = 512
+DEFAULT_UBATCH = 512  # engine/llama/ loads with n_batch = n_ubatch = 512
 
 
 @dataclass(frozen=True)
