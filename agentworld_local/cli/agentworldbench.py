@@ -134,7 +134,7 @@ def bench_predict(
     top_p: float = typer.Option(BENCH_SAMPLING.top_p, "--top-p", help="Nucleus sampling (the model card's)."),
     top_k: int = typer.Option(BENCH_SAMPLING.top_k, "--top-k", help="Sample among this many likeliest tokens (the model card's)."),
     max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most tokens for one answer after thinking (the official evaluation allows 32,768 new tokens in all; here thinking is bounded by --think and the context)."),
-    think: str = typer.Option(BENCH_THINK.label(), "--think", help="Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens."),
+    think: str = typer.Option(None, "--think", help=f"Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens. Default: {BENCH_THINK.label()}.", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP + " Long trajectories and long thinking need more.", show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
@@ -151,7 +151,7 @@ def bench_predict(
     from agentworld_local.cli.preflight import check_ctx_value, check_sampling, check_threads, check_writable
     from agentworld_local.cli.run import load_backend, say_model_limits
 
-    budget = ThinkBudget.parse(think)
+    budget = ThinkBudget.parse(think) if think is not None else BENCH_THINK
     check_sampling(max_tokens=max_tokens, temperature=temperature)
     _check_nucleus(top_p, top_k)
     check_ctx_value(ctx)
@@ -177,7 +177,7 @@ def bench_predict(
     shown = _ProgressLine(as_json=as_json)
     last = None
     try:
-        say_model_limits(backend, think)
+        say_model_limits(backend, think)  # only a --think given: the default is the official evaluation's
         for event in predict_rows(order, backend, settings, predictions):
             shown.show(event)
             last = event.progress
