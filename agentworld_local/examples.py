@@ -1,5 +1,5 @@
 """The bundled example sessions (assets/examples/): hand-written, one or more per domain,
-for offline demos (`awl demo`) and replays. `scripts/make_examples.py` regenerates them."""
+for offline demos (`awl demo`) and replays. `assets/examples/make_examples.py` regenerates them."""
 
 from __future__ import annotations
 

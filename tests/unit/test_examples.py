@@ -36,6 +36,12 @@ def test_example_reads_whole_and_is_marked_hand_written(example):
     assert traj.header.domain == example.domain and example.title
 
 
+def test_only_session_files_are_examples():
+    """The script that makes the examples sits next to them and is never offered as one."""
+    assert (REPO / "assets" / "examples" / "make_examples.py").is_file()
+    assert EXAMPLES and all(e.path.suffix == ".jsonl" for e in EXAMPLES)
+
+
 def test_one_example_has_an_undo_branch():
     assert any(len(read_trajectory(e.path).turns) > len(read_trajectory(e.path).current_branch()) for e in EXAMPLES)
 
@@ -73,9 +79,9 @@ def _content(path: Path) -> list:
 
 
 def test_generated_examples_are_up_to_date(tmp_path):
-    """The files hold what scripts/make_examples.py writes through the real session path
+    """The files hold what assets/examples/make_examples.py writes through the real session path
     (re-run it after changing an example or a domain's action forms)."""
-    spec = importlib.util.spec_from_file_location("make_examples", REPO / "scripts" / "make_examples.py")
+    spec = importlib.util.spec_from_file_location("make_examples", REPO / "assets" / "examples" / "make_examples.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     try:

@@ -3,7 +3,7 @@
 Each screenshot is the replay screen on a bundled example (no model needed), driven with
 Textual's pilot to a chosen turn, so the same files give the same pictures.
 
-    python scripts/screenshots.py
+    python docs/screenshots/make_screenshots.py
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from agentworld_local.examples import pick_example
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.replay import ReplayApp
 
-OUT_DIR = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+OUT_DIR = Path(__file__).resolve().parent  # the pictures sit next to the script
 SIZE = (120, 36)
 #: file name: (domain, keys pressed before the picture, options)
 SHOTS: dict[str, tuple[str, tuple[str, ...], dict]] = {

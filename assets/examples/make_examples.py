@@ -6,8 +6,8 @@ TrajectoryWriter), so every file has the prompts, system prompt, tools and parse
 a real session would record. Timings and token counts are left empty (nothing was
 measured) and timestamps are fixed, so re-running the script gives the same files.
 
-    python scripts/make_examples.py            # writes assets/examples/*.jsonl
-    python scripts/make_examples.py --check    # fails if a file is out of date
+    python assets/examples/make_examples.py            # writes assets/examples/*.jsonl
+    python assets/examples/make_examples.py --check    # fails if a file is out of date
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory import writer as writer_module
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
-OUT_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
+OUT_DIR = Path(__file__).resolve().parent  # the script lives next to what it makes
 NOTE = "Hand-written example session for offline demos (`awl demo`, `awl replay`); it is not model output."
 CREATED = "2026-12-02T12:00:00Z"
 UNDO = None  # a step that undoes the last turn
@@ -430,7 +430,7 @@ def main() -> int:
             build(example, target)
             print(f"wrote {target}")
     if stale:
-        print("out of date: " + ", ".join(stale) + " (run scripts/make_examples.py)", file=sys.stderr)
+        print("out of date: " + ", ".join(stale) + " (run assets/examples/make_examples.py)", file=sys.stderr)
         return 1
     return 0
 
