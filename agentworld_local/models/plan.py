@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentworld_local.defaults import MIN_CTX
 from agentworld_local.models.hardware import Hardware
 from agentworld_local.models.memory import MemoryEstimate
 from agentworld_local.models.units import format_bytes
 
-MIN_CTX = 2048
 _CTX_STEP = 256
 _MIN_MARGIN = 512 * 1024 * 1024
 _MARGIN_FRACTION = 0.10

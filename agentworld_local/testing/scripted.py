@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.contract.parse import THINK_CLOSE, THINK_OPEN
+from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import GenerationGuard
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.types import (
@@ -137,7 +138,7 @@ class ScriptedBackend:
         *,
         name: str = "scripted",
         path: str | None = None,
-        n_ctx: int = 16384,
+        n_ctx: int = DEFAULT_CTX,
         template_thinks: bool = True,
         stop_after_observation: bool = True,
         delay_s: float = 0.0,

@@ -7,6 +7,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.testing.answers import answer
 from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.tui.app import AwlApp, make_app
@@ -14,7 +15,7 @@ from agentworld_local.tui.app import AwlApp, make_app
 SIZE = (120, 40)
 
 
-def scripted(*answers: str | ScriptedAnswer, delay_s: float = 0.0, n_ctx: int = 16384) -> ScriptedBackend:
+def scripted(*answers: str | ScriptedAnswer, delay_s: float = 0.0, n_ctx: int = DEFAULT_CTX) -> ScriptedBackend:
     """Answers by name from testing/answers.py, or ScriptedAnswers as given."""
     items = [answer(item).scripted() if isinstance(item, str) else item for item in answers]
     return ScriptedBackend(items, delay_s=delay_s, n_ctx=n_ctx)
