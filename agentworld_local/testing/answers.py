@@ -125,10 +125,10 @@ ANSWERS: tuple[RealisticAnswer, ...] = (
     ),
     RealisticAnswer(
         "mcp_tool_result",
-        '<think>\nThe weather tool returns JSON content.\n</think>\n\n<predicted_observation>\n'
-        '{"content": [{"type": "text", "text": "Paris: 14\\u00b0C, light rain"}], "isError": false}\n'
+        '<think>\nget_file_info returns its own JSON result, no envelope; README.md was written at 09:12.\n</think>\n\n<predicted_observation>\n'
+        '{"path": "README.md", "type": "file", "size": 220, "modified": "2024-03-04T09:12:31Z", "permissions": "rw-r--r--"}\n'
         "</predicted_observation>\n",
-        '{"content": [{"type": "text", "text": "Paris: 14\\u00b0C, light rain"}], "isError": false}',
+        '{"path": "README.md", "type": "file", "size": 220, "modified": "2024-03-04T09:12:31Z", "permissions": "rw-r--r--"}',
         "tag",
     ),
     RealisticAnswer(

@@ -41,7 +41,7 @@ TURNS: dict[str, tuple[str, str]] = {
         "tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)\n"
         "frame\tHome\t\t\t\t(360, 160)\t(1200, 760)\npush-button\tBack\t\t\t\t(372, 172)\t(34, 34)\n"
         "table-cell\tDocuments\tDocuments\t\t\t(600, 240)\t(200, 32)")),
-    "mcp": ("read_file path=README.md", answer("mcp_tool_result").raw),
+    "mcp": ("get_file_info path=README.md", answer("mcp_tool_result").raw),
     "swe": ("bash ls -la", scripted_turn(
         "The repository root.", "total 16\n-rw-r--r-- 1 user user 1204 README.md\ndrwxr-xr-x 3 user user 4096 src")),
     "search": ('search "ramen in Osaka"', scripted_turn(

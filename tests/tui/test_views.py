@@ -68,10 +68,10 @@ def test_android_shows_its_ui_tree():
 
 
 def test_tool_results_are_pretty_printed_json():
-    result = '{"content": [{"type": "text", "text": "Paris: 14°C"}], "isError": false}'
+    result = '{"city": "Paris", "temperature": 14, "unit": "°C", "forecast": [{"day": "Mon", "high": 16}]}'
     view = shown(render_state("mcp", "json", result))
     assert json.loads(view) == json.loads(result)
-    assert '\n  "content": [' in view
+    assert '\n  "forecast": [' in view
 
 
 def test_stream_messages_of_a_turn_replace_each_other_and_nothing_else():
