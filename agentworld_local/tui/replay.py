@@ -7,7 +7,6 @@ and the pace; this screen shows the cursor's position with the session screen's 
 
 from __future__ import annotations
 
-import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,9 @@ from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.replay import HAND_WRITTEN_LINE, ReplayCursor, turn_notes, turn_stats
 from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import PromptDialog
 from agentworld_local.tui.render import render_state
-from agentworld_local.views.web_page import write_web_page
 
 
 def _safe(text: str, limit: int = 90) -> str:
@@ -229,9 +228,7 @@ class ReplayScreen(Screen[None]):
             return
         record = self.cursor.record
         title = f"turn {record.turn}: {record.action}" if record else "initial state"
-        path = write_web_page(self.cursor.state(), note=f"awl replay of {self.traj.path.name}, {title}. "
-                              "Simulated by a world model: nothing on this page is real.")
-        webbrowser.open(path.as_uri())
+        path = open_web_page(self.cursor.state(), f"awl replay of {self.traj.path.name}, {title}")
         self.notify(f"Opened {path} in the browser.", timeout=4)
 
     def action_toggle_thinking(self) -> None:

@@ -27,6 +27,7 @@ from agentworld_local.session import events
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
+from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
@@ -61,6 +62,7 @@ class SessionScreen(Screen[None]):
         Binding("ctrl+n", "control", "Control", priority=True),
         Binding("ctrl+t", "files", "Files", priority=True),
         Binding("ctrl+e", "pick_element", "Elements", show=False, priority=True),
+        Binding("ctrl+b", "open_in_browser", "Open page in browser", show=False, priority=True),
         Binding("ctrl+y", "files_each_turn", "Files each turn", show=False, priority=True),
         Binding("ctrl+g", "toggle_thinking", "Thinking", show=False, priority=True),
         Binding("ctrl+s", "save_as", "Save as", show=False, priority=True),
@@ -426,6 +428,16 @@ class SessionScreen(Screen[None]):
                 field.focus()
 
         self.app.push_screen(ElementPicker(elements), chosen)
+
+    def action_open_in_browser(self) -> None:
+        """Web: the current page as the browser draws it (written to a private temporary folder)."""
+        if self.domain_name != "web":
+            self.notify("Only web sessions have a page to open in the browser.", severity="warning")
+            return
+        history = self.session.history
+        title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
+        path = open_web_page(self._state_text(), f"awl session {self.session.path.name}, {title}")
+        self.notify(f"Opened {path} in the browser.", timeout=4)
 
     def action_files_each_turn(self) -> None:
         self.files_each_turn = not self.files_each_turn

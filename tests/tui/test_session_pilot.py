@@ -4,11 +4,15 @@ trajectory file are checked after each step."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from textual.widgets import Collapsible
 
 from agentworld_local.testing.answers import answer
+from agentworld_local.testing.scripted import ScriptedAnswer
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.dialogs import ErrorDialog
 from agentworld_local.tui.session_screen import SessionScreen
@@ -233,12 +237,13 @@ async def test_help_and_the_command_palette_list_the_session_actions(tmp_path):
         await pilot.press("f1")
         await pilot.pause()
         text = screen_text(app)
-        for words in ("Undo", "Regenerate", "Fork at turn", "Cancel turn", "Control", "Save as", "Open"):
+        for words in ("Undo", "Regenerate", "Fork at turn", "Cancel turn", "Control", "Save as", "Open",
+                      "Open page in browser"):
             assert words in text
         await pilot.press("escape")
         await pilot.pause()
         commands = [command.title for command in app.get_system_commands(app.screen)]
-        assert {"Undo", "Regenerate", "Fork at turn", "Cancel turn", "Save as", "Open"} <= set(commands)
+        assert {"Undo", "Regenerate", "Fork at turn", "Cancel turn", "Save as", "Open", "Open page in browser"} <= set(commands)
 
 
 async def fork_via_dialog(pilot, key: str, out) -> None:
@@ -332,6 +337,41 @@ async def test_choosing_a_web_element_offers_click_and_fill(tmp_path):
         await settle(pilot)
     traj = read_trajectory(tmp_path / "session.jsonl")
     assert traj.turns[0].action_payload == {"action": "fill", "args": {"bid": "23", "value": "boots"}}
+
+
+PAGE_AFTER_CLICK = ("RootWebArea 'Tarn Waterproof Hiking Jacket', focused, url='https://shop.example/p/tarn'\n"
+                    "\t[101] heading 'Tarn Waterproof Hiking Jacket'\n\t[111] button 'Add to cart'")
+
+
+async def test_the_current_web_page_opens_in_the_browser(tmp_path, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda uri, *a, **k: opened.append(uri) or True)
+    page_answer = ScriptedAnswer(f"<think>\nThe product page opens.\n</think>\n<predicted_observation>\n"
+                                 f"{PAGE_AFTER_CLICK}\n</predicted_observation>")
+    app = session_app(tmp_path, scripted(page_answer), domain="web")
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "click 24")
+        await pilot.press("ctrl+b")  # works while the action line has the focus
+        await pilot.pause()
+        assert app.screen.query_one("#action").value == ""  # the key typed nothing
+    assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
+    written = Path(opened[0][len("file://"):])
+    page = written.read_text(encoding="utf-8")
+    assert "Tarn Waterproof Hiking Jacket" in page and "[111]" in page  # the page after the turn, ids visible
+    assert "turn 1: click 24" in page and "session.jsonl" in page
+    assert "Content-Security-Policy" in page  # the model's page runs nothing
+    shutil.rmtree(written.parent)
+
+
+async def test_open_in_browser_outside_the_web_domain_only_says_so(tmp_path, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda uri, *a, **k: opened.append(uri) or True)
+    app = session_app(tmp_path, scripted("thinking_then_tags"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+    assert opened == []
 
 
 async def test_quitting_while_a_turn_streams_cancels_it_and_leaves_the_file_whole(tmp_path):
