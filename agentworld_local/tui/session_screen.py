@@ -31,7 +31,8 @@ from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
-from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.views.file_tree import probe_file_tree
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class SessionScreen(Screen[None]):
         self._cancel: threading.Event | None = None
         self._live: messages.StreamUpdated | None = None
         self._turn_action = ""
+        self._timeline_traj: Trajectory | None = None  # the file as read once, then kept up to date
 
     @property
     def awl_app(self) -> AwlApp:
@@ -141,8 +143,19 @@ class SessionScreen(Screen[None]):
         self._show_world(self._state_text(), _safe_title(title))
         self.query_one("#thinking", Static).update(Text(history[-1].thinking if history else "", style="dim"))
 
-    def _refresh_timeline(self) -> None:
-        self.query_one(Timeline).show(read_trajectory(self.session.path))
+    def _refresh_timeline(self, saved: TurnRecord | None = None, *, reread: bool = False) -> None:
+        """The file is read once; after that the timeline follows what the session saves
+        (`saved`, a new turn) and its current branch, so a very large session file is not
+        read again after every turn. After a failure it is read again (a cut-back write)."""
+        traj = self._timeline_traj
+        if traj is None or reread:
+            traj = self._timeline_traj = read_trajectory(self.session.path)
+        else:
+            if saved is not None and saved.id not in {turn.id for turn in traj.turns[-1:]}:
+                traj.turns.append(saved)
+            history = self.session.history
+            traj.head = history[-1].id if history else 0
+        self.query_one(Timeline).show(traj)
 
     def _refresh_status(self, live: messages.StreamUpdated | None = None) -> None:
         info = self.session.world.backend.info
@@ -279,7 +292,7 @@ class SessionScreen(Screen[None]):
     def on_turn_saved(self, message: messages.TurnSaved) -> None:
         self._live = None
         self._show_state()
-        self._refresh_timeline()
+        self._refresh_timeline(message.record)
         if self.files_each_turn and self.has_files:
             self.call_after_refresh(self.action_files)
 
@@ -306,7 +319,7 @@ class SessionScreen(Screen[None]):
     def on_work_failed(self, message: messages.WorkFailed) -> None:
         message.stop()  # shown once, here; not again by the app
         self._show_state()
-        self._refresh_timeline()
+        self._refresh_timeline(reread=True)
         self.awl_app.show_error(message.error)
 
     # -- actions ---------------------------------------------------------------------------

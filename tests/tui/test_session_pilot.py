@@ -114,6 +114,36 @@ async def test_regenerate_replaces_the_last_turn_with_a_new_sample(tmp_path):
     assert traj.current_branch()[0].action == "ls -la"
 
 
+async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_the_file(tmp_path, monkeypatch):
+    import agentworld_local.tui.session_screen as session_screen
+
+    reads: list[object] = []
+
+    def counted(path):
+        reads.append(path)
+        return read_trajectory(path)
+
+    monkeypatch.setattr(session_screen, "read_trajectory", counted)
+    backend = scripted("thinking_then_tags", "no_tags", "marker_form", "draft_tags_inside_thinking")
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "gti status")
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        await type_action(pilot, "pwd")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert len(reads) == 1  # once, when the screen opened; a large file is not read after each turn
+        kept_up = timeline_labels(app)
+        app.screen._refresh_timeline(reread=True)  # what the file says
+        assert kept_up == timeline_labels(app)
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [record.action for record in traj.turns] == ["ls -la", "gti status", "pwd", "pwd"]
+    assert [record.action for record in traj.current_branch()] == ["ls -la", "pwd"]
+    assert sum("undone" in label for label in kept_up) == 2 and any("↻1" in label for label in kept_up)
+
+
 async def test_cancel_stops_a_streaming_turn_and_saves_nothing(tmp_path):
     backend = GatedBackend(scripted("thinking_then_tags"))
     app = session_app(tmp_path, backend)
