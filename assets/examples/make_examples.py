@@ -370,7 +370,25 @@ ANDROID = Example("android-settings", "settings-app", [
                                for row in DISPLAY_ROWS])),
 ])
 
-EXAMPLES = [SWE, MCP, SEARCH, WEB, OS, ANDROID]
+TERMINAL = Example("terminal-demo", "python-web-app", [
+    Step('ls -la',
+         'ls -la in the repository root: the usual files of a small Flask project (README, requirements, the package and its tests), then the prompt again.',
+         'total 40\ndrwxr-xr-x 5 dev dev 4096 Nov 30 09:12 .\ndrwxr-xr-x 9 dev dev 4096 Nov 30 09:10 ..\ndrwxr-xr-x 8 dev dev 4096 Nov 30 09:14 .git\n-rw-r--r-- 1 dev dev   61 Nov 30 09:10 .gitignore\n-rw-r--r-- 1 dev dev  612 Nov 30 09:10 README.md\n-rw-r--r-- 1 dev dev   48 Nov 30 09:10 requirements.txt\ndrwxr-xr-x 2 dev dev 4096 Nov 30 09:11 tests\ndrwxr-xr-x 2 dev dev 4096 Nov 30 09:13 todo\ndev@laptop:~/todo-api$ '),
+    Step('git status',
+         'git status: on main, up to date with origin, one unstaged change in todo/store.py, which the scenario says breaks a test.',
+         'On branch main\nYour branch is up to date with \'origin/main\'.\n\nChanges not staged for commit:\n  (use "git add <file>..." to update what will be committed)\n  (use "git restore <file>..." to discard changes in working directory)\n\tmodified:   todo/store.py\n\nno changes added to commit (use "git add" and/or "git commit -a")\ndev@laptop:~/todo-api$ '),
+    Step('python -m pytest -q',
+         'pytest -q: four tests, one fails. complete() no longer sets done, so test_complete_marks_done asserts False is True.',
+         '..F.                                                                     [100%]\n=================================== FAILURES ===================================\n___________________________ test_complete_marks_done ___________________________\n\n    def test_complete_marks_done():\n        store = TodoStore()\n        item = store.add("write docs")\n        store.complete(item.id)\n>       assert store.get(item.id).done is True\nE       AssertionError: assert False is True\nE        +  where False = Todo(id=1, title=\'write docs\', done=False).done\n\ntests/test_store.py:21: AssertionError\n=========================== short test summary info ============================\nFAILED tests/test_store.py::test_complete_marks_done - AssertionError: assert False is True\n1 failed, 3 passed in 0.21s\ndev@laptop:~/todo-api$ '),
+    Step('git diff',
+         'git diff shows the uncommitted edit in TodoStore.complete: `item.done = True` became `item.done = item.done`.',
+         'diff --git a/todo/store.py b/todo/store.py\nindex 3b1c2d4..8f0e9a1 100644\n--- a/todo/store.py\n+++ b/todo/store.py\n@@ -24,7 +24,7 @@ class TodoStore:\n     def complete(self, item_id: int) -> Todo:\n         item = self.get(item_id)\n-        item.done = True\n+        item.done = item.done\n         return item\n \ndev@laptop:~/todo-api$ '),
+    Step('git checkout -- todo/store.py && python -m pytest -q',
+         'The checkout restores store.py silently, then the suite runs again: all four tests pass.',
+         '....                                                                     [100%]\n4 passed in 0.19s\ndev@laptop:~/todo-api$ '),
+])
+
+EXAMPLES = [TERMINAL, SWE, MCP, SEARCH, WEB, OS, ANDROID]
 
 
 def build(example: Example, out: Path) -> None:

@@ -77,7 +77,9 @@ def test_bundled_set_covers_every_domain_with_the_settings_the_issue_asks_for():
         by_domain.setdefault(scenario.domain, []).append(scenario)
     assert set(by_domain) == SEVEN and all(len(items) >= 2 for items in by_domain.values())
     names = {s.name: s for s in scenarios}
-    assert "Flask" in names["python-web-app"].initial_state
+    # Terminal: the machine is a fact of the world; the starting state is the raw screen (official layout).
+    assert "Flask" in names["python-web-app"].world and names["python-web-app"].initial_state == "dev@laptop:~/todo-api$ "
+    assert "Screen:" not in names["disk-full-server"].initial_state and "nginx" in names["disk-full-server"].world
     assert "failed" in names["failing-test-suite"].initial_state
     assert len(names["notes-mcp-server"].tools) >= 4 and all("inputSchema" in t for t in names["notes-mcp-server"].tools)
     assert "Port Veyra" in names["fictional-city"].world
