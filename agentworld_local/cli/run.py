@@ -55,7 +55,6 @@ from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
 
-
 def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool) -> Any:
     """Load the model (session/loading.py) with a progress bar and its notices on stderr.
 

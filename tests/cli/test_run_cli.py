@@ -158,7 +158,8 @@ def test_demo_runs_the_scenario_live_with_a_model(tmp_path, qwen_gguf):
     live = read_trajectory(out)
     assert not live.header.hand_written
     assert [t.action for t in live.turns][:2] == ["ls -la", "git status"]
-    assert "Flask" in live.header.initial_state
+    # The example's setting: the raw starting screen, and the machine in the world description.
+    assert live.header.initial_state == "dev@laptop:~/todo-api$ " and "Flask" in live.header.world
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
