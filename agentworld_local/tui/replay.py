@@ -113,6 +113,8 @@ class ReplayScreen(Screen[None]):
             self.action_play_pause()
         self._show()
         self.query_one("#replay-turns", OptionList).focus()
+        for warning in self.traj.warnings:  # e.g. a damaged line: said on screen, not only before it opened
+            self.app.notify(_safe(warning, 400), severity="warning", timeout=15)
 
     def _header_text(self) -> Text:
         h = self.traj.header

@@ -34,6 +34,18 @@ async def test_opens_at_the_initial_state_and_says_it_is_hand_written():
         assert "turn 0/3" in shown(pilot.app, "#replay-status") and "paused" in shown(pilot.app, "#replay-status")
 
 
+async def test_a_damaged_file_replays_its_intact_turns_and_says_so_on_screen(tmp_path):
+    damaged = tmp_path / "damaged.jsonl"
+    lines = pick_example("terminal").path.read_text(encoding="utf-8").splitlines()
+    lines[3] = lines[3][:40]  # turn 3 cut in the middle: turns 1-2 stay
+    damaged.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    async with ReplayApp(read_trajectory(damaged)).run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        notes = [notification.message for notification in pilot.app._notifications]
+        assert any("line 4 is damaged" in note and "awl fork" in note for note in notes), notes
+        assert "turn 0/2" in shown(pilot.app, "#replay-status")
+
+
 async def test_step_forward_and_back_shows_each_turns_page():
     async with web_app().run_test(size=(120, 40)) as pilot:
         await pilot.press("right")
