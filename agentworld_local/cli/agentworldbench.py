@@ -42,11 +42,11 @@ def export(
     format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}, asciicast (a terminal session as an asciinema .cast recording)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write here instead of stdout (never overwrites).", show_default=False),
 ) -> None:
-    """Export a session as benchmark rows: one JSONL row per turn of its current branch.
+    """Export a session: benchmark rows (one JSONL row per turn of its current branch), or a terminal session as an asciinema recording.
 
     Each row has `task`, `id`, `prompt` and `response` (every turn's prompt and observation), `current_prompt`, `system_str`, `turn_idx` and `total_turns`, as in AgentWorldBench. A file made by `awl import` gives back the rows it was imported from.
 
-    Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`
+    Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`; `awl export session.jsonl --format asciicast --out session.cast` then `asciinema play session.cast`.
     """
     if format == "asciicast":  # a recording, not benchmark rows: cli/replay.py writes it
         from agentworld_local.cli.replay import export_asciicast
