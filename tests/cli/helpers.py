@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,3 +46,41 @@ def scripted_model(directory: Path, *answers: str | dict, chunk: int = 3, name: 
     entries = [{"raw": answer, "chunk": chunk} if isinstance(answer, str) else answer for answer in answers]
     path.write_text(json.dumps({"version": 1, "answers": entries}), encoding="utf-8")
     return f"scripted:{path}"
+
+
+class AwlInTmux:
+    """`awl ARGS` in a real terminal: a private tmux server (nothing else is touched), read with
+    capture-pane. `wait_for` polls until a text shows (a patience, not a timing assertion)."""
+
+    def __init__(self, *args: str, home: Path, exited_marker: str, size: tuple[int, int] = (120, 40)) -> None:
+        self.tmux = ["tmux", "-L", f"awl-test-{uuid.uuid4().hex[:8]}"]
+        # COLUMNS/LINES from the test runner would pin Textual to their size.
+        command = " ".join([
+            "env", "-u", "COLUMNS", "-u", "LINES", f"PYTHONPATH={shlex.quote(str(REPO))}",
+            f"AWL_HOME={shlex.quote(str(home))}", "TERM=xterm-256color",
+            shlex.quote(sys.executable), "-m", "agentworld_local.cli.main", *(shlex.quote(arg) for arg in args),
+            ";", "echo", f"{exited_marker}-$?", ";", "sleep", "30",
+        ])
+        width, height = size
+        subprocess.run([*self.tmux, "new-session", "-d", "-x", str(width), "-y", str(height), "-c", str(REPO), command],
+                       check=True, timeout=30)
+
+    def __enter__(self) -> AwlInTmux:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True, timeout=30)
+
+    def screen(self) -> str:
+        return subprocess.run([*self.tmux, "capture-pane", "-p"], capture_output=True, text=True, timeout=30).stdout
+
+    def wait_for(self, wanted: str, patience_s: float = 30.0) -> str:
+        deadline = time.monotonic() + patience_s
+        screen = self.screen()
+        while wanted not in screen and time.monotonic() < deadline:
+            time.sleep(0.2)
+            screen = self.screen()
+        return screen
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        subprocess.run([*self.tmux, "send-keys", *(["-l"] if literal else []), *keys], check=True, timeout=30)

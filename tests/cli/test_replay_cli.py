@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentworld_local.trajectory import SCHEMA_VERSION, Header, TrajectoryWriter, TurnRecord
+
+from tests.cli.helpers import AwlInTmux
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,48 +102,17 @@ def test_help_has_an_example():
 
 # --- in a real terminal (tmux) --------------------------------------------------------------
 
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-
-import pytest  # noqa: E402
-
-
-def _wait_for(read, wanted: str, patience_s: float = 30.0) -> str:
-    """Poll the pane until `wanted` shows (a patience, not a timing assertion)."""
-    deadline = time.monotonic() + patience_s
-    screen = read()
-    while wanted not in screen and time.monotonic() < deadline:
-        time.sleep(0.2)
-        screen = read()
-    return screen
-
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux); the real-terminal check needs it")
 def test_replay_opens_the_tui_in_a_real_terminal(tmp_path):
-    socket = f"awl-test-{uuid.uuid4().hex[:8]}"  # a private tmux server: nothing else is touched
-    tmux = ["tmux", "-L", socket]
-    command = " ".join([
-        "env", "-u", "COLUMNS", "-u", "LINES", f"PYTHONPATH={shlex.quote(str(REPO_ROOT))}", f"AWL_HOME={shlex.quote(str(tmp_path))}", "TERM=xterm-256color",
-        shlex.quote(sys.executable), "-m", "agentworld_local.cli.main", "replay", "assets/examples/terminal-demo.jsonl",
-        ";", "echo", "REPLAY-EXITED-$?", ";", "sleep", "30",
-    ])
-    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", "-c", str(REPO_ROOT), command], check=True, timeout=30)
-
-    def read() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True, timeout=30).stdout
-
-    try:
-        screen = _wait_for(read, "turn 0/5")
+    with AwlInTmux("replay", "assets/examples/terminal-demo.jsonl", home=tmp_path, exited_marker="REPLAY-EXITED") as term:
+        screen = term.wait_for("turn 0/5")
         assert "hand-written example, not model output" in screen, screen
         assert "turn 0/5" in screen and "paused" in screen, screen
         assert "dev@laptop:~/todo-api$" in screen, screen  # the initial state in the world view
-        subprocess.run([*tmux, "send-keys", "Right"], check=True, timeout=30)
-        screen = _wait_for(read, "turn 1/5")
+        term.keys("Right")
+        screen = term.wait_for("turn 1/5")
         assert "requirements.txt" in screen, screen  # turn 1's `ls -la` listing
-        subprocess.run([*tmux, "send-keys", "q"], check=True, timeout=30)
-        screen = _wait_for(read, "REPLAY-EXITED-")
+        term.keys("q")
+        screen = term.wait_for("REPLAY-EXITED-")
         assert "REPLAY-EXITED-0" in screen, screen
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
