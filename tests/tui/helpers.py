@@ -96,3 +96,16 @@ async def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{condition} did not become true in {timeout_s} s")
+
+
+def tree_labels(tree: Any) -> list[str]:
+    """Every node label of a Textual Tree (the timeline, the file panel), depth first."""
+    labels: list[str] = []
+
+    def walk(node: Any) -> None:
+        for child in node.children:
+            labels.append(child.label.plain)
+            walk(child)
+
+    walk(tree.root)
+    return labels

@@ -18,7 +18,7 @@ from agentworld_local.tui.dialogs import ErrorDialog
 from agentworld_local.tui.session_screen import SessionScreen
 from agentworld_local.tui.widgets import Timeline
 
-from tests.tui.helpers import SIZE, GatedBackend, screen_text, wait_for, scripted, session_app, settle, type_action, widget_text
+from tests.tui.helpers import SIZE, GatedBackend, screen_text, scripted, session_app, settle, tree_labels, type_action, wait_for, widget_text
 
 LS = answer("thinking_then_tags")
 
@@ -28,16 +28,7 @@ pytestmark = pytest.mark.anyio
 
 
 def timeline_labels(app) -> list[str]:
-    tree = app.screen.query_one(Timeline)
-    labels = []
-
-    def walk(node) -> None:
-        for child in node.children:
-            labels.append(child.label.plain)
-            walk(child)
-
-    walk(tree.root)
-    return labels
+    return tree_labels(app.screen.query_one(Timeline))
 
 
 async def test_a_turn_streams_into_the_world_view_once_and_is_saved(tmp_path):

@@ -19,7 +19,7 @@ from agentworld_local.tui import messages
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import FilePanel
 
-from tests.tui.helpers import SIZE, scripted, session_app, settle, type_action
+from tests.tui.helpers import SIZE, scripted, session_app, settle, tree_labels, type_action
 
 #: Every async test runs on anyio's plugin. Marked at collection (not in a hook), so the
 #: items keep their ids and the snapshot report can find them.
@@ -91,18 +91,6 @@ def listing_answer(listing: str) -> ScriptedAnswer:
     return ScriptedAnswer(f"<think>\nfind lists every path.\n</think>\n<predicted_observation>\n{listing}</predicted_observation>")
 
 
-def panel_labels(panel: FilePanel) -> list[str]:
-    labels = []
-
-    def walk(node) -> None:
-        for child in node.children:
-            labels.append(child.label.plain)
-            walk(child)
-
-    walk(panel.root)
-    return labels
-
-
 async def test_the_file_panel_lists_files_on_a_throwaway_fork_and_marks_new_ones(tmp_path):
     backend = scripted(listing_answer(LISTING), "thinking_then_tags", listing_answer(LISTING_AFTER))
     app = session_app(tmp_path, backend)
@@ -110,13 +98,13 @@ async def test_the_file_panel_lists_files_on_a_throwaway_fork_and_marks_new_ones
         await pilot.press("ctrl+t")
         await settle(pilot)
         panel = app.screen.query_one(FilePanel)
-        labels = panel_labels(panel)
+        labels = tree_labels(panel)
         assert "app/" in labels and "README.md" in labels and "main.py" in labels
         assert not any(label.startswith("+") for label in labels)
         await type_action(pilot, "touch notes.txt")
         await pilot.press("ctrl+t")
         await settle(pilot)
-        labels = panel_labels(panel)
+        labels = tree_labels(panel)
         assert "+ notes.txt" in labels
         assert "README.md" in labels
     traj = read_trajectory(tmp_path / "session.jsonl")
@@ -131,7 +119,7 @@ async def test_the_file_panel_can_refresh_after_each_turn(tmp_path):
         await type_action(pilot, "ls -la")
         await pilot.pause()
         await settle(pilot)
-        assert "README.md" in panel_labels(app.screen.query_one(FilePanel))
+        assert "README.md" in tree_labels(app.screen.query_one(FilePanel))
     assert len(read_trajectory(tmp_path / "session.jsonl").turns) == 1
 
 
