@@ -37,14 +37,14 @@ def make_world(backend, *, think="6", seed=7, max_tokens=24) -> World:
     return World(backend, get_domain("terminal"), settings)
 
 
-def independent_render(gguf_path, messages, *, enable_thinking=True) -> str:
+def independent_render(gguf_path, messages, *, enable_thinking=True, add_generation_prompt=True) -> str:
     """Render with the template read straight from the file, not through the engine."""
     reader = gguf.GGUFReader(gguf_path)
     field = reader.fields["tokenizer.chat_template"]
     source = bytes(field.parts[field.data[0]]).decode("utf-8")
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(source).render(
-        messages=messages, add_generation_prompt=True, enable_thinking=enable_thinking, bos_token="", eos_token=""
+        messages=messages, add_generation_prompt=add_generation_prompt, enable_thinking=enable_thinking, bos_token="", eos_token=""
     )
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 
-import gguf
 import pytest
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from agentworld_local.agentworldbench.predict import predict_rows
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
@@ -21,6 +19,7 @@ from agentworld_local.agentworldbench.rows import bench_messages, read_bench_row
 from agentworld_local.agentworldbench.selection import lines_of, work_order
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from tests.engine.test_append_only_context import independent_render
 from tests.unit.test_agentworldbench import bench_job
 
 SETTINGS = RunSettings("tiny", SamplingConfig(max_tokens=8), ThinkBudget.parse("4"), 3)
@@ -31,17 +30,6 @@ def backend(qwen_gguf):
     engine = LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0)
     yield engine
     engine.close()
-
-
-def render(gguf_path, messages, *, add_generation_prompt: bool) -> str:
-    """The conversation as the GGUF's own template writes it (not through the engine)."""
-    reader = gguf.GGUFReader(gguf_path)
-    field = reader.fields["tokenizer.chat_template"]
-    source = bytes(field.parts[field.data[0]]).decode("utf-8")
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(source).render(
-        messages=messages, add_generation_prompt=add_generation_prompt, enable_thinking=True, bos_token="", eos_token=""
-    )
 
 
 def predict_file(tmp_path, backend, jobs):
@@ -67,11 +55,11 @@ def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path,
     for event in events:
         messages = bench_messages(event.row)
         tokens = event.side["tokens"]
-        assert tokens["prompt_total"] == len(backend.tokenize(render(qwen_gguf, messages, add_generation_prompt=True)))
+        assert tokens["prompt_total"] == len(backend.tokenize(independent_render(qwen_gguf, messages, add_generation_prompt=True)))
         if event.row.turn_idx == 1:
             assert tokens["prompt_evaluated"] == tokens["prompt_total"], "a new system prompt: from scratch"
         else:
-            boundary = len(backend.tokenize(render(qwen_gguf, bench_messages(previous.row), add_generation_prompt=False)))
+            boundary = len(backend.tokenize(independent_render(qwen_gguf, bench_messages(previous.row), add_generation_prompt=False)))
             assert tokens["prompt_evaluated"] == tokens["prompt_total"] - boundary
         previous = event
     evaluated = sum(e.side["tokens"]["prompt_evaluated"] for e in events)
