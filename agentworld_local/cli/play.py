@@ -34,22 +34,12 @@ def play(
 
     `awl` with no arguments opens the same screen. Example: `awl play -m world.gguf -s python-web-app`.
     """
-    from agentworld_local.engine.types import ThinkBudget
+    from agentworld_local.session.spec import SessionSpec
 
-    ThinkBudget.parse(think)  # every mistake is said before the screen opens
+    # Every mistake is said before the screen opens, by the rules the session will apply.
+    SessionSpec(domain=domain, scenario=scenario, think=think, seed=seed).resolve()
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    if scenario is not None:
-        from agentworld_local.scenarios import load_scenario
-
-        chosen = load_scenario(scenario)
-        if domain and domain != chosen.domain:
-            raise InputError(f"--domain {domain} conflicts with scenario `{chosen.name}`, which is a {chosen.domain} world.",
-                             "Drop --domain, or pick another scenario.")
-    elif domain is not None:
-        from agentworld_local.domains import get_domain
-
-        get_domain(domain)
     if resume is not None and not resume.is_file():
         raise InputError(f"{resume} is not a saved session file.", "Give the path of a .jsonl session, e.g. from `awl replay`.")
     if out is not None:

@@ -20,9 +20,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from agentworld_local.errors import AwlError, InputError
+from agentworld_local.session.loading import load_backend
 from agentworld_local.tui import messages
 from agentworld_local.tui.dialogs import ErrorDialog
-from agentworld_local.tui.loading import load_model
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class AwlApp(App[None]):
             self.post_message(messages.LoadNotice(text))
 
         try:
-            backend = load_model(model, progress=progress, notice=notice, **self.load_options)
+            backend = load_backend(model, progress=progress, notice=notice, **self.load_options)
         except Exception as error:
             self.post_message(messages.WorkFailed(error))
             return

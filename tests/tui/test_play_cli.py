@@ -25,6 +25,7 @@ def test_play_without_a_terminal_is_refused_in_one_line(tmp_path):
     (["--scenario", "no-such-world"], "no-such-world"),
     (["--domain", "spaceship"], "spaceship"),
     (["--ctx", "10"], "--ctx 10"),
+    (["--domain", "web", "--scenario", "python-web-app"], "`awl scenarios list --domain web`"),  # the session spec's rule
 ])
 def test_play_refuses_bad_options_before_the_screen_opens(tmp_path, args, fragment):
     assert_one_line_error(awl("play", *args, home=tmp_path, stdin=""), fragment)

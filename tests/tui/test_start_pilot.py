@@ -145,7 +145,7 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
 
         return ScriptedBackend([answer("thinking_then_tags").scripted()])
 
-    monkeypatch.setattr(app_module, "load_model", slow_load)
+    monkeypatch.setattr(app_module, "load_backend", slow_load)
     app = make_app(model="some-model", domain="terminal", sessions_dir=tmp_path, out=tmp_path / "s.jsonl",
                    timings=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -173,7 +173,7 @@ async def test_going_back_during_the_load_keeps_the_start_screen_and_the_loaded_
         release.wait(10)
         return ScriptedBackend([answer("thinking_then_tags").scripted()])
 
-    monkeypatch.setattr(app_module, "load_model", slow_load)
+    monkeypatch.setattr(app_module, "load_backend", slow_load)
     app = make_app(sessions_dir=tmp_path, models=[], timings=False)
     async with app.run_test(size=SIZE) as pilot:
         await start_with(pilot, world="domain:terminal", model="slow-model", wait=False)
