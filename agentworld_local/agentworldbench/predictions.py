@@ -34,6 +34,8 @@ from agentworld_local.trajectory.jsonl import dumps, encode_line
 
 GEN = "gen"
 SIDE = "awl_predict"
+#: The side record's format: a rerun goes on only in a file whose records it can read.
+SIDE_VERSION = 1
 #: The settings a file's rows must share for a rerun to go on in it.
 SETTING_KEYS = ("model", "sampling", "think", "seed")
 GO_ON_HINT = "Give the options it was written with to go on, or choose another `--out`."
@@ -56,7 +58,7 @@ def prediction_row(row: BenchRow, gen: str, side: dict[str, Any]) -> dict[str, A
     """The input row with `gen` (in place if the row already had one) and the side record."""
     out = dict(row.fields)
     out[GEN] = gen
-    out[SIDE] = side
+    out[SIDE] = {"version": SIDE_VERSION, **side}
     return out
 
 
@@ -162,6 +164,11 @@ def _check_line(
         raise InputError(
             f"{path} is not a file of `awl bench predict` (line {number} has no `{SIDE}` record).",
             "Choose another `--out`; awl only goes on in a file it wrote.",
+        )
+    if side.get("version") != SIDE_VERSION:
+        raise InputError(
+            f"{where}: its `{SIDE}` record has version {side.get('version')!r}; this awl reads version {SIDE_VERSION}.",
+            "Choose another `--out`, or go on with the awl that wrote it.",
         )
     row = rows.get(line)
     if row is None or _row_text(row.fields) != _row_text(data):

@@ -78,6 +78,7 @@ def test_each_output_line_is_the_input_row_with_gen_and_the_settings(tmp_path):
         assert list(line) == list(job) and line == job, "every input field, same values, same order"
         assert gen.strip() == f"<predicted_observation>\n{OBSERVATION}\n</predicted_observation>"
         assert THINKING not in gen, "the content a reasoning-parser server returns: no thinking"
+        assert side["version"] == 1  # a stored format: the side record says which one
         assert side["line"] == job["turn_idx"] and side["model"] == "scripted"
         assert side["sampling"] == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0, "max_tokens": 32768}
         assert side["think"] == "full" and side["seed"] == 0 and side["finish"] == "stop"
@@ -277,6 +278,11 @@ def test_out_files_that_are_not_predictions_are_refused(tmp_path):
     damaged.write_bytes(b"{not json\n" + damaged.read_bytes())
     message = refused(lambda: PredictionsFile.open(damaged, rows, SETTINGS, source=bench))
     assert re.search("damaged.jsonl line 1 is not a JSON row", message)
+    future = tmp_path / "future.jsonl"
+    run(bench, future, ScriptedBackend([ANSWER]), spec="1")
+    future.write_text(future.read_text().replace('"version": 1', '"version": 2', 1))
+    message = refused(lambda: PredictionsFile.open(future, rows, SETTINGS, source=bench))
+    assert re.search(r"future.jsonl line 1: its `awl_predict` record has version 2; this awl reads version 1", message)
 
 
 def test_a_row_that_does_not_fit_is_reported_not_written_and_done_by_a_rerun(tmp_path):
