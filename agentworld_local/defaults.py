@@ -30,7 +30,7 @@ MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
     "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf). "
     "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: "
-    "agentworld_local/testing/scripted.py)."
+    "agentworld_local/engine/scripted.py)."
 )
 THINK_HELP = (
     "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides). "

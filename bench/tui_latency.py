@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.session_screen import SessionScreen
 

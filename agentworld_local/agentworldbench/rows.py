@@ -23,7 +23,7 @@ from typing import Any
 
 from agentworld_local.contract.parse import OBSERVATION_MARKER
 from agentworld_local.domains.base import Action, ToollessDomain
-from agentworld_local.engine.session_context import CONTROL_HEADING
+from agentworld_local.engine.prompt_composition import CONTROL_HEADING
 from agentworld_local.errors import InputError
 from agentworld_local.files import check_regular_file
 from agentworld_local.safe_parse import SyntaxProblem, load_json

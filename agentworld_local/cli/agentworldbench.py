@@ -12,7 +12,7 @@ from rich.markup import escape
 from agentworld_local.cli.main import app
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
-from agentworld_local.cli.session import ensure_new_file
+from agentworld_local.cli.turn_output import ensure_new_file
 from agentworld_local.errors import InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.terminal_text import safe_for_terminal

@@ -10,7 +10,7 @@ from rich.console import Console
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_writable
 from agentworld_local.cli.run import load_backend, run_session, say_model_limits
-from agentworld_local.cli.session import TurnPrinter, default_session_path, ensure_new_file
+from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
 from agentworld_local.engine.world import World
 from agentworld_local.examples import pick_example

@@ -17,7 +17,7 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
-from agentworld_local.cli.session import (
+from agentworld_local.cli.turn_output import (
     ScriptLine,
     TurnPrinter,
     count,

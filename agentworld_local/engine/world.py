@@ -24,7 +24,7 @@ from agentworld_local.engine.context_window import (
     prompt_room,
 )
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.session_context import compose_system_prompt, task_with_controls, with_session_tools
+from agentworld_local.engine.prompt_composition import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine.types import (
     AnswerDelta,
     GenerationDone,

@@ -38,7 +38,7 @@ def load_backend(
     notice = notice or _ignore
     check_ctx_value(ctx)
     if model.startswith(SCRIPTED):
-        from agentworld_local.testing.scripted import ScriptedBackend
+        from agentworld_local.engine.scripted import ScriptedBackend
 
         return ScriptedBackend.from_file(model[len(SCRIPTED):], n_ctx=ctx or DEFAULT_CTX)
     from agentworld_local.models.resolve import resolve_model

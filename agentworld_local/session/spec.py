@@ -17,7 +17,7 @@ from agentworld_local.defaults import DEFAULT_MAX_TOKENS, DEFAULT_SEED, DEFAULT_
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Domain
 from agentworld_local.domains.packs import prompt_from_pack
-from agentworld_local.engine.session_context import compose_system_prompt, with_session_tools
+from agentworld_local.engine.prompt_composition import compose_system_prompt, with_session_tools
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError

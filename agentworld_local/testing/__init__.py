@@ -3,6 +3,6 @@
 Used by the tests of every face (CLI, TUI, server); nothing here loads a model.
 """
 
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 
 __all__ = ["ScriptedAnswer", "ScriptedBackend"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentworld_local.testing.scripted import ScriptedAnswer
+from agentworld_local.engine.scripted import ScriptedAnswer
 
 
 @dataclass(frozen=True)

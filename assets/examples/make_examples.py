@@ -20,14 +20,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentworld_local.domains import get_domain
-from agentworld_local.engine.session_context import with_session_tools
+from agentworld_local.engine.prompt_composition import with_session_tools
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
 from agentworld_local.scenarios.loader import load_scenario
 from agentworld_local.session.core import Session
 from agentworld_local.session.header import header_for
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory import writer as writer_module
 from agentworld_local.trajectory.writer import TrajectoryWriter

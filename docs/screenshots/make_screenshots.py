@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.examples import pick_example
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.replay import ReplayApp

@@ -21,7 +21,7 @@ from agentworld_local.engine.world import (
     World,
 )
 from agentworld_local.testing.answers import ANSWERS, RealisticAnswer
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 
 DOMAIN = get_domain("terminal")
 

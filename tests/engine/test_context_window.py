@@ -16,7 +16,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import ContextTrimmed, TurnFinished, World
 from agentworld_local.errors import AwlError
 from agentworld_local.session.core import Session
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay
 from agentworld_local.trajectory.schema import Header, TurnRecord

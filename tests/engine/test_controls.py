@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentworld_local.cli.session import header_for
+from agentworld_local.cli.turn_output import header_for
 from agentworld_local.contract.turns import history_observation
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend

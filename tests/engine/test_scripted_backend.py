@@ -14,7 +14,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import TurnCancelled, World
 from agentworld_local.errors import AwlError, BackendBusy, InputError
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 
 RAW = "<think>\nplan it\n</think>\n<predicted_observation>\ntotal 0\n</predicted_observation>"
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "### Turn 1\n**Action:**\nls"}]

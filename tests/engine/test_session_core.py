@@ -14,7 +14,7 @@ from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.session import events as ev
 from agentworld_local.session.core import ATTEMPT, Session, turn_seed
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 
 LS = answer("thinking_then_tags")

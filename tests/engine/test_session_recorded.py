@@ -13,7 +13,7 @@ from agentworld_local.session import events as ev
 from agentworld_local.session.core import Session
 from agentworld_local.session.forking import fork_file
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 
 LS = answer("thinking_then_tags")

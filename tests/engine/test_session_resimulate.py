@@ -13,7 +13,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.session import events as ev
 from agentworld_local.session.resimulate import GROUND_TRUTH, RowResimulation
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from tests.unit.test_agentworldbench import bench_job
 

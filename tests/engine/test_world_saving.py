@@ -8,7 +8,7 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedBackend
 
 
 class DiskFull(OSError):

@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.tui.app import AwlApp, make_app
 
 SIZE = (120, 40)

@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import Collapsible
 
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedAnswer
+from agentworld_local.engine.scripted import ScriptedAnswer
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.dialogs import ErrorDialog
 from agentworld_local.tui.session_screen import SessionScreen

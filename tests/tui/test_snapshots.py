@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from agentworld_local.tui.app import make_app
 
 from tests.tui.helpers import screen_text, settle, type_action

@@ -141,7 +141,7 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
         notice("offloading 0 of 8 layers: no GPU")
         reported.set()
         release.wait(10)
-        from agentworld_local.testing.scripted import ScriptedBackend
+        from agentworld_local.engine.scripted import ScriptedBackend
 
         return ScriptedBackend([answer("thinking_then_tags").scripted()])
 
@@ -162,7 +162,7 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
 async def test_going_back_during_the_load_keeps_the_start_screen_and_the_loaded_model(tmp_path, monkeypatch):
     import threading
 
-    from agentworld_local.testing.scripted import ScriptedBackend
+    from agentworld_local.engine.scripted import ScriptedBackend
     from agentworld_local.tui import app as app_module
 
     release = threading.Event()

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from agentworld_local.domains import get_domain
-from agentworld_local.testing.scripted import ScriptedAnswer
+from agentworld_local.engine.scripted import ScriptedAnswer
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui import messages
 from agentworld_local.tui.render import render_state

@@ -23,7 +23,7 @@ from agentworld_local.agentworldbench.rows import read_bench_rows
 from agentworld_local.agentworldbench.selection import lines_of, parse_row_spec, select_rows, work_order
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError
-from agentworld_local.testing.scripted import ScriptedAnswer, ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from tests.unit.test_agentworldbench import bench_job
 
 THINKING = "The agent listed the directory; the repository has three entries."

@@ -29,6 +29,6 @@ def test_no_module_redefines_a_default():
 
 
 def test_scripted_backend_uses_the_default_context():
-    from agentworld_local.testing.scripted import ScriptedBackend
+    from agentworld_local.engine.scripted import ScriptedBackend
 
     assert ScriptedBackend(["<predicted_observation>\nx\n</predicted_observation>"]).info.n_ctx == defaults.DEFAULT_CTX

@@ -134,7 +134,7 @@ def test_a_session_spec_with_a_pack_gives_the_model_the_pack_prompt_and_records_
     from agentworld_local.session.core import Session, settings_from_header
     from agentworld_local.session.spec import SessionSpec
     from agentworld_local.testing.answers import answer
-    from agentworld_local.testing.scripted import ScriptedBackend
+    from agentworld_local.engine.scripted import ScriptedBackend
     from agentworld_local.trajectory.reader import read_trajectory
 
     pack = write_pack(tmp_path / "prompts", {"swe": SWE_TEMPLATE})

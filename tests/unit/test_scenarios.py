@@ -246,7 +246,7 @@ def test_scenario_tools_with_the_default_names_still_replace_the_defaults(tmp_pa
 
 
 def test_identical_session_tools_keep_the_domain():
-    from agentworld_local.engine.session_context import with_session_tools
+    from agentworld_local.engine.prompt_composition import with_session_tools
 
     default = get_domain("mcp")
     assert with_session_tools(default, default.tools()) is default

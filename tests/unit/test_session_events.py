@@ -13,7 +13,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.session import events as ev
 from agentworld_local.testing.answers import answer
-from agentworld_local.testing.scripted import ScriptedBackend
+from agentworld_local.engine.scripted import ScriptedBackend
 
 RECORD = None
 

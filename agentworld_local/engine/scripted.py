@@ -178,7 +178,7 @@ class ScriptedBackend:
         except SyntaxProblem as problem:
             raise InputError(
                 f"The scripted answer file {path} is not valid JSON: {problem.reason}.",
-                "Fix the file; its format is described in `agentworld_local/testing/scripted.py`.",
+                "Fix the file; its format is described in `agentworld_local/engine/scripted.py`.",
             ) from None
         answers = parse_answer_file(data, str(path))
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -280,7 +280,7 @@ class ScriptedBackend:
 
 def parse_answer_file(data: Any, source: str) -> list[ScriptedAnswer]:
     """The answers of a parsed answer file; InputError naming the entry that is wrong."""
-    fix = "Fix the file; its format is described in `agentworld_local/testing/scripted.py`."
+    fix = "Fix the file; its format is described in `agentworld_local/engine/scripted.py`."
     if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
         raise InputError(f"The scripted answer file {source} needs an object with an `answers` list.", fix)
     if data.get("version", ANSWER_FILE_VERSION) != ANSWER_FILE_VERSION:
