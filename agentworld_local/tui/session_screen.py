@@ -194,7 +194,7 @@ class SessionScreen(Screen[None]):
         try:
             if text.startswith(":"):
                 line = parse_script_line(self.session.world.domain, text, 1, "action")
-                action = None
+                action = line.action if line is not None else None  # `: > build.log` is an action
             else:
                 action = self.session.world.domain.parse_action(text)
                 line = None
