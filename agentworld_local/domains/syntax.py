@@ -225,13 +225,26 @@ def _argument(node: ast.AST) -> str:
         return "An argument"
 
 
+#: Literals Python can write but a session file (JSON) cannot hold, named for the message.
+_NOT_STORABLE = {set: "a set", frozenset: "a set", bytes: "bytes", complex: "a complex number", type(...): "`...`"}
+
+
 def _check_printable(value: Any, node: ast.AST, help_text: str) -> None:
-    """Refuse literals that cannot be written back into the prompt (huge ints, inf, NaN)."""
+    """Refuse literals that cannot be written back into the prompt (huge ints, inf, NaN) or
+    saved in the session file (sets, bytes, complex numbers, `...`, keys that are not text):
+    the action is refused now, not after the model has run the turn."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, bool):
+        if isinstance(item, bool) or item is None:
             continue
+        if type(item) in _NOT_STORABLE:
+            raise ActionError(
+                f"{_argument(node)} holds {_NOT_STORABLE[type(item)]}, which a session file cannot store.",
+                f"Use text, numbers and lists. {help_text}",
+            )
+        if isinstance(item, dict) and not all(isinstance(key, str) for key in item):
+            raise ActionError(f"{_argument(node)} has a dictionary key that is not text.", f"Quote the keys. {help_text}")
         if isinstance(item, int) and item.bit_length() > 4 * MAX_NUMBER_DIGITS:
             raise ActionError(f"{_argument(node)} is a number too large to use; write it as text.", help_text)
         if isinstance(item, float) and not math.isfinite(item):

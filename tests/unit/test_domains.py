@@ -370,6 +370,36 @@ def test_web_errors(text, fragment):
     assert fragment in caught.value.message
 
 
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("click('12', modifiers=[{1, 2}])", "holds a set"),
+        ("click('12', modifiers=[b'Shift'])", "holds bytes"),
+        ("click('12', modifiers=[1j])", "holds a complex number"),
+        ("click('12', modifiers=[...])", "holds `...`"),
+        ("click('12', modifiers=[{(1, 2): 'x'}])", "a dictionary key that is not text"),
+        ("click('12', modifiers=[{1: 'x'}])", "a dictionary key that is not text"),
+    ],
+)
+def test_web_literals_a_session_file_cannot_store_are_refused_by_the_parser(tmp_path, text, what):
+    """Python literals JSON cannot hold used to pass, run the turn, and crash the save."""
+    with pytest.raises(ActionError) as caught:
+        get_domain("web").parse_action(text)
+    assert what in caught.value.message
+    assert "\n" not in caught.value.one_line()
+
+
+def test_web_literals_that_json_holds_are_saved_and_read_back(tmp_path):
+    from agentworld_local.trajectory.reader import read_trajectory
+    from agentworld_local.trajectory.schema import Header, TurnRecord
+    from agentworld_local.trajectory.writer import write_new
+
+    action = get_domain("web").parse_action("click('12', modifiers=['Shift', ('Alt',)], button='right')")
+    path = write_new(tmp_path / "s.jsonl", Header(domain="web"), [TurnRecord(action=action.text, action_payload=action.payload)])
+    saved = read_trajectory(path).turns[0].action_payload
+    assert saved == {"action": "click", "args": {"bid": "12", "modifiers": ["Shift", ["Alt"]], "button": "right"}}
+
+
 def test_web_raw_actions_are_parsed_never_evaluated(tmp_path):
     target = tmp_path / "pwned"
     for text in (f"__import__('os').system('touch {target}')", f"click(open('{target}', 'w'))",

@@ -60,7 +60,8 @@ CALL_NAMES = st.sampled_from(["click", "fill", "scroll", "goto", "select_option"
                               "type", "press", "tab_focus", "keyboard_type", "open", "x"])
 PY_ARGS = st.lists(
     st.one_of(PIECES, st.sampled_from(["'12'", "'a b'", "1", "-3", "2.5", "[1, 2]", "button='right'", "x", "**k",
-                                       "1 +", "not x", "lambda: 0", "f'{x}'", "b'x'", "...", "None"])),
+                                       "1 +", "not x", "lambda: 0", "f'{x}'", "b'x'", "...", "None",
+                                       "modifiers=[{1, 2}]", "modifiers=[b'x', 1j]", "[...]", "[{(1,): 2}]"])),
     max_size=6,
 )
 PYTHON_TEXT = st.builds(lambda name, args: f"{name}({', '.join(args)})", CALL_NAMES, PY_ARGS)
