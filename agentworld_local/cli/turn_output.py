@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import threading
@@ -21,6 +20,7 @@ from agentworld_local.session.script import (  # noqa: F401
     CONTROL, REGENERATE, UNDO, ScriptLine, parse_script_line, read_script,
 )
 from agentworld_local.terminal_text import safe_for_terminal, shorten
+from agentworld_local.trajectory.jsonl import dumps
 from agentworld_local.trajectory.schema import TurnRecord
 
 
@@ -154,14 +154,10 @@ FINISH_NOTES = {
 
 
 def json_line(fields: dict[str, Any]) -> str:
-    """One JSON line, readable UTF-8; a lone surrogate (from damaged input) is written as a
-    `\\udXXX` escape, so the encoder never fails and the JSON stays exact."""
-    text = json.dumps(fields, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(fields, ensure_ascii=True)
-    return text + "\n"
+    """One JSON line, encoded as the trajectory writer encodes its lines (trajectory/jsonl.py):
+    readable UTF-8, every control character escaped (C1 ones too, so a printed line cannot
+    drive a terminal), a lone surrogate from damaged input written as an escape."""
+    return dumps(fields) + "\n"
 
 
 def play(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
