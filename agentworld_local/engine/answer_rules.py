@@ -1,8 +1,9 @@
 """The rules every backend applies to each generated piece of an answer.
 
 What counts as thinking, when a thinking budget is spent, when a degenerate loop, a
-finished observation or `max_tokens` ends the turn: one implementation, so the llama
-backend and the scripted backend (which tests the answer path) cannot drift apart.
+finished observation or `max_tokens` ends the turn (each as SamplingConfig asks): one
+implementation, so the llama backend and the scripted backend (which tests the answer
+path) cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from agentworld_local.engine.types import GenerationStats, SamplingConfig, Think
 
 
 class AnswerRules:
-    """Feed each generated piece; read `finish` (the turn ends) and `budget_spent` after each."""
+    """Feed each generated piece; read `finish` (the turn ends) and `budget_spent` after each.
+
+    `sampling` says which rules apply: `max_tokens` for the answer or for every token,
+    the stop at the first closed observation block, the repetition guard.
+    """
 
     def __init__(
         self,
@@ -26,11 +31,12 @@ class AnswerRules:
         stop_after_observation: bool = True,
     ) -> None:
         self.splitter = ThinkingSplitter(thinking=think_open)
-        self._repetition = RepetitionDetector()
+        self._repetition = RepetitionDetector() if sampling.repetition_guard else None
         self._think = think
         self._max_tokens = sampling.max_tokens
+        self._counts_thinking = sampling.max_tokens_counts_thinking
         self._stats = stats
-        self._stop_after_observation = stop_after_observation
+        self._stop_after_observation = stop_after_observation and sampling.stop_at_observation
         self.raw: list[str] = []
         #: Set when the turn must end after this piece: repetition, stop or length.
         self.finish: str | None = None
@@ -45,15 +51,19 @@ class AnswerRules:
         was_thinking = self.splitter.thinking
         events = self.splitter.feed(text)
         self.budget_spent = False
-        if self._repetition.feed(text):
+        thinking = was_thinking or self.splitter.thinking
+        if self._repetition is not None and self._repetition.feed(text):
             self.finish = "repetition"  # a degenerate loop would only fill max_tokens
-        elif was_thinking or self.splitter.thinking:
+            return events
+        if thinking:
             stats.thinking_tokens += 1
             budget = self._think.mode == "budget" and stats.thinking_tokens >= (self._think.tokens or 0)
             self.budget_spent = self.splitter.thinking and budget
         elif self._stop_after_observation and OBS_CLOSE in self.splitter.answer[-len(OBS_CLOSE) - 16 :]:
             self.finish = "stop"  # the observation is complete; anything after it is noise
-        elif stats.generated_tokens - stats.thinking_tokens >= self._max_tokens:
+            return events
+        counted = stats.generated_tokens if self._counts_thinking else stats.generated_tokens - stats.thinking_tokens
+        if (self._counts_thinking or not thinking) and counted >= self._max_tokens:
             self.finish = "length"
         return events
 

@@ -18,10 +18,12 @@ Behaviour, as with the llama backend and a Qwen3.5 chat template:
 - a thinking budget of N ends thinking after N thinking chunks, writing the same forced
   `</think>` as the llama backend; the stream then goes on with the text after the
   answer's own `</think>`;
-- `max_tokens` answer chunks end the turn with `finish = "length"`; the first
-  `</predicted_observation>` after thinking ends it with `stop`; a degenerate loop ends it
-  with `repetition`; `cancel` is honoured between chunks; a second generation while one is
-  in flight is refused (BackendBusy), as on llama.cpp.
+- `max_tokens` answer chunks (every chunk, thinking included, with
+  `max_tokens_counts_thinking`) end the turn with `finish = "length"`; the first
+  `</predicted_observation>` after thinking ends it with `stop` (unless
+  `stop_at_observation` is off); a degenerate loop ends it with `repetition` (unless
+  `repetition_guard` is off); `cancel` is honoured between chunks; a second generation
+  while one is in flight is refused (BackendBusy), as on llama.cpp.
 
 Answer file (`awl run --model scripted:FILE`), UTF-8 JSON:
 
@@ -144,8 +146,9 @@ class ScriptedBackend:
         delay_s: float = 0.0,
         sha256: str | None = None,
     ) -> None:
-        """`stop_after_observation`: end at the first closed block, as the llama backend does
-        (False lets a test stream answers with several blocks to the end). `delay_s`: a pause
+        """`stop_after_observation`: end at the first closed block when the sampling asks for it,
+        as the llama backend does (False lets a test stream answers with several blocks to the
+        end whatever the sampling says). `delay_s`: a pause
         before each chunk, for tests that cancel or watch a turn in progress."""
         if not answers:
             raise InputError("A scripted backend needs at least one answer.", "Give one raw answer or more.")

@@ -18,13 +18,25 @@ from agentworld_local.errors import InputError
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """The model card's recommended sampling; `max_tokens` caps the answer after thinking."""
+    """The model card's recommended sampling, and when a generation ends.
+
+    The defaults are an interactive session's: `max_tokens` caps the answer after thinking,
+    the turn ends at the first closed observation block, and a degenerate loop ends it. The
+    benchmark commands turn all three around, as the official evaluation generates
+    (agentworldbench/predict.py, BENCH_SAMPLING).
+    """
 
     temperature: float = DEFAULT_TEMPERATURE
     top_p: float = DEFAULT_TOP_P
     top_k: int = DEFAULT_TOP_K
     min_p: float = DEFAULT_MIN_P
     max_tokens: int = DEFAULT_MAX_TOKENS
+    #: True: `max_tokens` counts every new token, thinking included (an API's `max_tokens`).
+    max_tokens_counts_thinking: bool = False
+    #: End the turn at the first `</predicted_observation>` after thinking (False: to the end of the turn).
+    stop_at_observation: bool = True
+    #: End the turn when the text falls into a degenerate loop (engine/repetition.py).
+    repetition_guard: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -187,6 +187,9 @@ class AwlApp(App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
+        from agentworld_local.tui.browser import remove_web_pages
+
+        remove_web_pages()
         if self.session is not None:
             self.session.close()
         if self.backend is not None:

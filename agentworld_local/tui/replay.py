@@ -25,7 +25,7 @@ from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.replay import HAND_WRITTEN_LINE, ReplayCursor, turn_notes, turn_stats
 from agentworld_local.trajectory.schema import TurnRecord
-from agentworld_local.tui.browser import open_web_page
+from agentworld_local.tui.browser import open_web_page, remove_web_pages
 from agentworld_local.tui.dialogs import PromptDialog
 from agentworld_local.tui.render import render_state
 
@@ -230,8 +230,8 @@ class ReplayScreen(Screen[None]):
             return
         record = self.cursor.record
         title = f"turn {record.turn}: {record.action}" if record else "initial state"
-        path = open_web_page(self.cursor.state(), f"awl replay of {self.traj.path.name}, {title}")
-        self.notify(f"Opened {path} in the browser.", timeout=4)
+        page = open_web_page(self.cursor.state(), f"awl replay of {self.traj.path.name}, {title}")
+        self.notify(page.message(), severity="information" if page.opened else "warning", timeout=4 if page.opened else 15)
 
     def action_toggle_thinking(self) -> None:
         box = self.query_one("#replay-thinking-box", Collapsible)
@@ -276,6 +276,7 @@ class ReplayApp(App[None]):
     """`awl replay FILE` on a terminal: the replay screen alone (no model, no session)."""
 
     TITLE = "awl replay"
+    CSS_PATH = "app.tcss"  # the dialogs (go to turn) are styled there
 
     def __init__(self, traj: Trajectory, *, speed: float = 1.0, playing: bool = False, turn: int | None = None,
                  show_thinking: bool = False) -> None:
@@ -289,6 +290,9 @@ class ReplayApp(App[None]):
         if self.turn is not None:
             screen.cursor.jump(self.turn)
         self.push_screen(screen)
+
+    def on_unmount(self) -> None:
+        remove_web_pages()
 
 
 def make_replay_app(path: Path | str, **options: Any) -> ReplayApp:

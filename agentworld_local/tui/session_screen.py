@@ -449,8 +449,8 @@ class SessionScreen(Screen[None]):
             return
         history = self.session.history
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
-        path = open_web_page(self._state_text(), f"awl session {self.session.path.name}, {title}")
-        self.notify(f"Opened {path} in the browser.", timeout=4)
+        page = open_web_page(self._state_text(), f"awl session {self.session.path.name}, {title}")
+        self.notify(page.message(), severity="information" if page.opened else "warning", timeout=4 if page.opened else 15)
 
     def action_files_each_turn(self) -> None:
         self.files_each_turn = not self.files_each_turn

@@ -58,10 +58,10 @@ def turn_label(record: TurnRecord, *, current: bool, timings: bool) -> Text:
     label.append(shorten(safe_for_terminal(record.action, keep_colour=False), 28), style="yellow" if current else "dim")
     label.append(" → ", style="dim")
     label.append(first_line(record.observation) or "(empty)", style="" if current else "dim strike")
-    tokens = record.tokens.get("generated")
+    tokens = record.token_count("generated")
     if tokens is not None:
         label.append(f"  {tokens} tok", style="dim")
-    seconds = record.timings.get("total_s")
+    seconds = record.timing("total_s")
     if timings and seconds is not None:
         label.append(f" {seconds:.1f}s", style="dim")
     if record.extra.get("attempt"):
@@ -148,12 +148,19 @@ class FilePanel(Tree[str]):
         self.root.expand()
 
 
+def device_label(gpu_layers: int | None) -> str:
+    """Where the model runs: llama.cpp's -1 means every layer on the GPU; a CPU build reports 0."""
+    if not gpu_layers:
+        return "CPU"
+    return "GPU all" if gpu_layers < 0 else f"GPU {gpu_layers} layers"
+
+
 class StatusBar(Static):
     """Model, device, speed, context, thinking budget, turn."""
 
     def show(self, *, model: str, gpu_layers: int | None, tokens_per_s: float | None, context_used: int | None,
              n_ctx: int | None, think: str, turn: int, path: str, busy: str = "") -> None:
-        device = "CPU" if not gpu_layers else f"GPU {gpu_layers} layers"
+        device = device_label(gpu_layers)
         speed = f"{tokens_per_s:.1f} tok/s" if tokens_per_s is not None else "– tok/s"
         used = f"{context_used:,}" if context_used is not None else "–"
         size = f"{n_ctx:,}" if n_ctx else "?"

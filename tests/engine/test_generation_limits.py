@@ -141,3 +141,23 @@ def test_template_thinks_is_reported(backend, llama_gguf):
         assert not plain.info.template_thinks  # plain ChatML: `--think` has no effect
     finally:
         plain.close()
+
+
+def test_max_tokens_can_count_thinking_too(backend):
+    """The benchmark's limit (the official request's max_tokens): every new token counts. The
+    random fixture never closes `<think>`, so with the session rule thinking runs on."""
+    backend.reset()
+    rules = dict(stop_at_observation=False, repetition_guard=False)
+    counted = SessionSettings(sampling=SamplingConfig(max_tokens=6, max_tokens_counts_thinking=True, **rules),
+                              think=ThinkBudget.parse("full"))
+    finishes = []
+    for seed in range(4):
+        counted.seed = seed
+        record = World(backend, get_domain("terminal"), counted).run_turn("ls")
+        assert record.tokens["generated"] <= 6
+        finishes.append((record.finish, record.tokens["generated"], record.tokens["thinking"]))
+    assert ("length", 6, 6) in finishes, finishes
+    backend.reset()
+    answer_only = SessionSettings(sampling=SamplingConfig(max_tokens=6, **rules), think=ThinkBudget.parse("full"))
+    records = [World(backend, get_domain("terminal"), replace(answer_only, seed=seed)).run_turn("ls") for seed in range(4)]
+    assert max(record.tokens["generated"] for record in records) > 6, "thinking is not counted by the session rule"

@@ -64,3 +64,15 @@ def test_ctrl_c_during_the_load_stops_it_through_the_progress_callback(llama_ggu
     assert signal.getsignal(signal.SIGINT) is before
     backend = LlamaBackend(llama_gguf, n_ctx=512, gpu_layers=0)  # the next load is not affected
     backend.close()
+
+
+def test_the_model_info_says_how_many_layers_really_run_on_a_gpu(llama_gguf):
+    """`--gpu-layers all` is llama.cpp's -1; a CPU-only build offloads nothing, so it reports 0
+    (the status bar then says CPU, never "GPU -1 layers")."""
+    import llama_cpp
+
+    backend = LlamaBackend(llama_gguf, n_ctx=512, gpu_layers="all")
+    try:
+        assert backend.info.gpu_layers == (-1 if llama_cpp.llama_supports_gpu_offload() else 0)
+    finally:
+        backend.close()

@@ -13,6 +13,7 @@ from agentworld_local.trajectory import Header, TrajectoryWriter, TurnRecord
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.replay import ReplayApp, ReplayScreen
+from tests.tui.helpers import screen_text
 
 pytestmark = pytest.mark.anyio  # marked at collection, so the snapshot report knows the test ids
 
@@ -81,6 +82,18 @@ async def test_go_to_turn_and_a_bad_turn_number():
         assert any("from 0 (the initial state) to 3" in str(n.message) for n in pilot.app._notifications)
 
 
+async def test_the_go_to_turn_dialog_sits_over_the_replay_without_blanking_it():
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("right", "g")
+        await pilot.pause()
+        visible = screen_text(pilot.app)
+        assert "Go to turn (0-3)" in visible
+        # The replay stays in sight around the dialog: its header, world and turn list.
+        assert "hand-written example" in visible and "Tarn Waterproof Hiking Jacket" in visible and "Turns" in visible
+        box = pilot.app.screen.query_one("#dialog-box")
+        assert box.region.width < 120 and box.region.height < 20
+
+
 async def test_play_advances_on_each_beat_and_stops_at_the_end():
     async with web_app().run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
@@ -139,8 +152,21 @@ async def test_a_web_page_opens_in_the_browser(monkeypatch):
     async with web_app().run_test(size=(120, 40)) as pilot:
         await pilot.press("right", "o")
         await pilot.pause()
-    assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
-    page = Path(opened[0][len("file://"):]).read_text(encoding="utf-8")
-    assert "[72]" in page or "Tarn Waterproof Hiking Jacket" in page
-    assert "turn 1: click 72" in page
-    shutil.rmtree(Path(opened[0][len("file://"):]).parent)
+        assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
+        page = Path(opened[0][len("file://"):]).read_text(encoding="utf-8")
+        assert "[72]" in page or "Tarn Waterproof Hiking Jacket" in page
+        assert "turn 1: click 72" in page
+        assert any("Opened" in str(n.message) for n in pilot.app._notifications)
+    assert not Path(opened[0][len("file://"):]).exists()  # the temporary page left with the app
+
+
+async def test_without_a_browser_the_page_file_is_named_instead(monkeypatch):
+    monkeypatch.setattr("webbrowser.open", lambda uri, *a, **k: False)  # what it answers over SSH
+    async with web_app().run_test(size=(120, 40)) as pilot:
+        await pilot.press("right", "o")
+        await pilot.pause()
+        notes = [str(n.message) for n in pilot.app._notifications]
+        assert len(notes) == 1 and "No browser could be opened" in notes[0] and "Opened" not in notes[0], notes
+        written = Path(notes[0].split("written to ")[1].split(";")[0])
+        assert "turn 1: click 72" in written.read_text(encoding="utf-8")
+    assert not written.exists()

@@ -375,13 +375,26 @@ async def test_the_current_web_page_opens_in_the_browser(tmp_path, monkeypatch):
         await pilot.press("ctrl+b")  # works while the action line has the focus
         await pilot.pause()
         assert app.screen.query_one("#action").value == ""  # the key typed nothing
-    assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
-    written = Path(opened[0][len("file://"):])
-    page = written.read_text(encoding="utf-8")
-    assert "Tarn Waterproof Hiking Jacket" in page and "[111]" in page  # the page after the turn, ids visible
-    assert "turn 1: click 24" in page and "session.jsonl" in page
-    assert "Content-Security-Policy" in page  # the model's page runs nothing
-    shutil.rmtree(written.parent)
+        assert len(opened) == 1 and opened[0].startswith("file://") and opened[0].endswith(".html")
+        written = Path(opened[0][len("file://"):])
+        page = written.read_text(encoding="utf-8")
+        assert "Tarn Waterproof Hiking Jacket" in page and "[111]" in page  # the page after the turn, ids visible
+        assert "turn 1: click 24" in page and "session.jsonl" in page
+        assert "Content-Security-Policy" in page  # the model's page runs nothing
+    assert not written.exists()  # temporary pages are removed when the app exits
+
+
+async def test_without_a_browser_the_session_screen_names_the_page_file(tmp_path, monkeypatch):
+    monkeypatch.setattr("webbrowser.open", lambda uri, *a, **k: False)  # no browser (an SSH session)
+    app = session_app(tmp_path, scripted("thinking_then_tags"), domain="web")  # the initial page
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        notes = [str(n.message) for n in app._notifications]
+        assert len(notes) == 1 and "No browser could be opened" in notes[0] and "Opened" not in notes[0], notes
+        written = Path(notes[0].split("written to ")[1].split(";")[0])
+        assert written.is_file()
+    assert not written.exists()
 
 
 async def test_open_in_browser_outside_the_web_domain_only_says_so(tmp_path, monkeypatch):

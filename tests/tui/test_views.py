@@ -130,3 +130,11 @@ async def test_domains_without_a_file_system_have_no_file_panel(tmp_path):
         await pilot.press("ctrl+t")
         await pilot.pause()
         assert app.screen.busy == ""
+
+
+def test_the_status_bar_names_the_device_as_the_user_knows_it():
+    from agentworld_local.tui.widgets import device_label
+
+    assert device_label(-1) == "GPU all"  # llama.cpp's "every layer"
+    assert device_label(20) == "GPU 20 layers"
+    assert device_label(0) == "CPU" and device_label(None) == "CPU"

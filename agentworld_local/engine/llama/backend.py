@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import gc
+import os
 import re
 import threading
 import time
@@ -26,9 +27,10 @@ from llama_cpp import _internals as llama_internals
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.answer_rules import AnswerRules
-from agentworld_local.engine.guard import GenerationGuard
+from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.llama import checkpoints
 from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
+from agentworld_local.engine.llama.devices import supports_gpu_offload
 from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
@@ -59,6 +61,11 @@ class LlamaBackend:
 
     #: Memory for turn checkpoints; the real model's recurrent state is about 60 MB per turn.
     checkpoint_budget = 2 * 1024**3
+    #: Also keep a checkpoint where the system message ends (before the first user message's
+    #: text), so a conversation with the same system prompt that differs from the first turn on
+    #: starts there: `awl bench predict` turns it on (trajectories of a benchmark file share
+    #: system prompts of thousands of tokens). Off for sessions: their checkpoints are turns.
+    checkpoint_system_prompt = False
 
     def __init__(
         self,
@@ -122,13 +129,16 @@ class LlamaBackend:
             sha256=identity.sha256,
             sha256_scope=identity.scope,
             n_ctx=self.n_ctx,
-            gpu_layers=self.gpu_layers,
+            # A CPU-only build offloads nothing, whatever was asked: say what really runs where.
+            gpu_layers=self.gpu_layers if supports_gpu_offload() else 0,
             chat_template_source="gguf" if template_source else "fallback",
             template_thinks=template_handles_thinking(self.template.source),
         )
         self._tokens: list[int] = []
         self._checkpoints: list[Checkpoint] = [Checkpoint(0, None)]
         self._guard = GenerationGuard()
+        self._closed = threading.Event()  # set by close(): a generation in flight stops
+        self._freed = False
 
     def _notice(self, text: str) -> None:
         self.notices.append(text)
@@ -266,8 +276,11 @@ class LlamaBackend:
 
         One generation at a time: another one while this is in flight gets BackendBusy.
         """
+        if self._closed.is_set():
+            raise GenerationError("The model was closed.", "Load it again to run another turn.")
         with self._guard.hold():
-            yield from self._generate(messages, sampling=sampling, think=think, seed=seed, cancel=cancel)
+            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+            yield from self._generate(messages, sampling=sampling, think=think, seed=seed, cancel=stop)
 
     def _generate(
         self,
@@ -286,6 +299,7 @@ class LlamaBackend:
         # The checkpoint goes where the next turn's prompt will diverge from this one. If the
         # template or tokenizer does not keep the base a prefix, evaluate without a checkpoint.
         boundary = len(base) if full_text.startswith(base_text) and full[: len(base)] == base else 0
+        stops = sorted({self._system_boundary(messages, full_text, full), boundary} - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
@@ -298,17 +312,36 @@ class LlamaBackend:
         stats.restore_s = self._restore(common)
         stats.prompt_tokens_total = len(full)
         stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
-        if boundary > len(self._tokens):
-            if not self._evaluate(full[len(self._tokens) : boundary], cancel):
-                yield self._cancelled(stats, started)
-                return
-            self._save_checkpoint()
+        for stop in stops:
+            if stop > len(self._tokens):
+                if not self._evaluate(full[len(self._tokens) : stop], cancel):
+                    yield self._cancelled(stats, started)
+                    return
+                self._save_checkpoint()
         if not self._evaluate(full[len(self._tokens) :], cancel):
             yield self._cancelled(stats, started)
             return
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
         yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+
+    def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
+        """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
+        is on and the conversation opens with a system message; else 0 (no such checkpoint).
+
+        Found as the text two renders share when only that message's text differs, so it holds
+        no assumption about the template; kept only when its tokens are a prefix of the prompt's.
+        """
+        if not self.checkpoint_system_prompt or len(messages) < 2 or messages[0].get("role") != "system":
+            return 0
+        first = messages[1]
+        one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
+        two = self.template.render([messages[0], {**first, "content": "B"}], add_generation_prompt=False)
+        shared = len(os.path.commonprefix([one, two]))
+        if not full_text.startswith(one[:shared]):
+            return 0
+        tokens = self.tokenize(one[:shared])
+        return len(tokens) if full[: len(tokens)] == tokens else 0
 
     def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
         """Cancelled while the prompt was evaluated: nothing was generated yet."""
@@ -360,7 +393,19 @@ class LlamaBackend:
         raw = "".join(rules.raw) + decoder.decode(b"", final=True)
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Free the model; a second close does nothing. Safe from any thread: a generation in
+        flight stops at its next token and is waited for first (freeing llama.cpp's context
+        under a running decode crashes the process)."""
+        if self._closed.is_set() and self._freed:
+            return
+        self._closed.set()
+        if not self._guard.wait_idle(timeout):
+            raise GenerationError("The model is still generating and cannot be freed yet.",
+                                  "Cancel the turn, wait for it to stop, then close again.")
+        if self._freed:
+            return
+        self._freed = True
         if LOGS.echo == self._notice:
             LOGS.echo = None  # llama.cpp's log outlives the model: stop handing it to this backend's notice
         self._llm.close()
