@@ -50,8 +50,9 @@ def play(
     if not has_terminal():
         raise InputError("awl play needs a terminal (stdin and stdout are not one).",
                          "Run it in a terminal, or use `awl run` for a headless session.")
+    from agentworld_local.cli.screens import run_screen
     from agentworld_local.tui.app import make_app
 
     start_screen = model is None
-    make_app(model=model, domain=domain, scenario=scenario, resume=resume, think=think, out=out, seed=seed, ctx=ctx,
-             gpu_layers=gpu_layers, threads=threads, start_screen=start_screen).run()
+    run_screen(make_app(model=model, domain=domain, scenario=scenario, resume=resume, think=think, out=out, seed=seed,
+                        ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen))

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.main import app
+from agentworld_local.cli.screens import run_screen
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay as render_replay
@@ -68,7 +69,7 @@ def open_replay_screen(traj: Trajectory, *, speed: float, turn: int | None, show
     multiple = 1.0
     if speed > 0:
         multiple = min(SPEEDS, key=lambda s: abs(s - DEFAULT_TURN_S / speed))
-    ReplayApp(traj, speed=multiple, playing=speed > 0, turn=turn, show_thinking=show_thinking).run()
+    run_screen(ReplayApp(traj, speed=multiple, playing=speed > 0, turn=turn, show_thinking=show_thinking))
 
 
 ASCIICAST_FORMAT = "asciicast"

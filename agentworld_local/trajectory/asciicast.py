@@ -144,10 +144,8 @@ def _typed(record: TurnRecord) -> list[str]:
 
 
 def _output_wait(record: TurnRecord, pace: CastPace) -> float:
-    recorded = record.timings.get("total_s") if isinstance(record.timings, dict) else None
-    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and recorded > 0:
-        return min(pace.max_output_wait_s, float(recorded))
-    return pace.before_output_s
+    recorded = record.timing("total_s")
+    return min(pace.max_output_wait_s, recorded) if recorded else pace.before_output_s
 
 
 def _is_whole_screen(observation: str, record: TurnRecord) -> bool:

@@ -60,17 +60,18 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
 def turn_stats(record: TurnRecord, sep: str = " · ") -> str:
     """`prompt 812 tok · generated 64 tok · 1.9 s · 33.1 tok/s`, from whatever was recorded."""
     parts = []
-    tokens, timings = record.tokens or {}, record.timings or {}
-    if isinstance(tokens.get("prompt_total"), int):
-        parts.append(f"prompt {tokens['prompt_total']} tok")
-    if tokens.get("thinking"):
-        parts.append(f"thinking {tokens['thinking']} tok")
-    if isinstance(tokens.get("generated"), int):
-        parts.append(f"generated {tokens['generated']} tok")
-    if isinstance(timings.get("total_s"), (int, float)):
-        parts.append(f"{timings['total_s']:.1f} s")
-    if isinstance(timings.get("tokens_per_s"), (int, float)) and timings["tokens_per_s"]:
-        parts.append(f"{timings['tokens_per_s']:.1f} tok/s")
+    prompt, thinking, generated = (record.token_count(key) for key in ("prompt_total", "thinking", "generated"))
+    seconds, speed = record.timing("total_s"), record.timing("tokens_per_s")
+    if prompt is not None:
+        parts.append(f"prompt {prompt} tok")
+    if thinking:
+        parts.append(f"thinking {thinking} tok")
+    if generated is not None:
+        parts.append(f"generated {generated} tok")
+    if seconds is not None:
+        parts.append(f"{seconds:.1f} s")
+    if speed:
+        parts.append(f"{speed:.1f} tok/s")
     if record.finish == "length":
         parts.append("cut off at max_tokens")
     elif record.finish == "cancelled":
@@ -171,9 +172,8 @@ MIN_TURN_S = 0.8
 def turn_pause(record: TurnRecord, speed: float = 1.0) -> float:
     """Seconds to show `record` before the next turn: its recorded generation time (how the
     session felt), kept readable, divided by the speed."""
-    recorded = record.timings.get("total_s") if isinstance(record.timings, dict) else None
-    seconds = recorded if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and recorded > 0 else DEFAULT_TURN_S
-    return min(MAX_TURN_S, max(MIN_TURN_S, float(seconds))) / max(speed, 1e-3)
+    seconds = record.timing("total_s") or DEFAULT_TURN_S
+    return min(MAX_TURN_S, max(MIN_TURN_S, seconds)) / max(speed, 1e-3)
 
 
 @dataclass

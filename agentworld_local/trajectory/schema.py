@@ -118,6 +118,10 @@ class ModelRef:
         )
 
 
+def _model_ref(data: dict[str, Any] | None) -> ModelRef | None:
+    return None if data is None else ModelRef.from_dict(data)
+
+
 @dataclass
 class Header:
     """The first line of a trajectory: everything needed to understand or re-run the session."""
@@ -160,13 +164,12 @@ class Header:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Header:
         _check_type(data, "header")
-        model = _get(data, "model", (dict, NoneT), None)
         return cls(
             schema=_get(data, "schema", (str,)),
             version=_get(data, "version", (int,)),
             awl_version=_get(data, "awl_version", (str,), ""),
             created=_get(data, "created", (str,), ""),
-            model=ModelRef.from_dict(model) if model is not None else None,
+            model=_model_ref(_get(data, "model", (dict, NoneT), None)),
             sampling=_get(data, "sampling", (dict,), dict),
             seed=_get(data, "seed", (int,), 0),
             think=str(_get(data, "think", (str, int), "off")),
@@ -185,6 +188,20 @@ class Header:
             prompt_pack=_get(data, "prompt_pack", (dict, NoneT), None),
             extra=_extra(data, cls),
         )
+
+
+#: Counts and seconds past this are no measurement (and a larger JSON integer overflows a float).
+MAX_STORED_NUMBER = 2**53
+
+
+def stored_number(section: Any, key: str) -> int | float | None:
+    """`section[key]` when it is a number a reader can show: not a boolean, finite, from 0 to
+    MAX_STORED_NUMBER. A hand-edited or damaged file may hold any JSON value there (text, a
+    401-digit integer), and replay, export and the TUI must still show the turn."""
+    value = section.get(key) if isinstance(section, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if 0 <= value <= MAX_STORED_NUMBER else None  # NaN fails both comparisons
 
 
 @dataclass
@@ -218,7 +235,24 @@ class TurnRecord:
     # What the model saw when the conversation outgrew the context (engine/context_window.py):
     # {"omitted_turns": {"first": 2, "last": N}} and, on the turn that cut, "cut" with token counts.
     context: dict[str, Any] | None = None
+    # Set on a resumed session's turns (session/resume_rules.py): the settings this turn ran with
+    # where they differ from the header's ({"max_tokens": 8192, "think": "full", "seed": 9}), and
+    # the model, when another than the header's (`--allow-other-model`).
+    settings: dict[str, Any] | None = None
+    model: ModelRef | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def token_count(self, key: str) -> int | None:
+        """A recorded token count (`generated`, `prompt_total`, ...), or None when it is
+        missing or unusable (see `stored_number`)."""
+        value = stored_number(self.tokens, key)
+        return value if isinstance(value, int) else None
+
+    def timing(self, key: str) -> float | None:
+        """A recorded timing (`total_s`, `tokens_per_s`, ...) as a float, or None when it is
+        missing or unusable (see `stored_number`)."""
+        value = stored_number(self.timings, key)
+        return None if value is None else float(value)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "turn"}
@@ -232,6 +266,10 @@ class TurnRecord:
             out["history_message"] = self.history_message
         if self.context is not None:
             out["context"] = self.context
+        if self.settings:
+            out["settings"] = dict(self.settings)
+        if self.model is not None:
+            out["model"] = self.model.to_dict()
         return out
 
     @classmethod
@@ -255,5 +293,7 @@ class TurnRecord:
             controls_added=_str_list(data, "controls_added"),
             history_message=_get(data, "history_message", (str, NoneT), None),
             context=_get(data, "context", (dict, NoneT), None),
+            settings=_get(data, "settings", (dict, NoneT), None),
+            model=_model_ref(_get(data, "model", (dict, NoneT), None)),
             extra=_extra(data, cls),
         )

@@ -164,8 +164,8 @@ class SessionScreen(Screen[None]):
         speed = None
         used = None
         if last is not None:
-            used = (last.tokens.get("prompt_total") or 0) + (last.tokens.get("generated") or 0)
-            speed = last.timings.get("tokens_per_s")
+            used = (last.token_count("prompt_total") or 0) + (last.token_count("generated") or 0)
+            speed = last.timing("tokens_per_s")
         if live is not None:
             speed = live.chunks / live.elapsed_s if live.elapsed_s > 0 else None
         busy = {"turn": "generating… (esc cancels)", "files": "listing files…"}.get(self.busy, "")

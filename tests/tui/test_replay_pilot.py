@@ -170,3 +170,39 @@ async def test_without_a_browser_the_page_file_is_named_instead(monkeypatch):
         written = Path(notes[0].split("written to ")[1].split(";")[0])
         assert "turn 1: click 72" in written.read_text(encoding="utf-8")
     assert not written.exists()
+
+
+async def test_a_file_with_unusable_numbers_plays_to_the_end(tmp_path):
+    """A 401-digit integer in a turn's timings crashed the replay screen (issue 15)."""
+    from tests.unit.test_trajectory_faults import HOSTILE_NUMBERS, write_hostile_numbers
+
+    path = tmp_path / "numbers.jsonl"
+    write_hostile_numbers(path)
+    last = len(HOSTILE_NUMBERS)
+    async with ReplayApp(read_trajectory(path)).run_test(size=(120, 40)) as pilot:
+        await pilot.press("space")
+        for _ in range(last):
+            pilot.app.screen.beat()  # each beat shows a turn and schedules the next by its recorded time
+        await pilot.pause()
+        assert f"turn {last}/{last}" in shown(pilot.app, "#replay-status")
+        assert f"echo {last}" in screen_text(pilot.app)
+        assert pilot.app.return_code in (None, 0)
+
+
+def test_a_crash_inside_the_replay_screen_is_not_a_success(tmp_path, monkeypatch):
+    """Textual reports an exception in the app through `return_code`; `awl replay` exited 0."""
+    import functools
+    import sys
+
+    from textual.app import App
+
+    from agentworld_local.cli.main import main
+
+    def crash(self) -> None:
+        raise RuntimeError("a defect in the screen")
+
+    monkeypatch.setattr(ReplayScreen, "_show", crash)
+    monkeypatch.setattr(ReplayApp, "run", functools.partialmethod(App.run, headless=True, size=(120, 40)))
+    for stream in (sys.stdin, sys.stdout):
+        monkeypatch.setattr(stream, "isatty", lambda: True)
+    assert main(["replay", str(pick_example("terminal").path)]) == 1

@@ -26,6 +26,9 @@ from agentworld_local.trajectory import (
 from agentworld_local.trajectory import writer as writer_module
 from agentworld_local.agentworldbench.export import ExportPlan, trajectory_to_rows
 from agentworld_local.cli.replay_plain import replay
+from agentworld_local.trajectory.asciicast import asciicast_text
+from agentworld_local.trajectory.replay import DEFAULT_TURN_S, turn_pause, turn_stats
+from tests.cli.helpers import awl
 from tests.unit.test_trajectory import make_header, make_turn, write_linear
 
 UTC_FORM = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -331,3 +334,57 @@ def test_reader_errors_are_awl_errors(tmp_path):
     path.write_bytes(json.dumps(Header().to_dict() | {"seed": "x"}).encode() + b"\n")
     with pytest.raises(TrajectoryError, match=r"header \(line 1\) is damaged \(field 'seed'"):
         read_trajectory(path)
+
+
+# --- stored numbers are read defensively (issue 15) ---------------------------------------------
+
+#: Legal JSON a hand-edited or damaged file may hold where a turn records its numbers:
+#: an integer past float range, text, a negative, Python's Infinity/NaN, a boolean.
+HOSTILE_NUMBERS = ["1" + "0" * 400, '"fast"', "-5", "Infinity", "NaN", "true", "1e400"]
+
+
+def write_hostile_numbers(path) -> None:
+    """A terminal session whose turns record unusable `tokens` and `timings` values."""
+    lines = [json.dumps(make_header(domain="terminal").to_dict())]
+    for n, bad in enumerate(HOSTILE_NUMBERS, start=1):
+        turn = make_turn(f"echo {n}", f"{n}\nuser@box:~$ ", parent=n - 1 or None).to_dict() | {"id": n, "turn": n}
+        numbers = {key: "@" for key in ("prompt_total", "thinking", "generated")}
+        timings = {key: "@" for key in ("total_s", "tokens_per_s")}
+        text = json.dumps(turn | {"tokens": numbers, "timings": timings})
+        lines.append(text.replace('"@"', bad))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_numbers_no_reader_can_use_are_left_out_of_replay_and_export(tmp_path):
+    """A legal 401-digit integer in `timings` crashed replay and the asciicast export."""
+    path = tmp_path / "s.jsonl"
+    write_hostile_numbers(path)
+    traj = read_trajectory(path)
+    assert len(traj.current_branch()) == len(HOSTILE_NUMBERS) and not traj.warnings
+    for record in traj.current_branch():
+        assert record.token_count("generated") is None and record.timing("total_s") is None
+        assert turn_stats(record) == ""
+        assert turn_pause(record) == DEFAULT_TURN_S and turn_pause(record, speed=2.0) == DEFAULT_TURN_S / 2
+    cast = asciicast_text(traj).splitlines()
+    assert len(cast) > len(HOSTILE_NUMBERS) and all(json.loads(line) for line in cast)
+    buffer = io.StringIO()
+    replay(traj, Console(file=buffer, width=100), plain=True, show_thinking=False)
+    assert "echo 7" in buffer.getvalue()
+
+
+def test_usable_numbers_are_still_shown():
+    turn = make_turn("ls", "a")
+    turn.tokens |= {"generated": 2**53}
+    assert turn_stats(turn) == f"prompt 50 tok · thinking 3 tok · generated {2**53} tok · 0.3 s · 35.0 tok/s"
+    turn.tokens["generated"], turn.timings["total_s"] = 2**53 + 1, 0
+    assert turn.token_count("generated") is None and turn.timing("total_s") == 0.0
+
+
+@pytest.mark.parametrize("command", [["replay", "--plain"], ["export", "--format", "asciicast"]])
+def test_awl_replay_and_export_show_a_file_with_unusable_numbers(tmp_path, command):
+    path = tmp_path / "s.jsonl"
+    write_hostile_numbers(path)
+    name, *options = command
+    result = awl(name, str(path), *options, home=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "echo 7" in result.stdout
