@@ -152,8 +152,7 @@ def bench_predict(
     from agentworld_local.cli.run import load_backend, say_model_limits
 
     budget = ThinkBudget.parse(think) if think is not None else BENCH_THINK
-    check_sampling(max_tokens=max_tokens, temperature=temperature)
-    _check_nucleus(top_p, top_k)
+    check_sampling(max_tokens=max_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
     check_ctx_value(ctx)
     threads = check_threads(threads)
     all_rows = read_bench_rows(file)
@@ -206,13 +205,6 @@ def model_label(spec: str) -> str:
     if spec.startswith(SCRIPTED):
         return f"{SCRIPTED}{Path(spec[len(SCRIPTED):]).name}"
     return resolve_model(spec).name
-
-
-def _check_nucleus(top_p: float, top_k: int) -> None:
-    if not 0 < top_p <= 1:  # also refuses NaN
-        raise InputError(f"--top-p {top_p} is not allowed: it must be above 0 and at most 1.", "Use e.g. `--top-p 0.95` (the model card's value).")
-    if top_k < 0:
-        raise InputError(f"--top-k {top_k} is not allowed: it must be 0 (no limit) or more.", "Use e.g. `--top-k 20` (the model card's value).")
 
 
 def _duration(seconds: float | None) -> str:

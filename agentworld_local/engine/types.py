@@ -58,7 +58,7 @@ class ThinkBudget:
             return cls("off")
         if text in ("full", "unlimited", "on"):
             return cls("full")
-        if text.isdigit():
+        if text.isascii() and text.isdigit() and len(text) <= 9:  # int() takes `²` and 5,000 digits badly
             return cls("budget", int(text))
         raise InputError(
             f"Invalid thinking budget `{value}`.",

@@ -23,6 +23,7 @@ from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.scenarios.schema import Scenario
+from agentworld_local.session.sampling import check_sampling
 
 #: The domain of a session that names neither a domain nor a scenario.
 DEFAULT_DOMAIN = "terminal"
@@ -114,19 +115,6 @@ class SessionSpec:
                 raise
             settings.system_prompt = compose_system_prompt(text, world=settings.world_description)
         return ResolvedSpec(domain=domain, settings=settings, scenario=chosen, prompts_from_config=from_config)
-
-
-def check_sampling(*, max_tokens: int, temperature: float) -> None:
-    if max_tokens < 1:
-        raise InputError(
-            f"--max-tokens {max_tokens} leaves no room for an observation.",
-            f"Give a positive number, e.g. `--max-tokens {DEFAULT_MAX_TOKENS}` (the default).",
-        )
-    if not temperature >= 0:  # also refuses NaN
-        raise InputError(
-            f"--temperature {temperature} is not allowed: it must be 0 (greedy) or more.",
-            f"Use e.g. `--temperature {DEFAULT_TEMPERATURE}` (the model card's value).",
-        )
 
 
 def check_text(name: str, value: str | None) -> None:

@@ -96,3 +96,46 @@ def test_each_mistake_is_one_input_error_with_a_hint(spec, message):
 def test_a_tool_list_for_a_domain_without_tools_is_refused():
     with pytest.raises(InputError, match="takes no tool definitions"):
         SessionSpec(domain="terminal", tools=[{"name": "x", "description": "", "parameters": {}}]).resolve()
+
+
+# -- one set of sampling rules: the options' and a saved header's (issue 15) -------------------
+
+BAD_SAMPLING = [
+    ("temperature", "hot", "'hot' is not a number"),
+    ("temperature", -1, "-1 is not allowed: it must be 0 (greedy) or more"),
+    ("temperature", float("inf"), "inf is out of range"),
+    ("max_tokens", -1, "-1 leaves no room for an observation"),
+    ("max_tokens", 2.5, "2.5 is not a whole number"),
+    ("max_tokens", True, "True is not a whole number"),
+    ("top_p", 0, "0 is not allowed: it must be above 0 and at most 1"),
+    ("top_k", 10**40, "is out of range"),
+    ("min_p", 2, "2 is not allowed: it must be from 0 to 1"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "said"), BAD_SAMPLING)
+def test_a_bad_sampling_option_and_the_same_value_in_a_header_are_refused_alike(key, value, said):
+    from agentworld_local.errors import TrajectoryError
+    from agentworld_local.session.sampling import check_sampling, option_name, saved_settings
+
+    with pytest.raises(InputError) as option:
+        check_sampling(**{key: value})
+    assert option.value.message.startswith(f"{option_name(key)} ") and said in option.value.message
+    with pytest.raises(TrajectoryError) as header:
+        saved_settings({"temperature": 0.6, key: value}, "off")
+    assert f"`sampling.{key}` " in header.value.message and said in header.value.message
+    assert "line 1" in header.value.hint
+
+
+def test_a_header_with_good_or_missing_settings_gives_them():
+    from agentworld_local.session.sampling import saved_settings
+
+    sampling, think = saved_settings({"temperature": 0, "max_tokens": 64}, "512")
+    assert (sampling.temperature, sampling.max_tokens, sampling.top_k) == (0, 64, defaults.DEFAULT_TOP_K)
+    assert think.tokens == 512
+
+
+@pytest.mark.parametrize("think", ["²", "9" * 5000, "-3"])
+def test_a_thinking_budget_that_is_not_plain_digits_is_an_input_error(think):
+    with pytest.raises(InputError, match="Invalid thinking budget"):
+        SessionSpec(think=think).check()
