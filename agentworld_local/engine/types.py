@@ -122,3 +122,7 @@ class ModelInfo:
     chat_template_source: str  # "gguf", or "fallback" when the file carries no template
     #: The chat template handles thinking (`<think>` or `enable_thinking`): `--think` has an effect.
     template_thinks: bool = False
+    #: What produces the answers: "llama.cpp" in this process, "openai" (a remote server), "scripted".
+    backend: str = "llama.cpp"
+    #: A remote server's API root, without credentials (None in this process).
+    endpoint: str | None = None

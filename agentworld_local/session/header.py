@@ -21,6 +21,8 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
             sha256=info.sha256,
             sha256_scope=info.sha256_scope,
             architecture=info.architecture,
+            # A remote model: which kind of server and where (the key is never recorded).
+            extra={"backend": info.backend, "endpoint": info.endpoint} if getattr(info, "endpoint", None) else {},
         ),
         sampling=settings.sampling.to_dict(),
         seed=settings.seed,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.defaults import DEFAULT_CTX, MIN_CTX
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.errors import InputError
 
@@ -27,16 +28,25 @@ def _ignore(text: str) -> None:
 
 
 def load_backend(
-    model: str, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
+    model: str | None, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
+    remote: RemoteOptions | None = None,
 ) -> Any:
-    """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`.
+    """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or, with
+    `remote`, the model an OpenAI-compatible server serves (`model` is then None).
 
     The context is checked against the model and this machine before the load (a refusal
-    costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded.
+    costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
+    only for a server.
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
+    if remote is not None:
+        from agentworld_local.engine.remote.backend import OpenAIBackend
+
+        return OpenAIBackend(remote, n_ctx=ctx, notice=notice)
+    if not model:
+        raise InputError("No model given.", "Add `--model PATH/TO/model.gguf`, or `--backend openai --base-url URL --api-model NAME`.")
     if model.startswith(SCRIPTED):
         from agentworld_local.engine.scripted import ScriptedBackend
 

@@ -28,6 +28,7 @@ CONTRACTS = {contract["id"]: contract for contract in CONFIG["contracts"]}
 CORE_CONTRACT = "The core never imports a face (cli, tui, serve) or a UI library"
 LAYERS_CONTRACT = "Layers: faces > session"
 LLAMA_CONTRACT = "Only engine/llama imports llama_cpp"
+OPENAI_CONTRACT = "Only engine/remote imports openai"
 TRAJECTORY_CONTRACT = "trajectory imports neither models.hub nor domains"
 VIEWS_CONTRACT = "views does not import testing"
 
@@ -98,6 +99,7 @@ BREACHES = [
     ("session/loading.py", "import llama_cpp", LLAMA_CONTRACT),
     ("engine/world.py", "import llama_cpp", LLAMA_CONTRACT),
     ("cli/doctor.py", "import llama_cpp", LLAMA_CONTRACT),
+    ("agentworldbench/predict.py", "import openai", OPENAI_CONTRACT),
     ("trajectory/reader.py", "import agentworld_local.models.hub", TRAJECTORY_CONTRACT),
     ("trajectory/writer.py", "import agentworld_local.domains", TRAJECTORY_CONTRACT),
     ("views/web_page.py", "import agentworld_local.testing", VIEWS_CONTRACT),

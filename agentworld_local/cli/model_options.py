@@ -1,0 +1,73 @@
+"""The options that choose a remote model, said once for every command that loads a model
+(`run`, `play`, `demo`, `bench predict`): `@remote_model_options` adds them to a command and
+hands it one `remote` argument, a RemoteOptions (None for a local model)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from agentworld_local.engine.remote.options import BACKENDS, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, LOCAL, OPENAI, RemoteOptions
+from agentworld_local.errors import InputError
+
+_OPTIONS = (
+    ("backend", str, typer.Option(LOCAL, "--backend", help=f"Where the model runs: `{LOCAL}` (a GGUF in this process, --model) or `{OPENAI}` (an OpenAI-compatible server: vLLM, SGLang, llama-server; --base-url and --api-model).")),
+    ("base_url", str, typer.Option(None, "--base-url", help="With --backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1.", show_default=False)),
+    ("api_model", str, typer.Option(None, "--api-model", help="With --backend openai: the served model's name (as the server's /v1/models lists it).", show_default=False)),
+    ("api_key_env", str, typer.Option(None, "--api-key-env", help="With --backend openai: the environment variable that holds the API key (default: OPENAI_API_KEY if set; local servers need none). The key itself is never written anywhere.", show_default=False)),
+    ("timeout", float, typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="With --backend openai: seconds to wait for the server to connect or send the next piece of an answer.")),
+    ("retries", int, typer.Option(DEFAULT_RETRIES, "--retries", help="With --backend openai: retries with backoff after a connection error, 429 or 5xx.")),
+)
+_NAMES = tuple(name for name, _, _ in _OPTIONS)
+
+
+def remote_options(*, model: str | None, backend: str, base_url: str | None, api_model: str | None,
+                   api_key_env: str | None, timeout: float, retries: int) -> RemoteOptions | None:
+    """The remote options the command line asks for, or None for a local model; InputError
+    for a combination that cannot work (said before anything loads)."""
+    if backend not in BACKENDS:
+        raise InputError(f"Unknown --backend `{backend}`.", f"Use `--backend {LOCAL}` (a GGUF here) or `--backend {OPENAI}` (a server).")
+    if backend == LOCAL:
+        given = [flag for flag, value in (("--base-url", base_url), ("--api-model", api_model), ("--api-key-env", api_key_env)) if value]
+        if given:
+            raise InputError(f"{given[0]} is for a model on a server.", f"Add `--backend {OPENAI}`, or drop {given[0]}.")
+        return None
+    if model:
+        raise InputError(f"--model names a local GGUF; with --backend {OPENAI} the server's model is --api-model.",
+                         f"Drop --model and use `--api-model NAME`.")
+    missing = [flag for flag, value in (("--base-url", base_url), ("--api-model", api_model)) if not value]
+    if missing:
+        raise InputError(f"--backend {OPENAI} needs {' and '.join(missing)}.",
+                         "E.g. `--backend openai --base-url http://127.0.0.1:8000/v1 --api-model Qwen/Qwen-AgentWorld-35B-A3B`.")
+    return RemoteOptions(base_url=base_url or "", api_model=api_model or "", api_key_env=api_key_env,
+                         timeout_s=timeout, retries=retries)
+
+
+def remote_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the remote-model options to `command`, which takes `remote: RemoteOptions | None`
+    (and reads `model`, when it has one, to refuse --model with a server)."""
+    signature = inspect.signature(command)
+    kept = [p for p in signature.parameters.values() if p.name != "remote"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+             for name, kind, option in _OPTIONS]
+    kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else p for p in kept]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in _NAMES}
+        kwargs["remote"] = remote_options(model=kwargs.get("model"), **values)
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    return wrapper
+
+
+def model_or_server(model: str | None, remote: RemoteOptions | None, command: str) -> None:
+    """A command that must load something: refuse one with neither a model nor a server."""
+    if model is None and remote is None:
+        raise InputError(f"awl {command} needs a model.",
+                         "Add `--model PATH/TO/model.gguf`, or `--backend openai --base-url URL --api-model NAME` for a server.")

@@ -1,0 +1,275 @@
+"""OpenAIBackend: the Backend protocol over any OpenAI-compatible chat endpoint.
+
+The messages are the ones the local backend renders (the official layout); the server's
+own chat template renders them. Thinking comes from the server's reasoning field or from
+`<think>` in the text (stream.py). A thinking budget is a stop and a continuation: when it
+is spent the stream is closed and a second request continues the same assistant message
+after a closing `</think>` (`continue_final_message`, which vLLM and SGLang accept); a
+server that refuses that is named in one error line. Cancel closes the HTTP stream at
+once, from a watcher thread, so a server busy thinking stops streaming to us.
+
+Undo, fork and regenerate need nothing here: every request carries the whole
+conversation, and the server's prefix cache decides what it evaluates again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import openai
+
+from agentworld_local.contract.parse import THINK_OPEN
+from agentworld_local.defaults import DEFAULT_CTX
+from agentworld_local.engine.guard import EitherEvent, GenerationGuard
+from agentworld_local.engine.remote.client import describe_error, is_context_overflow, make_client, server_facts
+from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.stream import AnswerStream
+from agentworld_local.engine.thinking import FORCED_THINK_END
+from agentworld_local.engine.types import (
+    GenerationDone,
+    GenerationEvent,
+    GenerationStats,
+    ModelInfo,
+    SamplingConfig,
+    ThinkBudget,
+)
+from agentworld_local.errors import GenerationError, ModelError
+
+BACKEND_NAME = "openai"
+#: How often the watcher looks at the cancel flag (a close takes at most this long to start).
+_WATCH_S = 0.02
+#: Tokens a continuation may add beyond the answer's own cap (the closing tags).
+_SLACK_TOKENS = 16
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> int:
+    """About 3.5 characters a token plus each message's framing: the server has the real
+    tokenizer, so this errs long (the World trims a little early rather than overflow)."""
+    return sum(6 + int(len(m.get("content", "")) / 3.5) for m in messages) + 4
+
+
+class OpenAIBackend:
+    """A model behind an OpenAI-compatible server (vLLM, SGLang, llama-server, ...)."""
+
+    def __init__(self, options: RemoteOptions, *, n_ctx: int | None = None,
+                 notice: Callable[[str], None] | None = None) -> None:
+        """Connect and check the model is served (ModelError naming the served ones if not).
+
+        `n_ctx`: the context to plan with when the server does not report one (an explicit
+        one larger than the server's is lowered to it, with a notice).
+        """
+        self.options = options
+        self.notices: list[str] = []
+        self._notice_sink = notice
+        self._client = make_client(options)
+        self.facts = server_facts(self._client, options)
+        if self.facts.models and options.api_model not in self.facts.models:
+            served = self.facts.models
+            raise ModelError(
+                f"The server at {options.endpoint} does not serve the model `{options.api_model}`; "
+                f"it serves: {', '.join(served[:10])}{', ...' if len(served) > 10 else ''}.",
+                f"Use `--api-model {served[0]}`.",
+            )
+        context = n_ctx or self.facts.n_ctx or DEFAULT_CTX
+        if n_ctx and self.facts.n_ctx and n_ctx > self.facts.n_ctx:
+            self._notice(f"The server's context is {self.facts.n_ctx:,} tokens; using that, not --ctx {n_ctx:,}.")
+            context = self.facts.n_ctx
+        self.info = ModelInfo(
+            name=options.api_model, path=None, architecture=None, file_size=None, sha256=None,
+            sha256_scope="none", n_ctx=context, gpu_layers=0, chat_template_source="server",
+            template_thinks=True, backend=BACKEND_NAME, endpoint=options.endpoint,
+        )
+        self._guard = GenerationGuard()
+        self._closed = threading.Event()
+        self._server_separates = False  # learnt from the first answer that carries a reasoning field
+
+    def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        if self._notice_sink is not None:
+            self._notice_sink(text)
+
+    @property
+    def parallel(self) -> int | None:
+        """Requests the server says it decodes at once (None when it does not say)."""
+        return self.facts.parallel
+
+    # -- the Backend protocol -------------------------------------------------------
+
+    def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
+        return estimate_tokens(messages)
+
+    def generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[GenerationEvent]:
+        if self._closed.is_set():
+            raise GenerationError("The connection to the server was closed.", "Load the model again to run another turn.")
+        with self._guard.hold():
+            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+            yield from self._generate(messages, sampling, think, seed, stop)
+
+    def close(self) -> None:
+        """Stop a generation in flight (its stream closes) and release the connections."""
+        self._closed.set()
+        self._guard.wait_idle(5.0)
+        self._client.close()
+
+    # -- one answer -----------------------------------------------------------------
+
+    def _request(self, messages: list[dict[str, str]], sampling: SamplingConfig, think: ThinkBudget,
+                 seed: int, *, max_tokens: int | None, continuing: bool = False) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "top_k": sampling.top_k, "min_p": sampling.min_p,
+            # Qwen3.5-family templates turn thinking off with this flag (vLLM, SGLang, llama-server).
+            "chat_template_kwargs": {"enable_thinking": think.mode != "off"},
+        }
+        if continuing:
+            extra.update(continue_final_message=True, add_generation_prompt=False)
+        request: dict[str, Any] = dict(
+            model=self.options.api_model, messages=messages, stream=True, temperature=sampling.temperature,
+            top_p=sampling.top_p, seed=seed, stream_options={"include_usage": True}, extra_body=extra,
+        )
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        return request
+
+    def _max_tokens(self, sampling: SamplingConfig, think: ThinkBudget) -> int | None:
+        """The server-side cap: the answer rules end the turn themselves, this only bounds a
+        runaway; with thinking left to the model, only the context bounds it."""
+        if sampling.max_tokens_counts_thinking:
+            return sampling.max_tokens
+        if think.mode == "off":
+            return sampling.max_tokens + _SLACK_TOKENS
+        if think.mode == "budget":
+            return (think.tokens or 0) + sampling.max_tokens + _SLACK_TOKENS
+        return None
+
+    def _generate(self, messages: list[dict[str, str]], sampling: SamplingConfig, think: ThinkBudget,
+                  seed: int, cancel: Any) -> Iterator[GenerationEvent]:
+        started = time.perf_counter()
+        stats = GenerationStats(prompt_tokens_total=estimate_tokens(messages))
+        stats.prompt_tokens_evaluated = stats.prompt_tokens_total
+        answer = AnswerStream(think=think, sampling=sampling, stats=stats, server_separates=self._server_separates)
+        request = self._request(messages, sampling, think, seed, max_tokens=self._max_tokens(sampling, think))
+        finish = yield from self._stream(request, answer, stats, cancel)
+        if finish == "budget":
+            yield from answer.end_thinking()
+            assistant = {"role": "assistant", "content": THINK_OPEN + "\n" + answer.thinking_text + FORCED_THINK_END}
+            request = self._request([*messages, assistant], sampling, think, seed,
+                                    max_tokens=sampling.max_tokens + _SLACK_TOKENS, continuing=True)
+            finish = yield from self._stream(request, answer, stats, cancel, continuation=True)
+        self._server_separates = answer.server_separates
+        yield from answer.finish(finish)
+        stats.finish = finish
+        stats.prompt_s = stats.prompt_s or (time.perf_counter() - started)
+        stats.generate_s = max(time.perf_counter() - started - stats.prompt_s, 1e-6)
+        yield GenerationDone(raw_output=answer.raw, think_open=answer.think_open, stats=stats)
+
+    def _stream(self, request: dict[str, Any], answer: AnswerStream, stats: GenerationStats, cancel: Any,
+                *, continuation: bool = False) -> Iterator[GenerationEvent]:
+        """Stream one request into `answer`; returns how it ended: stop, length, cancelled,
+        repetition, or budget (the thinking budget is spent: a continuation follows)."""
+        if cancel.is_set():
+            return "cancelled"
+        started = time.perf_counter()
+        try:
+            stream = self._client.chat.completions.create(**request)
+        except openai.BadRequestError as error:
+            if continuation and not is_context_overflow(error):
+                raise GenerationError(
+                    f"The server at {self.options.endpoint} refuses to continue an answer "
+                    f"({error.status_code}), so the thinking budget cannot be honoured there.",
+                    "Use `--think full` (the model decides) or `--think off` with this server.",
+                ) from None
+            raise describe_error(error, self.options, models=self.facts.models) from None
+        except openai.OpenAIError as error:
+            raise describe_error(error, self.options, models=self.facts.models) from None
+        finish = "stop"
+        first = True
+        with _closed_on(cancel, stream):
+            try:
+                for chunk in stream:
+                    if first and not continuation:
+                        stats.prompt_s = time.perf_counter() - started
+                    first = False
+                    _count_usage(chunk, stats, continuation)
+                    for choice in chunk.choices[:1]:
+                        yield from self._take(choice.delta, answer)
+                        if choice.finish_reason:
+                            finish = "length" if choice.finish_reason == "length" else "stop"
+                        rules = answer.rules
+                        if rules is not None and rules.finish:
+                            return rules.finish
+                        if rules is not None and rules.budget_spent and not continuation:
+                            return "budget"
+            except Exception as error:  # noqa: BLE001 - the transport's errors vary; each becomes one line
+                if cancel.is_set():
+                    return "cancelled"
+                raise self._broken(error) from None
+        return "cancelled" if cancel.is_set() else finish
+
+    def _take(self, delta: Any, answer: AnswerStream) -> Iterator[GenerationEvent]:
+        extra = getattr(delta, "model_extra", None) or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            yield from answer.thinking(reasoning)
+        if delta.content:
+            yield from answer.text(delta.content)
+
+    def _broken(self, error: Exception) -> GenerationError:
+        """The stream failed after it began (the server died, the network dropped)."""
+        if isinstance(error, openai.OpenAIError):
+            described = describe_error(error, self.options, models=self.facts.models)
+            return GenerationError(described.message, described.hint)
+        cause = " ".join(str(error).split())[:200] or type(error).__name__
+        timed_out = "timeout" in type(error).__name__.lower() or "timed out" in cause.lower()
+        what = f"sent nothing for {self.options.timeout_s:g} seconds" if timed_out else f"stopped mid-answer ({cause})"
+        return GenerationError(
+            f"The server at {self.options.endpoint} {what}; this turn was not saved.",
+            "Check that the server is still running, then send the action again.",
+        )
+
+
+def _count_usage(chunk: Any, stats: GenerationStats, continuation: bool) -> None:
+    """The server's own counts, when it sends them (`stream_options.include_usage`)."""
+    usage = getattr(chunk, "usage", None)
+    if usage is None:
+        return
+    if not continuation and usage.prompt_tokens:
+        stats.prompt_tokens_total = usage.prompt_tokens
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) or 0
+        stats.prompt_tokens_evaluated = max(usage.prompt_tokens - cached, 0)
+
+
+@contextlib.contextmanager
+def _closed_on(cancel: Any, stream: Any) -> Iterator[None]:
+    """Close `stream` as soon as `cancel` is set (a read blocked on the socket then ends),
+    and always when the block ends (an early stop frees the server's slot)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(_WATCH_S):
+            if cancel.is_set():
+                with contextlib.suppress(Exception):
+                    stream.close()
+                return
+
+    watcher = threading.Thread(target=watch, name="awl-remote-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        with contextlib.suppress(Exception):
+            stream.close()
+        watcher.join(1.0)

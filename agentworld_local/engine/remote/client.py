@@ -1,0 +1,165 @@
+"""The official `openai` client for one server: creating it, what the server says about
+itself, and each failure as one AwlError that names the next step."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.errors import AwlError, GenerationError, ModelError
+
+#: How servers word a prompt longer than their context (llama-cpp-python, vLLM, SGLang, llama-server).
+_CONTEXT_OVERFLOW = re.compile(
+    r"context (length|window|size)|maximum context|exceeds? the (available )?context|too many tokens", re.IGNORECASE
+)
+_PROBE_TIMEOUT_S = 5.0
+#: A server's error text is shown, not trusted: long ones are cut.
+_SHOWN_CHARS = 300
+
+
+def make_client(options: RemoteOptions) -> openai.OpenAI:
+    """Retries with exponential backoff (the client's own) on connection errors, 408, 409, 429, 5xx."""
+    return openai.OpenAI(
+        base_url=options.base_url, api_key=options.api_key(), timeout=options.timeout_s, max_retries=options.retries
+    )
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What the server tells about itself; None where it does not say."""
+
+    models: list[str]
+    #: Context size of the served model (vLLM `max_model_len`, llama-server and SGLang props).
+    n_ctx: int | None
+    #: Requests it decodes at once (llama-server slots, SGLang's running-request limit).
+    parallel: int | None
+
+
+def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
+    """The served models (AwlError when the server cannot be reached or refuses the key),
+    then the optional facts of the known server types, each probe allowed to fail."""
+    try:
+        entries = list(client.models.list())
+    except openai.NotFoundError:
+        entries = []  # a server without /models (some proxies): the first turn will tell
+    except openai.OpenAIError as error:
+        raise describe_error(error, options) from None
+    models = [entry.id for entry in entries]
+    n_ctx = parallel = None
+    for entry in entries:
+        if entry.id == options.api_model:
+            extra = entry.model_extra or {}
+            n_ctx = _positive(extra.get("max_model_len")) or _positive((extra.get("meta") or {}).get("n_ctx_train"))
+    props = _get_json(options, "/props") or {}  # llama-server
+    settings = props.get("default_generation_settings") or {}
+    n_ctx = n_ctx or _positive(settings.get("n_ctx"))
+    parallel = _positive(props.get("total_slots"))
+    if n_ctx is None or parallel is None:
+        info = _get_json(options, "/get_server_info") or {}  # SGLang
+        n_ctx = n_ctx or _positive(info.get("context_length"))
+        parallel = parallel or _positive(info.get("max_running_requests"))
+    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel)
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _get_json(options: RemoteOptions, path: str) -> dict[str, Any] | None:
+    """GET `path` at the server's root (beside /v1), or None: these probes only add facts."""
+    parts = urlsplit(options.base_url)
+    root = re.sub(r"/v\d+/?$", "", parts.path.rstrip("/"))
+    url = urlunsplit((parts.scheme, parts.netloc, root + path, "", ""))
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {options.api_key()}"})
+    try:
+        with urllib.request.urlopen(request, timeout=_PROBE_TIMEOUT_S) as response:  # noqa: S310 - the user's server
+            data = json.loads(response.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def server_said(error: openai.APIStatusError) -> str:
+    body = error.body
+    text = ""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = str(inner.get("message") or inner.get("detail") or "") if isinstance(inner, dict) else str(inner)
+    text = " ".join((text or error.message or "").split())
+    return text[:_SHOWN_CHARS] + ("..." if len(text) > _SHOWN_CHARS else "")
+
+
+def is_context_overflow(error: openai.APIStatusError) -> bool:
+    return error.status_code in (400, 413, 422) and bool(_CONTEXT_OVERFLOW.search(server_said(error)))
+
+
+def describe_error(error: Exception, options: RemoteOptions, *, models: list[str] | None = None) -> AwlError:
+    """One AwlError for an `openai` failure: what happened at which endpoint, and what to do."""
+    where = f"The server at {options.endpoint}"
+    key_env = options.api_key_env or "OPENAI_API_KEY"
+    if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return ModelError(
+            f"{where} refused the API key ({error.status_code}: {server_said(error)}).",
+            f"Put the right key in the environment variable {key_env} (or name another with --api-key-env).",
+        )
+    if isinstance(error, openai.NotFoundError):
+        served = models if models is not None else _models_or_none(options)
+        if served:
+            listed = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+            return ModelError(
+                f"{where} does not serve the model `{options.api_model}`; it serves: {listed}.",
+                f"Use `--api-model {served[0]}`.",
+            )
+        return ModelError(
+            f"{where} answered 404 (not found) for the chat endpoint ({server_said(error)}).",
+            "Check --base-url: it is the API root, usually ending in /v1 (e.g. http://127.0.0.1:8000/v1).",
+        )
+    if isinstance(error, openai.APIStatusError) and is_context_overflow(error):
+        return GenerationError(
+            f"The conversation is longer than the context of the model at {options.endpoint} ({server_said(error)}).",
+            "Serve the model with a larger context (vLLM --max-model-len, SGLang --context-length, llama-server -c), "
+            "or fork the session at an earlier turn.",
+        )
+    if isinstance(error, openai.RateLimitError):
+        return GenerationError(
+            f"{where} is still busy (429) after {options.retries} retries ({server_said(error)}).",
+            "Wait a little and run the same command again, or send fewer requests at once (--concurrency).",
+        )
+    if isinstance(error, openai.APIStatusError):
+        again = f" after {options.retries} retries" if error.status_code >= 500 else ""
+        return GenerationError(
+            f"{where} failed with HTTP {error.status_code}{again} ({server_said(error)}).",
+            "Check the server's log; then run the same command again.",
+        )
+    if isinstance(error, openai.APITimeoutError):
+        return GenerationError(
+            f"{where} did not answer within {options.timeout_s:g} seconds.",
+            "Give it longer with --timeout, or check that it is not overloaded.",
+        )
+    if isinstance(error, openai.APIConnectionError):
+        return GenerationError(
+            f"Cannot reach the server at {options.endpoint} ({_cause(error)}).",
+            "Check that the server is running and that --base-url is right, then try again.",
+        )
+    return GenerationError(f"{where} failed: {_cause(error)}.", "Check the server's log; then try again.")
+
+
+def _models_or_none(options: RemoteOptions) -> list[str] | None:
+    try:
+        return [entry.id for entry in make_client(options).models.list()]
+    except (openai.OpenAIError, AwlError):
+        return None
+
+
+def _cause(error: BaseException) -> str:
+    """The innermost cause's words (the client wraps transport errors)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return " ".join(str(error).split())[:_SHOWN_CHARS] or type(error).__name__
