@@ -38,3 +38,8 @@ def sessions_dir() -> Path:
 def package_assets() -> Path:
     """Bundled assets (scenarios, example sessions) inside the installed package."""
     return Path(__file__).parent / "assets"
+
+
+def action_history_file() -> Path:
+    """The actions typed at `awl run`'s prompt, for up/down recall in the next session."""
+    return data_dir() / "action_history"

@@ -10,9 +10,10 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from agentworld_local.cli.action_prompt import PROMPT, ActionPrompt
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.main import app
@@ -45,6 +46,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import read_text
+from agentworld_local.paths import action_history_file
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.session import events
 from agentworld_local.session.core import Session, Shield, domain_from_header
@@ -55,19 +57,31 @@ from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
 
-def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool) -> Any:
+def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
+                 console: Console | None = None) -> Any:
     """Load the model (session/loading.py) with a progress bar and its notices on stderr.
 
     `quiet` (--json, or no terminal): no progress bar; notices are still said on stderr.
+    The bar pulses (with the time so far) while the file is read and planned: llama.cpp only
+    reports progress while it places the weights, which with mmap is the last moment of a
+    load. Notices go through the bar's own console, so each starts on a line of its own.
     """
-    console = Console(stderr=True)
-    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, notice=say_notice)
+    console = console or Console(stderr=True)
+    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose)
     if quiet or not console.is_terminal or model.startswith(SCRIPTED):
-        return load_session_backend(model, **options)
-    columns = (TextColumn("loading {task.description}"), BarColumn(), TaskProgressColumn())
+        return load_session_backend(model, notice=say_notice, **options)
+    columns = (TextColumn("loading {task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(model_label(model), total=1.0)
-        return load_session_backend(model, progress=lambda value: progress.update(task, completed=value), **options)
+        task = progress.add_task(model_label(model), total=None)  # a pulse until llama.cpp says how far
+
+        def advance(fraction: float) -> None:
+            progress.update(task, total=1.0, completed=fraction)
+
+        def notice(text: str) -> None:
+            # A styled Text, not print(style=): the style must not carry over to the bar.
+            progress.console.print(Text(f"awl: {safe_for_terminal(text)}", style="yellow"), soft_wrap=True)
+
+        return load_session_backend(model, progress=advance, notice=notice, **options)
 
 
 def model_label(model: str) -> str:
@@ -88,22 +102,29 @@ def say_model_limits(backend: Any, think: str | None) -> None:
 
 def _stdin_lines(domain: Domain) -> Iterator[ScriptLine]:
     """Actions from stdin, read as bytes and decoded line by line: a line that is not UTF-8
-    is named (at a prompt it is reported and the session goes on), never half-decoded."""
+    is named (at a prompt it is reported and the session goes on), never half-decoded.
+    At a terminal, the prompt has line editing and a history (cli/action_prompt.py)."""
     interactive = sys.stdin.isatty()
+    prompt = ActionPrompt(action_history_file()) if interactive and ActionPrompt.usable() else None
     number = 0
     while True:
-        if interactive:
-            sys.stderr.write("action> ")
-            sys.stderr.flush()
         try:
-            data = sys.stdin.buffer.readline()
+            if prompt is not None:
+                data: str | bytes | None = prompt.read()
+            else:
+                if interactive:
+                    sys.stderr.write(PROMPT)
+                    sys.stderr.flush()
+                data = sys.stdin.buffer.readline()
         except OSError:
             return  # the terminal went away: treat it as the end of input
-        if not data:
+        except UnicodeDecodeError as problem:  # readline's line, decoded by Python
+            data = problem.object if isinstance(problem.object, bytes) else b"\xff"
+        if data is None or data == b"":  # the end of input (an empty line typed is "")
             return
         number += 1
         try:
-            text = _decode_line(data, number)
+            text = data if isinstance(data, str) else _decode_line(data, number)
             line = parse_script_line(domain, text, number, "stdin")
         except InputError as error:
             if not interactive:

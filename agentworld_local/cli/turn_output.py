@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -54,6 +56,64 @@ class TerminalStream:
         self.out.flush()
 
 
+class LiveLine:
+    """One line on a terminal's stderr, redrawn in place while a turn has shown nothing yet:
+    the phase (thinking, answering), the tokens so far and the speed. A model can think for
+    minutes before the first character of the observation; without this the terminal is
+    silent all that time. It is erased before anything else is written."""
+
+    #: The shortest time between two redraws.
+    INTERVAL_S = 0.1
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self.stream = stream
+        self._active = False
+        self._drawn = False
+        self._tokens = 0
+        self._started = self._first = self._drawn_at = 0.0
+
+    def start(self) -> None:
+        """A turn began: the line shows until text flows (`stop`)."""
+        self._active = self.stream is not None
+        self._tokens = 0
+        self._started = time.monotonic()
+        self._first = 0.0
+        self._draw("waiting for the model (reading the prompt)", force=True)
+
+    def count(self, phase: str, *, shown: bool = False) -> None:
+        """One more token in `phase`; `shown`: its text is on screen, so the line stays away."""
+        now = time.monotonic()
+        self._tokens += 1
+        self._first = self._first or now
+        if shown:
+            return
+        elapsed = now - self._first
+        speed = f", {(self._tokens - 1) / elapsed:.1f} tok/s" if elapsed > 0 and self._tokens > 1 else ""
+        self._draw(f"{phase}… {count(self._tokens, 'token')}{speed}, {now - self._started:.0f}s")
+
+    def _draw(self, text: str, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self._active or (not force and now - self._drawn_at < self.INTERVAL_S):
+            return
+        assert self.stream is not None
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        self.stream.write(f"\r\x1b[2K\x1b[2m  {text[:width - 2]}\x1b[0m")
+        self.stream.flush()
+        self._drawn, self._drawn_at = True, now
+
+    def clear(self) -> None:
+        """Erase the line (other output follows); it is drawn again on the next token."""
+        if self._drawn and self.stream is not None:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._drawn, self._drawn_at = False, 0.0
+
+    def stop(self) -> None:
+        """Text flows (or the turn ended): no live line until the next turn."""
+        self.clear()
+        self._active = False
+
+
 class TurnPrinter:
     """Writes a turn's events: plain text for people, or JSON lines for programs.
 
@@ -61,15 +121,22 @@ class TurnPrinter:
     to drive the user's real terminal (colour may stay). `--json` stays exact.
     """
 
-    def __init__(self, *, as_json: bool, show_thinking: bool, out: IO[str] | None = None) -> None:
+    def __init__(self, *, as_json: bool, show_thinking: bool, out: IO[str] | None = None,
+                 thoughts: IO[str] | None = None, live: bool | None = None) -> None:
+        """`thoughts`: where thinking and the live line go (default: stderr); `live`: whether the
+        live line shows (default: when that stream is a terminal; never with --json)."""
         self.as_json = as_json
         self.show_thinking = show_thinking
         self.out = out or sys.stdout
         self.err = stderr_console()
         self._thinking_open = False
         self._screen = TerminalStream(self.out)
-        self._thoughts = TerminalStream(sys.stderr)
+        self._thoughts_out = thoughts or sys.stderr
+        self._thoughts = TerminalStream(self._thoughts_out)
         self._said: set[str] = set()
+        if live is None:
+            live = self._thoughts_out.isatty()
+        self.live = LiveLine(self._thoughts_out if live and not as_json else None)
 
     def _emit(self, event: events.SessionEvent) -> None:
         """`--json`: the session event's wire form, exactly."""
@@ -84,13 +151,18 @@ class TurnPrinter:
         """One session event: `--json` prints its wire form; people get text."""
         if self.as_json:
             self._emit(event)
-        elif isinstance(event, events.TurnStarted):
+            return
+        if isinstance(event, (events.ThinkingDelta, events.AnswerDelta)):
+            self._token(event)
+            return
+        if not isinstance(event, _SHOWN):
+            return  # nothing is written for it: the live line stays
+        self.live.clear()  # what is written goes where the live line was
+        if isinstance(event, events.TurnStarted):
             self.err.print(Text(f"── turn {event.turn} ── {safe_for_terminal(shorten(event.action))}", style="dim"))
-        elif isinstance(event, events.ThinkingDelta):
-            if self.show_thinking:
-                self._thoughts.write(event.text)
-                self._thinking_open = True
+            self.live.start()
         elif isinstance(event, (events.ObservationDelta, events.ObservationReplaced)):
+            self.live.stop()  # text flows now: the turn is no longer silent
             self._observation(event)
         elif isinstance(event, events.ContextTrimmed):
             self.notice(f"turn {event.turn}: the conversation outgrew the context ({event.n_ctx:,} tokens); "
@@ -104,13 +176,29 @@ class TurnPrinter:
         elif isinstance(event, events.Undone):
             self.err.print(f"[dim]── undo: back to turn {event.turns}[/dim]")
         if isinstance(event, events.TurnFinished):
+            self.live.stop()
             self._finished(event.turn, event.record)
-        # AnswerDelta: raw model text for programs; people read the observation instead.
+
+    def _token(self, event: events.ThinkingDelta | events.AnswerDelta) -> None:
+        """A token the user does not read as such: thinking (unless --show-thinking) and the raw
+        answer (people read the observation) only move the live line."""
+        thinking = isinstance(event, events.ThinkingDelta)
+        if thinking and self.show_thinking:
+            self.live.clear()
+            self._thoughts.write(event.text)
+            self._thinking_open = True
+            self.live.count("thinking", shown=True)
+            return
+        if self._thinking_open:  # thinking was shown and is over: the live line goes below it
+            self._thoughts.end()
+            self._thoughts_out.write("\n")
+            self._thinking_open = False
+        self.live.count("thinking" if thinking else "answering")
 
     def _observation(self, event: events.ObservationDelta | events.ObservationReplaced) -> None:
         if self._thinking_open:
             self._thoughts.end()
-            sys.stderr.write("\n")
+            self._thoughts_out.write("\n")
             self._thinking_open = False
         if isinstance(event, events.ObservationReplaced):
             self._screen.end()
@@ -145,6 +233,10 @@ class TurnPrinter:
             self._emit(events.Saved(str(path), turns))
 
 
+#: The events TurnPrinter writes something for (people's text; --json writes every event).
+_SHOWN = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.ContextTrimmed,
+          events.TurnCancelled, events.ControlAdded, events.Undone, events.TurnFinished)
+
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {
     "length": "the observation was cut off at --max-tokens or the end of the context (finish: length); "
@@ -169,8 +261,11 @@ def play(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threa
         printer.show(session.undo())
         return True
     turn = session.regenerate(cancel) if line.command == REGENERATE else session.step(line.action, cancel)
-    for event in turn:
-        printer.show(event)
-        if isinstance(event, events.TurnCancelled):
-            return False
+    try:
+        for event in turn:
+            printer.show(event)
+            if isinstance(event, events.TurnCancelled):
+                return False
+    finally:
+        printer.live.stop()  # an error or Ctrl+C is said on a clean line
     return True

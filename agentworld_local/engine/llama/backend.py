@@ -126,6 +126,7 @@ class LlamaBackend:
             path=str(path),
             architecture=metadata.get("general.architecture"),
             file_size=identity.size,
+        self._pinned: set[int] = set()  # checkpoint positions thinning keeps (see _generate)
             sha256=identity.sha256,
             sha256_scope=identity.scope,
             n_ctx=self.n_ctx,
@@ -185,7 +186,7 @@ class LlamaBackend:
             return
         state = checkpoints.copy_state(self._ctx) if self._stateful else None
         self._checkpoints.append(Checkpoint(n, state))
-        checkpoints.thin(self._checkpoints, self.checkpoint_budget)
+        checkpoints.thin(self._checkpoints, self.checkpoint_budget, pinned=self._pinned)
 
     def checkpoint_bytes(self) -> int:
         return checkpoints.total_bytes(self._checkpoints)
@@ -299,13 +300,25 @@ class LlamaBackend:
         # The checkpoint goes where the next turn's prompt will diverge from this one. If the
         # template or tokenizer does not keep the base a prefix, evaluate without a checkpoint.
         boundary = len(base) if full_text.startswith(base_text) and full[: len(base)] == base else 0
-        stops = sorted({self._system_boundary(messages, full_text, full), boundary} - {0})
+        # Positions whose checkpoints outlive thinning: what a context cut or a shared system
+        # prompt restores. Made even when a turn evaluates past them at once (after a resume).
+        self._pinned = {self._system_boundary(messages, full_text, full), self._turn_one_end(messages, full)} - {0}
+        stops = sorted((self._pinned | {boundary}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
         common = 0
+    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
+        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
+        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
+        first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
+        if first_user is None:
+            return 0
+        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
+        return len(tokens) if full[: len(tokens)] == tokens else 0
+
         limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
         while common < limit and self._tokens[common] == full[common]:
             common += 1

@@ -8,6 +8,7 @@ restore (the backend does that). Attention-only models need no state: a trim is 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,16 +43,19 @@ def total_bytes(checkpoints: list[Checkpoint]) -> int:
     return sum(len(c.state or b"") for c in checkpoints)
 
 
-def thin(checkpoints: list[Checkpoint], budget: int, *, keep_recent: int = 4) -> None:
+def thin(checkpoints: list[Checkpoint], budget: int, *, keep_recent: int = 4, pinned: Collection[int] = ()) -> None:
     """Drop checkpoints (in place) until they fit the memory budget (a real model's state is tens of MB).
 
-    The recent turns stay; older ones are dropped where their neighbours are closest,
-    so undo to any turn stays cheap-ish (re-evaluates at most one widened gap).
+    Kept by position, never by place in the list (after a resume the second checkpoint is not
+    "after turn 1"): the empty context, the `pinned` positions (the backend pins the end of
+    turn 1's prompt, which a context cut restores: engine/context_window.py) and the recent
+    turns stay. Older ones are dropped where their neighbours are closest, so undo to any turn
+    stays cheap-ish (re-evaluates at most one widened gap).
     """
     total = total_bytes(checkpoints)
-    while total > budget and len(checkpoints) > keep_recent + 2:
-        # Never the first (the empty context), nor the one after turn 1's prompt (a context
-        # cut keeps turn 1 and restores it: engine/context_window.py), nor the recent ones.
-        candidates = range(2, len(checkpoints) - keep_recent)
+    while total > budget:
+        candidates = [i for i in range(1, len(checkpoints) - keep_recent) if checkpoints[i].n_tokens not in pinned]
+        if not candidates:
+            return
         gap = lambda i: checkpoints[i + 1].n_tokens - checkpoints[i - 1].n_tokens  # noqa: E731
         total -= len(checkpoints.pop(min(candidates, key=gap)).state or b"")
