@@ -126,7 +126,6 @@ class LlamaBackend:
             path=str(path),
             architecture=metadata.get("general.architecture"),
             file_size=identity.size,
-        self._pinned: set[int] = set()  # checkpoint positions thinning keeps (see _generate)
             sha256=identity.sha256,
             sha256_scope=identity.scope,
             n_ctx=self.n_ctx,
@@ -137,6 +136,7 @@ class LlamaBackend:
         )
         self._tokens: list[int] = []
         self._checkpoints: list[Checkpoint] = [Checkpoint(0, None)]
+        self._pinned: set[int] = set()  # checkpoint positions thinning keeps (see _generate)
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # set by close(): a generation in flight stops
         self._freed = False
