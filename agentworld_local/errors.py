@@ -27,6 +27,10 @@ class AwlError(Exception):
         return f"{self.message} {self.hint}".strip() if self.hint else self.message
 
 
+class Cancelled(AwlError):
+    """Long work (a model load) stopped because the user asked it to."""
+
+
 class InputError(AwlError):
     """Bad user input: an action, a script line, an option value."""
 

@@ -68,7 +68,7 @@ class StreamedObservation:
     stable: str
 
 
-def _partial_tag_length(text: str) -> int:
+def partial_tag_length(text: str) -> int:
     """Length of the longest end of `text` that could still grow into a tag."""
     start = text.rfind("<", max(0, len(text) - len(OBS_OPEN)))
     if start == -1:
@@ -91,7 +91,7 @@ def observation_so_far(answer: str) -> StreamedObservation:
     end = content.find(OBS_CLOSE)
     if end != -1:
         return StreamedObservation(start, block_text(content[:end]))
-    content = content[: len(content) - _partial_tag_length(content)]
+    content = content[: len(content) - partial_tag_length(content)]
     # Line breaks at the end may turn out to frame the block: hold them back.
     return StreamedObservation(start, block_text(content))
 

@@ -1,13 +1,20 @@
-"""What a session tells its faces, one event type each, and their wire form.
+"""What a session tells its faces, one event type each, and their wire form: the one
+vocabulary of the World (engine/world.py), the session (session/core.py), the runner that
+owns the model (session/runner.py) and every face.
+
+Each event that changes where a session is carries the state it produced (`turns`, the
+current branch's length; `head`, the id of its last turn, 0 when it has none), so a face
+never reads back a file or a Session to learn where it is.
 
 `to_dict()` is exactly what `awl run --json` prints (one JSON object per line), so a server
 can send the same dicts and a client can read them back with `event_from_dict`. The names
 (`event` values and field names) are a public format: change them only with a migration.
+Fields marked `local` (Python objects for faces in the same process) are not on the wire.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from agentworld_local.errors import InputError
@@ -22,12 +29,19 @@ class SessionEvent:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.name}
         for item in fields(self):
-            out[item.name] = getattr(self, item.name)
+            if not item.metadata.get("local"):
+                out[item.name] = getattr(self, item.name)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionEvent:
-        return cls(**{item.name: data[item.name] for item in fields(cls) if item.name in data})
+        return cls(**{item.name: data[item.name] for item in fields(cls)
+                      if item.name in data and not item.metadata.get("local")})
+
+
+def local(default: Any = None) -> Any:
+    """A field for faces in this process only (an exception, a snapshot): not on the wire."""
+    return field(default=default, compare=False, repr=False, metadata={"local": True})
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,16 @@ class ObservationDelta(SessionEvent):
 
 
 @dataclass(frozen=True)
+class UntaggedDelta(SessionEvent):
+    """Answer text while no observation block has opened (small models often write none):
+    shown as it streams, marked untagged; the turn's parse decides what is recorded."""
+
+    name: ClassVar[str] = "untagged"
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
 class ObservationReplaced(SessionEvent):
     """The recorded observation differs from what streamed: show this one instead."""
 
@@ -96,8 +120,17 @@ class TurnFinished(SessionEvent):
     turn: int
     record: TurnRecord
 
+    @property
+    def turns(self) -> int:
+        return self.turn  # the saved turn is the branch's last
+
+    @property
+    def head(self) -> int:
+        return self.record.id
+
     def to_dict(self) -> dict[str, Any]:
-        return {"event": self.name, "turn": self.turn, "record": self.record.to_dict()}
+        return {"event": self.name, "turn": self.turn, "record": self.record.to_dict(), "turns": self.turns,
+                "head": self.head}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnFinished:
@@ -110,6 +143,8 @@ class TurnCancelled(SessionEvent):
 
     name: ClassVar[str] = "cancelled"
     turn: int
+    turns: int = 0
+    head: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,6 +153,19 @@ class Undone(SessionEvent):
 
     name: ClassVar[str] = "undo"
     turns: int
+    head: int = 0
+
+
+@dataclass(frozen=True)
+class Regenerated(SessionEvent):
+    """Turn `turn` is being run again with a new sample (its `attempt`; the first is 0): the
+    old one left the branch (the file keeps it), which now holds `turns` turns up to `head`."""
+
+    name: ClassVar[str] = "regenerate"
+    turn: int
+    attempt: int
+    turns: int
+    head: int
 
 
 @dataclass(frozen=True)
@@ -126,6 +174,8 @@ class ControlAdded(SessionEvent):
 
     name: ClassVar[str] = "control"
     text: str
+    #: How many control instructions the next turn will carry.
+    pending: int = 1
 
 
 @dataclass(frozen=True)
@@ -138,6 +188,88 @@ class Forked(SessionEvent):
     turn: int
     path: str
     source_id: int | None = None
+
+    @property
+    def turns(self) -> int:
+        return self.turn  # the new file holds the first `turn` turns, ids 1..turn
+
+    @property
+    def head(self) -> int:
+        return self.turn
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "turns": self.turns, "head": self.head}
+
+
+@dataclass(frozen=True)
+class SessionOpened(SessionEvent):
+    """A session is open in `path` (new, resumed, or the new file of a fork), on a branch of
+    `turns` turns up to `head`. `view` (local) is what a face shows of it: the runner's
+    snapshot, never the live Session."""
+
+    name: ClassVar[str] = "opened"
+    path: str
+    domain: str
+    turns: int
+    head: int
+    resumed: bool = False
+    view: Any = local()
+
+
+@dataclass(frozen=True)
+class Refused(SessionEvent):
+    """A command that is not valid now (undo while a turn runs, anything after close): it
+    was not run, nor queued; `message` says why and `hint` what to do."""
+
+    name: ClassVar[str] = "refused"
+    command: str
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Ready(SessionEvent):
+    """The runner finished a command and takes the next one; for a session, where it is."""
+
+    name: ClassVar[str] = "ready"
+    command: str
+    turns: int | None = None
+    head: int | None = None
+
+
+@dataclass(frozen=True)
+class LoadProgress(SessionEvent):
+    name: ClassVar[str] = "load_progress"
+    model: str
+    fraction: float
+
+
+@dataclass(frozen=True)
+class ModelLoaded(SessionEvent):
+    """The model is loaded (or was already): `info` (local) is its ModelInfo."""
+
+    name: ClassVar[str] = "model_loaded"
+    model: str
+    n_ctx: int
+    gpu_layers: int
+    info: Any = local()
+
+
+@dataclass(frozen=True)
+class LoadCancelled(SessionEvent):
+    """The load was stopped; no model of it stays in memory."""
+
+    name: ClassVar[str] = "load_cancelled"
+    model: str
+
+
+@dataclass(frozen=True)
+class FilesListed(SessionEvent):
+    """The file system as a hidden probe turn saw it (never in the history or the file)."""
+
+    name: ClassVar[str] = "files"
+    paths: list[str]
+    tree: Any = local()
 
 
 @dataclass(frozen=True)
@@ -155,6 +287,8 @@ class ErrorEvent(SessionEvent):
     name: ClassVar[str] = "error"
     message: str
     hint: str = ""
+    #: The exception (local), so a face can tell a user mistake from a failure.
+    error: Any = local()
 
 
 @dataclass(frozen=True)
@@ -167,8 +301,9 @@ class Saved(SessionEvent):
 
 
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
-    TurnStarted, ThinkingDelta, AnswerDelta, ObservationDelta, ObservationReplaced, ContextTrimmed, TurnFinished,
-    TurnCancelled, Undone, ControlAdded, Forked, Notice, ErrorEvent, Saved,
+    TurnStarted, ThinkingDelta, AnswerDelta, UntaggedDelta, ObservationDelta, ObservationReplaced, ContextTrimmed,
+    TurnFinished, TurnCancelled, Undone, Regenerated, ControlAdded, Forked, SessionOpened, Refused, Ready,
+    LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Saved,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}
 

@@ -22,6 +22,14 @@ class GenerationGuard:
     def busy(self) -> bool:
         return self._lock.locked()
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no generation is in flight (False if one still is after `timeout`, e.g. a
+        generator its consumer holds half-read)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._lock.release()
+        return True
+
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
         """Held for one whole generation; raises BackendBusy if another one holds it.
@@ -38,3 +46,13 @@ class GenerationGuard:
             yield
         finally:
             self._lock.release()
+
+
+class EitherEvent:
+    """Set when either event is set: a turn's cancel or the backend closing."""
+
+    def __init__(self, first: threading.Event, second: threading.Event) -> None:
+        self._events = (first, second)
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self._events)

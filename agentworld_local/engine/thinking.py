@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentworld_local.contract.parse import THINK_CLOSE, THINK_OPEN
-from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
+from agentworld_local.engine.types import AnswerChunk, ThinkingChunk
 
-StreamEvent = ThinkingDelta | AnswerDelta
+StreamEvent = ThinkingChunk | AnswerChunk
 
 #: Written when a thinking budget runs out: the model continues to the observation.
 FORCED_THINK_END = "\n" + THINK_CLOSE + "\n\n"
@@ -18,7 +18,7 @@ def _could_open_thinking(text: str) -> bool:
 
 
 class ThinkingSplitter:
-    """Routes text to ThinkingDelta until `</think>`, then to AnswerDelta.
+    """Routes text to ThinkingChunk until `</think>`, then to AnswerChunk.
 
     Splits where `parse_output` splits (the first `</think>`; a leading `<think>` when the
     prompt did not open one), so the streamed answer is the answer the parser sees. Holds
@@ -44,25 +44,25 @@ class ThinkingSplitter:
                 text = stripped[len(THINK_OPEN) :]
         if not self.thinking:
             self.answer += text
-            return [AnswerDelta(text)] if text else []
+            return [AnswerChunk(text)] if text else []
         self._pending += text
         if THINK_CLOSE in self._pending:
             before, _, after = self._pending.partition(THINK_CLOSE)
             self._pending, self.thinking = "", False
-            events: list[StreamEvent] = [ThinkingDelta(before)] if before else []
+            events: list[StreamEvent] = [ThinkingChunk(before)] if before else []
             if after:
                 self.answer += after
-                events.append(AnswerDelta(after))
+                events.append(AnswerChunk(after))
             return events
         safe = len(self._pending) - len(THINK_CLOSE)
         if safe <= 0:
             return []
         out, self._pending = self._pending[:safe], self._pending[safe:]
-        return [ThinkingDelta(out)]
+        return [ThinkingChunk(out)]
 
     def end_thinking(self) -> list[StreamEvent]:
         """The budget ran out: flush what is held back; what follows is answer text."""
-        events: list[StreamEvent] = [ThinkingDelta(self._pending)] if self._pending else []
+        events: list[StreamEvent] = [ThinkingChunk(self._pending)] if self._pending else []
         self._pending, self.thinking = "", False
         return events
 
@@ -72,5 +72,5 @@ class ThinkingSplitter:
             self._deciding = False
             text, self._pending = self._pending, ""
             self.answer += text
-            return [AnswerDelta(text)] if text else []
+            return [AnswerChunk(text)] if text else []
         return self.end_thinking() if self.thinking else []

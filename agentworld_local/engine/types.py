@@ -70,15 +70,22 @@ class ThinkBudget:
 
 
 @dataclass(frozen=True)
-class ThinkingDelta:
+class ThinkingChunk:
+    """Thinking text as a backend generates it (the World tells it as a ThinkingDelta event)."""
+
     text: str
 
 
 @dataclass(frozen=True)
-class AnswerDelta:
+class AnswerChunk:
     """Raw answer text after thinking (tags included); the World turns it into observation text."""
 
     text: str
+
+
+# Old names of the two chunks, kept while backends move to the new ones.
+ThinkingDelta = ThinkingChunk
+AnswerDelta = AnswerChunk
 
 
 @dataclass
@@ -106,7 +113,7 @@ class GenerationDone:
     stats: GenerationStats = field(default_factory=GenerationStats)
 
 
-GenerationEvent = ThinkingDelta | AnswerDelta | GenerationDone
+GenerationEvent = ThinkingChunk | AnswerChunk | GenerationDone
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from agentworld_local.contract.parse import observation_so_far, parse_output
+from agentworld_local.contract.parse import observation_so_far, parse_output, partial_tag_length
 from agentworld_local.contract.turns import TurnPrompt, build_messages
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.base import Backend
@@ -25,59 +25,16 @@ from agentworld_local.engine.context_window import (
 )
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.prompt_composition import compose_system_prompt, task_with_controls, with_session_tools
-from agentworld_local.engine.types import (
-    AnswerDelta,
-    GenerationDone,
-    ThinkingDelta,
-)
+from agentworld_local.engine import events
+from agentworld_local.engine.types import AnswerChunk, GenerationDone, ThinkingChunk
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.schema import TurnRecord, utc_now
 
 
-@dataclass(frozen=True)
-class ObservationDelta:
-    """Observation text as it streams (inside the observation tags only)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ObservationReplaced:
-    """The parsed observation differs from what streamed (e.g. a later block won)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class TurnFinished:
-    record: TurnRecord
-
-
-@dataclass(frozen=True)
-class TurnCancelled:
-    """The turn was stopped; it is not part of the history and was not saved."""
-
-    partial_output: str
-
-
-@dataclass(frozen=True)
-class ContextTrimmed:
-    """The conversation outgrew the context: turns `first`..`last` leave the model's view.
-
-    Said before the turn's generation starts. The system prompt, turn 1 and the later turns
-    stay; the trajectory keeps every turn (and each later record names what was left out).
-    """
-
-    turn: int
-    first: int
-    last: int
-    tokens_before: int
-    tokens_after: int
-    n_ctx: int
-
-
+#: What World.step yields: the session events of one turn (engine/events.py).
 WorldEvent = (
-    ThinkingDelta | AnswerDelta | ObservationDelta | ObservationReplaced | ContextTrimmed | TurnFinished | TurnCancelled
+    events.ThinkingDelta | events.AnswerDelta | events.UntaggedDelta | events.ObservationDelta
+    | events.ObservationReplaced | events.ContextTrimmed | events.TurnFinished | events.TurnCancelled
 )
 
 
@@ -94,6 +51,18 @@ class ObservationStream:
         self._block: int | None = None
         self._stopped = False
         self.emitted = ""
+        self.untagged = ""  # answer text shown before any block opened
+
+    def untagged_text(self) -> str:
+        """New answer text while no block has opened, short of what may grow into a tag."""
+        if self._block is not None:
+            return ""
+        shown = self._answer[: len(self._answer) - partial_tag_length(self._answer)]
+        if not shown.startswith(self.untagged):
+            return ""
+        out = shown[len(self.untagged):]
+        self.untagged = shown
+        return out
 
     def feed(self, text: str) -> str:
         if self._stopped or not text:
@@ -185,6 +154,11 @@ class World:
         ).render()
 
     @property
+    def head(self) -> int:
+        """The id of the current branch's last turn (0 before the first)."""
+        return self.history[-1].id if self.history else 0
+
+    @property
     def kept_from(self) -> int:
         """The first turn after turn 1 that the model still sees (2: nothing is left out).
 
@@ -239,7 +213,7 @@ class World:
         kept_from, cut = self._fit(prompt)
         if cut is not None:
             n_ctx = self.backend.info.n_ctx
-            yield ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
+            yield events.ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
         stream = ObservationStream()
         done: GenerationDone | None = None
         for event in self.backend.generate(
@@ -249,27 +223,30 @@ class World:
             seed=self.settings.seed + turn if seed is None else seed,
             cancel=cancel,
         ):
-            if isinstance(event, ThinkingDelta):
-                yield event
-            elif isinstance(event, AnswerDelta):
-                yield event  # raw answer text, for views that show the model's output as it comes
+            if isinstance(event, ThinkingChunk):
+                yield events.ThinkingDelta(turn, event.text)
+            elif isinstance(event, AnswerChunk):
+                # Raw answer text, for views that show the model's output as it comes.
+                yield events.AnswerDelta(turn, event.text)
                 text = stream.feed(event.text)
                 if text:
-                    yield ObservationDelta(text)
+                    yield events.ObservationDelta(turn, text)
+                elif untagged := stream.untagged_text():
+                    yield events.UntaggedDelta(turn, untagged)
             else:
                 done = event
         assert done is not None, "a backend must finish with GenerationDone"
         if done.stats.finish == "cancelled":
-            yield TurnCancelled(done.raw_output)
+            yield events.TurnCancelled(turn, len(self.history), self.head)
             return
         parsed_output = parse_output(done.raw_output, think_open=done.think_open)
         observation = parsed_output.observation
         if observation.startswith(stream.emitted):
             rest = observation[len(stream.emitted) :]
             if rest:
-                yield ObservationDelta(rest)
+                yield events.ObservationDelta(turn, rest)
         else:
-            yield ObservationReplaced(observation)
+            yield events.ObservationReplaced(turn, observation)
         stats = done.stats
         record = TurnRecord(
             id=self._next_id,
@@ -305,14 +282,14 @@ class World:
         del self._pending_controls[: len(controls_added)]
         self._next_id += 1
         self.history.append(record)
-        yield TurnFinished(record)
+        yield events.TurnFinished(turn, record)
 
     def run_turn(
         self, action: str | Action, cancel: threading.Event | None = None, *, prompt: str | None = None
     ) -> TurnRecord | None:
         """Step and drain the events; the finished record, or None when cancelled."""
         for event in self.step(action, cancel, prompt=prompt):
-            if isinstance(event, TurnFinished):
+            if isinstance(event, events.TurnFinished):
                 return event.record
         return None
 

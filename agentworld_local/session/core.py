@@ -6,7 +6,6 @@ before the World changes, so the file alone can restore it (`Session.resume`).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
@@ -15,16 +14,16 @@ from typing import Any
 
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Action, Domain
-from agentworld_local.engine import world as engine
-from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget, ThinkingDelta
-from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
-from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.errors import InputError
 from agentworld_local.session import events
 from agentworld_local.session.forking import fork_file
 from agentworld_local.session.header import header_for
+from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_from_header: for older importers
+    ResumeOptions, check_backend, last_model, model_ref, resumed_settings, same_model, settings_from_header,
+)
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.schema import Header, TurnRecord
+from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
 #: TurnRecord.extra key: which sample of its turn a record is (0, the first, is not written).
@@ -57,12 +56,17 @@ class Session:
         shield = shield or (lambda write: write)
         self._shield = shield
         world.on_turn = shield(self._save_turn)
-        world.on_undo = shield(writer.record_undo)
-        self._record_control = shield(writer.record_control)
-        self._record_fork = shield(writer.record_fork)
+        world.on_undo = shield(self._wrote(writer.record_undo))
+        self._record_control = shield(self._wrote(writer.record_control))
+        self._record_fork = shield(self._wrote(writer.record_fork))
         self._attempt = 0  # the attempt the next turn is
+        #: What each new turn records when it differs from the header (a resume's options).
+        self._turn_settings: dict[str, Any] = {}
+        self._turn_model: ModelRef | None = None
         #: Where this session's file was forked from, when `fork` made it.
         self.forked: events.Forked | None = None
+        #: The file holds only the header this session wrote (`create`): nothing worth keeping.
+        self.unused = False
 
     @classmethod
     def create(
@@ -71,21 +75,33 @@ class Session:
     ) -> Session:
         """A new session in a new file (an existing file is refused, never overwritten)."""
         header = header_for(world, scenario=scenario, note=note)
-        return cls(world, TrajectoryWriter.create(path, header), header, shield=shield)
+        session = cls(world, TrajectoryWriter.create(path, header), header, shield=shield)
+        session.unused = True
+        return session
 
     @classmethod
-    def resume(cls, path: str | Path, backend: Any, *, shield: Shield | None = None) -> Session:
+    def resume(
+        cls, path: str | Path, backend: Any, *, shield: Shield | None = None, options: ResumeOptions | None = None,
+    ) -> Session:
         """Continue a saved session on the branch it was on, appending to the same file.
 
-        The header gives the domain, settings, tools, system prompt and seed; the model reads
-        the history again on the next turn. An unfinished last line is cut off; a damaged
-        file is refused (with the `awl fork` command that saves its intact turns).
+        The header gives the domain, tools, system prompt and the settings; `options` may
+        change the sampling of new turns, which record it (session/resume_rules.py). The
+        backend must be the model the session was made with, unless `options` allow another
+        (each new turn then records its model). The model reads the history again on the next
+        turn. An unfinished last line is cut off; a damaged file is refused (with the `awl fork`
+        command that saves its intact turns).
         """
+        options = options or ResumeOptions()
+        options.check()
         writer = TrajectoryWriter.append_to(path)
         try:
             traj = read_trajectory(path)
             header = traj.header
-            settings = settings_from_header(header)
+            made_with = last_model(traj)
+            if not options.allow_other_model:
+                check_backend(made_with, backend.info, Path(path))
+            settings, turn_settings = resumed_settings(traj, options)
             domain = domain_from_header(header)
         except BaseException:
             writer.close()
@@ -93,7 +109,11 @@ class Session:
         world = World(backend, domain, settings, history=traj.current_branch(), next_id=writer.last_id + 1)
         for control in traj.pending_controls:  # given after the last turn, or handed back by an undo
             world.add_control(control)
-        return cls(world, writer, header, shield=shield)
+        session = cls(world, writer, header, shield=shield)
+        session._turn_settings = turn_settings
+        if not same_model(header.model, backend.info):
+            session._turn_model = model_ref(backend.info)
+        return session
 
     # -- what the session holds ------------------------------------------------------
 
@@ -117,15 +137,14 @@ class Session:
         yield events.TurnStarted(turn, parsed.text, parsed.payload)
         seed = turn_seed(self.world.settings.seed, turn, self._attempt)
         try:
-            for event in self.world.step(parsed, cancel, seed=seed):
-                yield session_event(turn, event)
+            yield from self.world.step(parsed, cancel, seed=seed)
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
 
     def undo(self) -> events.Undone:
         """Drop the last turn (the file keeps it, and records the undo)."""
         self.world.undo()
-        return events.Undone(len(self.history))
+        return events.Undone(len(self.history), self.world.head)
 
     def add_control(self, text: str) -> events.ControlAdded:
         """A control instruction (perturbation) for the next turn; recorded in the file first,
@@ -134,7 +153,7 @@ class Session:
             self.world.add_control(text)  # refuses it, with the World's message
         self._record_control(text)
         self.world.add_control(text)
-        return events.ControlAdded(text.strip())
+        return events.ControlAdded(text.strip(), len(self.world.pending_controls))
 
     def fork(self, turn: int, out: str | Path) -> Session:
         """A new session in the new file `out` with this session's first `turn` turns (the
@@ -147,7 +166,11 @@ class Session:
             )
         forked, _ = fork_file(self.path, out, turn)  # this file is intact: no warnings
         self._record_fork(turn, str(Path(out)))
-        session = Session.resume(out, self.world.backend, shield=self._shield)
+        # Goes on as this session does: the same backend (on purpose) and the same sampling.
+        settings = self.world.settings
+        going_on = ResumeOptions(allow_other_model=True, temperature=settings.sampling.temperature,
+                                 max_tokens=settings.sampling.max_tokens, think=settings.think.label(), seed=settings.seed)
+        session = Session.resume(out, self.world.backend, shield=self._shield, options=going_on)
         session.forked = forked
         return session
 
@@ -161,59 +184,37 @@ class Session:
             raise InputError("There is no turn to regenerate yet.", "Run an action first.")
         last = self.history[-1]
         attempt = int(last.extra.get(ATTEMPT, 0)) + 1
-        yield self.undo()
+        self.world.undo()
+        yield events.Regenerated(last.turn, attempt, len(self.history), self.world.head)
         self._attempt = attempt
         yield from self.step(last.action, cancel)  # parsed again, as it was typed
 
-    def close(self) -> None:
+    def close(self, *, discard_if_unused: bool = False) -> bool:
+        """Close the file; True when it is kept. With `discard_if_unused`, a new session that
+        never wrote a line after its header (no turn, undo, control or fork) leaves no file."""
+        if discard_if_unused and self.unused:
+            self.writer.discard()
+            return False
         self.writer.close()
+        return True
+
+    def _wrote(self, write: Callable[..., Any]) -> Callable[..., Any]:
+        def wrote(*args: Any, **kwargs: Any) -> Any:
+            result = write(*args, **kwargs)
+            self.unused = False
+            return result
+
+        return wrote
 
     def _save_turn(self, record: TurnRecord) -> None:
         if self._attempt:
             record.extra[ATTEMPT] = self._attempt
+        record.settings = dict(self._turn_settings) or None
+        record.model = self._turn_model
         self.writer.append(record)
+        self.unused = False
 
 
 def domain_from_header(header: Header) -> Domain:
     """The domain a saved session ran in: its tools and state format, as the header states them."""
     return get_domain(header.domain, tools=header.tools, state_format=header.state_format)
-
-
-def settings_from_header(header: Header) -> SessionSettings:
-    """The settings a saved session ran with, as its header states them."""
-    try:
-        sampling = SamplingConfig(**header.sampling)
-    except TypeError as problem:
-        raise TrajectoryError(f"the header's sampling settings cannot be used ({problem}).",
-                              "Start a new session with `awl run`.") from None
-    return SessionSettings(
-        sampling=sampling,
-        think=ThinkBudget.parse(header.think),
-        seed=header.seed,
-        task=header.task,
-        initial_state=header.initial_state,
-        controls=list(header.controls),
-        world_description=header.world,
-        tools=header.tools,
-        system_prompt=header.system_prompt,
-        prompt_pack=header.prompt_pack,
-    )
-
-
-def session_event(turn: int, event: object) -> events.SessionEvent:
-    """A World event as the session tells it (with its turn number)."""
-    if isinstance(event, ThinkingDelta):
-        return events.ThinkingDelta(turn, event.text)
-    if isinstance(event, AnswerDelta):
-        return events.AnswerDelta(turn, event.text)
-    if isinstance(event, engine.ObservationDelta):
-        return events.ObservationDelta(turn, event.text)
-    if isinstance(event, engine.ObservationReplaced):
-        return events.ObservationReplaced(turn, event.text)
-    if isinstance(event, engine.ContextTrimmed):
-        return events.ContextTrimmed(**dataclasses.asdict(event))  # the same fields, the turn included
-    if isinstance(event, engine.TurnFinished):
-        return events.TurnFinished(turn, event.record)
-    if isinstance(event, engine.TurnCancelled):
-        return events.TurnCancelled(turn)
-    raise TypeError(f"unknown World event {event!r}")

@@ -18,7 +18,6 @@ from agentworld_local.engine import world as engine
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.session import events
-from agentworld_local.session.core import session_event
 from agentworld_local.session.header import header_for
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
@@ -76,12 +75,12 @@ class RowResimulation:
         turn = self.ground_truth_turns + 1
         try:
             for event in resimulate(self.world, self.row, cancel):
-                if isinstance(event, engine.TurnFinished):
+                if isinstance(event, events.TurnFinished):
                     self.record = replace(event.record, extra={**event.record.extra, GROUND_TRUTH: self.row.ground_truth})
                     self.writer.append(self.record)
                     yield events.TurnFinished(turn, self.record)
                 else:
-                    yield session_event(turn, event)
+                    yield event
         except (KeyboardInterrupt, GeneratorExit):
             self.writer.close()
             raise

@@ -14,12 +14,8 @@ from agentworld_local.contract.parse import OBS_OPEN, split_thinking
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import (
-    ObservationDelta,
-    ObservationReplaced,
-    TurnFinished,
-    World,
-)
+from agentworld_local.engine.world import World
+from agentworld_local.engine.events import ObservationDelta, ObservationReplaced, TurnFinished
 from agentworld_local.testing.answers import ANSWERS, RealisticAnswer
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 

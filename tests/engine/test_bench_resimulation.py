@@ -11,7 +11,7 @@ from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import TurnFinished
+from agentworld_local.engine.events import TurnFinished
 from agentworld_local.agentworldbench.rows import parse_row
 from tests.engine.test_append_only_context import independent_render
 from tests.unit.test_agentworldbench import bench_job, official_messages

@@ -13,7 +13,8 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.context_window import KEEP_SHARE, SLACK, answer_room, prompt_room
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import ContextTrimmed, TurnFinished, World
+from agentworld_local.engine.world import World
+from agentworld_local.engine.events import ContextTrimmed, TurnFinished
 from agentworld_local.errors import AwlError
 from agentworld_local.session.core import Session
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend

@@ -7,7 +7,8 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import ContextTrimmed, TurnFinished, World
+from agentworld_local.engine.world import World
+from agentworld_local.engine.events import ContextTrimmed, TurnFinished
 
 N_CTX = 1024
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls"]

@@ -9,7 +9,8 @@ import pytest
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
-from agentworld_local.engine.types import AnswerDelta, SamplingConfig, ThinkBudget
+from agentworld_local.engine.events import AnswerDelta
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 

@@ -9,9 +9,10 @@ import threading
 import pytest
 
 from agentworld_local.domains import get_domain
-from agentworld_local.engine.types import AnswerDelta, GenerationDone, SamplingConfig, ThinkBudget, ThinkingDelta
+from agentworld_local.engine.types import AnswerChunk, GenerationDone, SamplingConfig, ThinkBudget, ThinkingChunk
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import TurnCancelled, World
+from agentworld_local.engine.world import World
+from agentworld_local.engine.events import TurnCancelled
 from agentworld_local.errors import AwlError, BackendBusy, InputError
 from agentworld_local.testing.answers import answer
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
@@ -25,8 +26,8 @@ def generate(backend, *, think="full", max_tokens=4096, cancel=None, messages=ME
                                    think=ThinkBudget.parse(think), seed=0, cancel=cancel))
     done = events[-1]
     assert isinstance(done, GenerationDone) and all(not isinstance(e, GenerationDone) for e in events[:-1])
-    thinking = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
-    answer_text = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    thinking = "".join(e.text for e in events if isinstance(e, ThinkingChunk))
+    answer_text = "".join(e.text for e in events if isinstance(e, AnswerChunk))
     return thinking, answer_text, done
 
 

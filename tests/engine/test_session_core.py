@@ -61,7 +61,8 @@ def test_regenerate_draws_a_new_sample_and_records_the_attempt(tmp_path):
     out = list(session.regenerate())
     again = list(session.regenerate())
     session.close()
-    assert out[0] == ev.Undone(1) and isinstance(out[-1], ev.TurnFinished)
+    assert out[0] == ev.Regenerated(2, 1, 1, 1) and isinstance(out[-1], ev.TurnFinished)
+    assert again[0] == ev.Regenerated(2, 2, 1, 1)
     assert backend.seeds == [8, 9, turn_seed(7, 2, 1), turn_seed(7, 2, 2)]
     assert len(set(backend.seeds[1:])) == 3  # each regenerate is a new sample of turn 2
     branch = read_trajectory(tmp_path / "s.jsonl").current_branch()
@@ -99,7 +100,7 @@ def test_resume_continues_on_the_branch_it_was_on(tmp_path):
     session, _ = new_session(path, seed=5)
     run(session, "ls")
     run(session, "pwd")
-    assert session.undo() == ev.Undone(1)
+    assert session.undo() == ev.Undone(1, 1)
     session.close()
 
     backend = SeedRecordingBackend([LS.scripted()])

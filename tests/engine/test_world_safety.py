@@ -10,9 +10,10 @@ import pytest
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
-from agentworld_local.engine.types import SamplingConfig, ThinkBudget, ThinkingDelta
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import ObservationDelta, TurnCancelled, World
+from agentworld_local.engine.world import World
+from agentworld_local.engine.events import ObservationDelta, ThinkingDelta, TurnCancelled
 
 
 @pytest.fixture(scope="module")

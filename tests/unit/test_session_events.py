@@ -33,15 +33,24 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.ThinkingDelta(turn, text),
         ev.AnswerDelta(turn, text),
         ev.ObservationDelta(turn, text),
+        ev.UntaggedDelta(turn, text),
         ev.ObservationReplaced(turn, text),
         ev.ContextTrimmed(turn, 2, 5, 3000, 1800, 2048),
         ev.TurnFinished(turn, a_real_record()),
-        ev.TurnCancelled(turn),
-        ev.Undone(turn),
-        ev.ControlAdded(text),
+        ev.TurnCancelled(turn, turn, turn),
+        ev.Undone(turn, turn),
+        ev.Regenerated(turn + 1, 2, turn, turn),
+        ev.ControlAdded(text, 2),
         ev.Forked(f"/tmp/{text}.jsonl", turn, f"/tmp/{turn}-fork.jsonl", turn or None),
+        ev.SessionOpened(f"/tmp/{text}.jsonl", "terminal", turn, turn, True, view=object()),
+        ev.Refused("undo", text, "wait"),
+        ev.Ready("step", turn, turn),
+        ev.LoadProgress(text, 0.5),
+        ev.ModelLoaded(text, 4096, 0, info=object()),
+        ev.LoadCancelled(text),
+        ev.FilesListed([text, "src/"], tree=object()),
         ev.Notice(text),
-        ev.ErrorEvent(text, "do this next"),
+        ev.ErrorEvent(text, "do this next", error=ValueError(text)),
         ev.Saved(f"/tmp/{turn}.jsonl", turn),
     ]
 
@@ -61,10 +70,15 @@ def test_the_wire_names_are_the_ones_awl_run_json_prints():
     record = a_real_record()
     assert ev.TurnStarted(1, "ls", None).to_dict() == {"event": "action", "turn": 1, "action": "ls", "payload": None}
     assert ev.ObservationDelta(2, "x").to_dict() == {"event": "observation", "turn": 2, "text": "x"}
-    assert ev.TurnFinished(1, record).to_dict() == {"event": "turn_done", "turn": 1, "record": record.to_dict()}
-    assert ev.TurnCancelled(3).to_dict() == {"event": "cancelled", "turn": 3}
-    assert ev.Undone(0).to_dict() == {"event": "undo", "turns": 0}
-    assert ev.ControlAdded("x").to_dict() == {"event": "control", "text": "x"}
+    # Events that move a session say where it is now: the branch's length and its last turn's id.
+    assert ev.TurnFinished(1, record).to_dict() == {"event": "turn_done", "turn": 1, "record": record.to_dict(),
+                                                    "turns": 1, "head": record.id}
+    assert ev.TurnCancelled(3, 2, 7).to_dict() == {"event": "cancelled", "turn": 3, "turns": 2, "head": 7}
+    assert ev.Undone(0, 0).to_dict() == {"event": "undo", "turns": 0, "head": 0}
+    assert ev.Regenerated(2, 1, 1, 1).to_dict() == {"event": "regenerate", "turn": 2, "attempt": 1, "turns": 1, "head": 1}
+    assert ev.ControlAdded("x", 1).to_dict() == {"event": "control", "text": "x", "pending": 1}
+    # Python objects for faces in the same process stay off the wire.
+    assert ev.ErrorEvent("m", "h", error=ValueError()).to_dict() == {"event": "error", "message": "m", "hint": "h"}
     assert ev.Saved("s.jsonl", 2).to_dict() == {"event": "saved", "path": "s.jsonl", "turns": 2}
 
 

@@ -1,13 +1,13 @@
 """Streaming split of thinking and answer, with tags cut across tokens."""
 
 from agentworld_local.engine.thinking import ThinkingSplitter
-from agentworld_local.engine.types import AnswerDelta, ThinkingDelta
+from agentworld_local.engine.types import AnswerChunk, ThinkingChunk
 
 
 def stream(splitter, pieces):
     events = [event for piece in pieces for event in splitter.feed(piece)] + splitter.flush()
-    thinking = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
-    answer = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    thinking = "".join(e.text for e in events if isinstance(e, ThinkingChunk))
+    answer = "".join(e.text for e in events if isinstance(e, AnswerChunk))
     return thinking, answer
 
 
@@ -33,7 +33,7 @@ def test_forced_end_flushes_the_held_back_text():
     events = splitter.feed("abc</t")
     events += splitter.end_thinking()
     assert "".join(e.text for e in events) == "abc</t" and not splitter.thinking
-    assert splitter.feed("obs") == [AnswerDelta("obs")]
+    assert splitter.feed("obs") == [AnswerChunk("obs")]
 
 
 def test_an_opening_tag_split_across_chunks_is_still_thinking():

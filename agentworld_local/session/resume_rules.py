@@ -1,0 +1,210 @@
+"""What may change when a saved session goes on, and with which model: one set of rules for
+every face (`awl run --resume`, `awl play --resume`, the TUI's start screen, the runner).
+
+What defines the world (domain, task, tools, system prompt, prompt pack, starting state)
+never changes: it is the header's, and a different world is a new session (`awl fork`).
+Sampling that does not define the world (temperature, max tokens, thinking, the seed of new
+turns) may change; each new turn records where its settings differ from the header's
+(`TurnRecord.settings`), and a later resume goes on from the last turn's settings.
+
+The model: a session goes on with the model its last turn was made with (the header's,
+unless a turn records another). A different file (size first, then the hash the header
+records, both cheap before a load) is refused, unless the user allows it on purpose; then
+each new turn records its model (`TurnRecord.model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.models.units import format_bytes
+from agentworld_local.session.loading import SCRIPTED
+from agentworld_local.session.sampling import check_sampling, saved_settings
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.schema import Header, ModelRef
+from agentworld_local.trajectory.writer import TrajectoryWriter
+
+#: The option that lets a session go on with another model on purpose.
+ALLOW_OTHER_MODEL = "--allow-other-model"
+
+
+@dataclass(frozen=True)
+class ResumeOptions:
+    """What a face may change when a session goes on; None keeps the saved value."""
+
+    model: str | None = None  # a registry name, a GGUF path or scripted:FILE (None: the file's model)
+    allow_other_model: bool = False
+    temperature: float | None = None
+    max_tokens: int | None = None
+    think: str | None = None
+    seed: int | None = None
+
+    def check(self) -> None:
+        """Refuse a bad value before anything is read or loaded."""
+        given = {"max_tokens": self.max_tokens, "temperature": self.temperature}
+        check_sampling(**{key: value for key, value in given.items() if value is not None})
+        if self.think is not None:
+            ThinkBudget.parse(self.think)
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """A saved session checked for going on: what to load, and the settings of the new turns."""
+
+    path: Path
+    header: Header
+    model: str  # what to load: the model given, or the one the session was made with
+    made_with: ModelRef | None  # the model of the last turn on the branch (the header's by default)
+    options: ResumeOptions
+
+
+def plan_resume(path: str | Path, options: ResumeOptions | None = None) -> ResumePlan:
+    """Everything about a resume that can be checked before a model loads.
+
+    A damaged file is refused (with the `awl fork` command that saves its intact turns), an
+    unfinished last line (a process killed mid-write) is cut off, a bad option or a different
+    model file (unless allowed) is refused. Raises AwlError, each naming the next step.
+    """
+    options = options or ResumeOptions()
+    options.check()
+    path = Path(path)
+    TrajectoryWriter.append_to(path).close()
+    traj = read_trajectory(path)
+    made_with = last_model(traj)
+    model = options.model or model_to_load(made_with, path)
+    if not options.allow_other_model:
+        check_model_file(made_with, model, path)
+    resumed_settings(traj, options)  # the header's settings must be usable
+    return ResumePlan(path=path, header=traj.header, model=model, made_with=made_with, options=options)
+
+
+def last_model(traj: Trajectory) -> ModelRef | None:
+    """The model the session's last turn on its branch was made with."""
+    for record in reversed(traj.current_branch()):
+        if record.model is not None:
+            return record.model
+    return traj.header.model
+
+
+def model_to_load(ref: ModelRef | None, path: Path) -> str:
+    """The `--model` value that loads the model a session was made with."""
+    if ref is None:
+        raise InputError(f"{path} does not say which model made it.", "Give the model with `--model`.")
+    if ref.name.startswith(SCRIPTED) and ref.path:
+        return SCRIPTED + ref.path
+    if ref.path and Path(ref.path).expanduser().is_file():
+        return ref.path
+    if ref.path is None or Path(ref.path).name != ref.name:
+        return ref.name  # a registry name (`name:QUANT`): the registry finds its file
+    raise InputError(
+        f"{path} was made with {ref.path}, which is not there any more.",
+        f"Give that model with `--model PATH`, or another one with `--model PATH {ALLOW_OTHER_MODEL}`.",
+    )
+
+
+def check_model_file(ref: ModelRef | None, model: str, path: Path) -> None:
+    """Before a load: refuse a GGUF that is not the one the session was made with (its size
+    first, then the hash of the part the header records). Scripted answers load in no time:
+    `check_backend` compares them once they are loaded."""
+    if ref is None or model.startswith(SCRIPTED):
+        return
+    from agentworld_local.models.gguf_file import file_identity
+    from agentworld_local.models.resolve import resolve_model
+
+    file = resolve_model(model).path
+    size = file.stat().st_size
+    if ref.file_size is not None and size != ref.file_size:
+        raise _other_model(ref, f"{file} ({format_bytes(size)})", path)
+    if ref.sha256 and ref.sha256_scope != "none" and file_identity(file).sha256 != ref.sha256:
+        raise _other_model(ref, f"{file} (same size, different content)", path)
+
+
+def same_model(ref: ModelRef | None, info: Any) -> bool:
+    """Whether a loaded backend (its ModelInfo) is the model `ref` records, as far as both
+    record it: the file size, then the hash over the same part of the file."""
+    if ref is None:
+        return True
+    if ref.file_size is not None and info.file_size is not None and ref.file_size != info.file_size:
+        return False
+    if ref.sha256 and info.sha256:
+        return ref.sha256_scope == info.sha256_scope and ref.sha256 == info.sha256
+    return True
+
+
+def check_backend(ref: ModelRef | None, info: Any, path: Path) -> None:
+    """After a load: refuse a backend that is not the model the session was made with."""
+    if not same_model(ref, info):
+        raise _other_model(ref, f"{info.path or info.name}", path)
+
+
+def model_ref(info: Any) -> ModelRef:
+    """What a trajectory records about a loaded backend (its ModelInfo)."""
+    return ModelRef(name=info.name, path=info.path, file_size=info.file_size, sha256=info.sha256,
+                    sha256_scope=info.sha256_scope, architecture=info.architecture)
+
+
+def _other_model(ref: ModelRef | None, given: str, path: Path) -> InputError:
+    assert ref is not None
+    made = ref.path or ref.name
+    size = f", {format_bytes(ref.file_size)}" if ref.file_size else ""
+    return InputError(
+        f"{path} was made with {made}{size}; {given} is another model.",
+        f"Resume with `--model {made}`, or add `{ALLOW_OTHER_MODEL}` to go on with this one on purpose "
+        "(each new turn then records its model).",
+    )
+
+
+# -- settings ---------------------------------------------------------------------------
+
+def settings_from_header(header: Header) -> SessionSettings:
+    """The settings a saved session was made with, as its header states them."""
+    sampling, think = saved_settings(header.sampling, header.think)  # the options' rules
+    return SessionSettings(
+        sampling=sampling,
+        think=think,
+        seed=header.seed,
+        task=header.task,
+        initial_state=header.initial_state,
+        controls=list(header.controls),
+        world_description=header.world,
+        tools=header.tools,
+        system_prompt=header.system_prompt,
+        prompt_pack=header.prompt_pack,
+    )
+
+
+def resumed_settings(traj: Trajectory, options: ResumeOptions | None = None) -> tuple[SessionSettings, dict[str, Any]]:
+    """The settings new turns run with: the header's, then what the last turn on the branch
+    recorded, then `options`; and what each new turn records (where they differ from the header)."""
+    options = options or ResumeOptions()
+    base = settings_from_header(traj.header)
+    last = next((record.settings for record in reversed(traj.current_branch()) if record.settings), None) or {}
+    changes: dict[str, Any] = {**last}
+    for key, value in (("temperature", options.temperature), ("max_tokens", options.max_tokens),
+                       ("think", options.think), ("seed", options.seed)):
+        if value is not None:
+            changes[key] = value
+    known = set(SamplingConfig.__dataclass_fields__)
+    try:  # what a turn recorded is a file someone may have edited: the options' rules
+        check_sampling(name=lambda key: f"`settings.{key}` of the last turn",
+                       **{key: value for key, value in changes.items() if key in known})
+        think = ThinkBudget.parse(changes["think"]) if "think" in changes else base.think
+        seed = changes.get("seed", base.seed)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputError(f"`settings.seed` of the last turn is {seed!r}, not a whole number.", "")
+    except InputError as problem:
+        raise TrajectoryError(f"the settings recorded on the last turn cannot be used: {problem.message}",
+                              "Give the settings again (e.g. `--max-tokens N`), or fork the session.") from None
+    sampling = replace(base.sampling, **{key: value for key, value in changes.items() if key in known})
+    settings = replace(base, sampling=sampling, think=think, seed=seed)
+    record = {key: value for key, value in sampling.to_dict().items() if base.sampling.to_dict().get(key) != value}
+    if think != base.think:
+        record["think"] = think.label()
+    if seed != base.seed:
+        record["seed"] = seed
+    return settings, record

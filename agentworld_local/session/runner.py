@@ -1,0 +1,419 @@
+"""One owner for a loaded model: the runner.
+
+A single worker thread holds the backend and the sessions that use it and takes commands
+from a queue: load, open, resume, step, regenerate, undo, control, fork, list files, close.
+Faces (the CLI, the TUI, later the server) send commands and render the events it emits
+(engine/events.py); no face touches the backend or a Session from a thread of its own, so a
+close during a turn, a back during a load or a second command racing the first cannot
+reach the model or a file at the same time.
+
+Rules that make it safe by construction:
+- A command is accepted only when nothing else is running (or what runs was cancelled and
+  will stop at its next token): anything else is refused at once with a `Refused` event
+  that says why, never queued behind a running turn nor run beside it.
+- `cancel()` acts at once on what runs (a turn, a probe, a load: llama.cpp's progress
+  callback stops the load).
+- Each accepted command ends with exactly one `Ready`; a failure is an `ErrorEvent` before it.
+- `close()` is cancel, wait, dispose (sessions closed, then the backend); a second close
+  does nothing, and every command after it is refused.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.domains.base import Domain
+from agentworld_local.engine import events
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.world import World
+from agentworld_local.errors import AwlError, Cancelled, InputError
+from agentworld_local.session.core import Session
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.schema import Header, TurnRecord
+
+#: Where the runner's events go: (session id or None, event). Called on the worker thread.
+Emit = Callable[[str | None, events.SessionEvent], None]
+
+#: What the user is told about each command when it is refused ("cannot undo while ...").
+_VERBS = {
+    "load": "load a model", "open": "open a session", "resume": "resume a session", "step": "run an action",
+    "regenerate": "regenerate the turn", "undo": "undo", "control": "add a control instruction",
+    "fork": "fork the session", "files": "list the files", "close_session": "close the session",
+}
+#: What a running command is called in a refusal.
+_RUNNING = {
+    "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
+    "regenerate": "a turn runs", "files": "the file list is read", "fork": "the session forks",
+}
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What a new session needs: a resolved SessionSpec (session/spec.py) and its file."""
+
+    domain: Domain
+    settings: SessionSettings
+    out: Path
+    scenario: dict[str, Any] | None = None
+    note: str = ""
+
+    @classmethod
+    def from_spec(cls, resolved: Any, out: Path, *, note: str = "") -> NewSession:
+        """From a ResolvedSpec (SessionSpec(...).resolve())."""
+        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What a face shows of an open session, as the runner saw it when it opened: a snapshot,
+    never the live Session. Later events (each with its `turns` and `head`) keep it current."""
+
+    id: str
+    path: Path
+    domain: Domain
+    header: Header
+    initial_state: str
+    #: The file's turns in file order (abandoned branches included) and the current branch's head.
+    trajectory: Trajectory
+    branch: tuple[TurnRecord, ...]
+    pending_controls: tuple[str, ...]
+    model: Any  # the backend's ModelInfo
+    forked: events.Forked | None = None
+
+
+@dataclass
+class _Command:
+    name: str
+    session: str | None
+    body: Callable[[_Command], None]
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class SessionRunner:
+    """The one owner of a model and its sessions (see the module's doc)."""
+
+    def __init__(self, emit: Emit, *, backend: Any = None, model: str | None = None,
+                 loader: Callable[..., Any] | None = None) -> None:
+        """`backend`: one loaded already (tests, `make_app(backend=...)`); it then belongs to
+        the runner, which closes it. `loader` loads a model (default: session/loading.py)."""
+        self._emit_to = emit
+        self._backend = backend
+        self._model = model if backend is None else (model or getattr(backend.info, "name", None))
+        self._load_options: dict[str, Any] = {}
+        self._loader = loader
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
+        self._pending: list[_Command] = []
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
+        self._thread.start()
+
+    # -- commands (any thread) -----------------------------------------------------------
+
+    def load(self, model: str, **options: Any) -> bool:
+        """Load `model` (a registry name, a GGUF path, `scripted:FILE`) unless it is loaded
+        already with the same options; a new model first closes the old one and its sessions."""
+        return self._submit("load", None, lambda command: self._load(command, model, options))
+
+    def open(self, new: NewSession, *, model: str | None = None, load_options: dict[str, Any] | None = None,
+             replaces: str | None = None) -> bool:
+        """A new session in the new file `new.out`, loading `model` first when given. The file
+        is created only once the model is there: a load that fails or is cancelled leaves none."""
+        return self._submit("open", None, lambda command: self._open(command, new, model, load_options, replaces))
+
+    def resume(self, path: Path, *, model: str | None = None, load_options: dict[str, Any] | None = None,
+               replaces: str | None = None, **options: Any) -> bool:
+        """Continue the saved session in `path` (Session.resume; `options` go to it)."""
+        return self._submit("resume", None,
+                            lambda command: self._resume(command, Path(path), model, load_options, replaces, options))
+
+    def step(self, session: str, action: str) -> bool:
+        return self._submit("step", session, lambda command: self._turn(command, "step", action))
+
+    def regenerate(self, session: str) -> bool:
+        return self._submit("regenerate", session, lambda command: self._turn(command, "regenerate", None))
+
+    def undo(self, session: str) -> bool:
+        return self._submit("undo", session, lambda command: self._emit(command.session, self._get(command).undo()))
+
+    def control(self, session: str, text: str) -> bool:
+        return self._submit("control", session,
+                            lambda command: self._emit(command.session, self._get(command).add_control(text)))
+
+    def fork(self, session: str, turn: int, out: Path, *, switch: bool = True) -> bool:
+        """A new file with the first `turn` turns; it opens as a session of its own (with
+        `switch`, this one closes: the face goes on in the new file)."""
+        return self._submit("fork", session, lambda command: self._fork(command, turn, Path(out), switch))
+
+    def list_files(self, session: str) -> bool:
+        """The file system as the model sees it, by a hidden probe turn (never saved)."""
+        return self._submit("files", session, self._files)
+
+    def close_session(self, session: str) -> bool:
+        """Close one session; a new one that never got a turn leaves no file behind."""
+        return self._submit("close_session", session, self._close_session)
+
+    def cancel(self) -> None:
+        """Stop what runs now (a turn stops at its next token, a load at its next progress
+        report) and whatever was accepted behind it."""
+        with self._lock:
+            for command in self._pending:
+                command.cancel.set()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Cancel, wait, dispose: every session is closed and the backend freed, on the
+        worker thread, after the running command has stopped. A second close does nothing."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                for command in self._pending:
+                    command.cancel.set()
+                self._queue.put(None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    # -- what faces may ask without touching the model -----------------------------------
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def model(self) -> str | None:
+        """The model the runner holds (as it was asked for), None before a load."""
+        return self._model
+
+    # -- submission ------------------------------------------------------------------------
+
+    def _submit(self, name: str, session: str | None, body: Callable[[_Command], None]) -> bool:
+        with self._lock:
+            refusal = self._refusal(name, session)
+            if refusal is None:
+                command = _Command(name, session, body)
+                self._pending.append(command)
+                self._queue.put(command)
+        if refusal is not None:
+            self._emit(session, events.Refused(name, *refusal))
+            return False
+        return True
+
+    def _refusal(self, name: str, session: str | None) -> tuple[str, str] | None:
+        verb = _VERBS.get(name, name)
+        if self._closed:
+            return (f"Cannot {verb}: the session was closed.", "Start a new session.")
+        running = [command for command in self._pending if not command.cancel.is_set()]
+        if running:
+            what = _RUNNING.get(running[0].name, "another command runs")
+            stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in _RUNNING else "try again"
+            return (f"Cannot {verb} while {what}.", f"Wait for it to finish, or {stop}.")
+        if session is not None and session not in self._sessions:
+            return (f"Cannot {verb}: no session {session} is open.", "Open or resume a session first.")
+        return None
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            command = self._queue.get()
+            if command is None:
+                break
+            try:
+                command.body(command)
+            except Exception as error:  # a face shows it; the files hold every finished turn
+                self._emit(command.session, error_event(error))
+            finally:
+                with self._lock:
+                    self._pending.remove(command)
+            session = self._sessions.get(command.session or "")
+            turns = len(session.history) if session is not None else None
+            self._emit(command.session, events.Ready(command.name, turns,
+                                                     session.world.head if session is not None else None))
+        self._dispose()
+
+    def _emit(self, session: str | None, event: events.SessionEvent) -> None:
+        try:
+            self._emit_to(session, event)
+        except Exception:  # noqa: BLE001 - a face that cannot take an event must not stop the model's owner
+            pass
+
+    def _get(self, command: _Command) -> Session:
+        return self._sessions[command.session or ""]
+
+    def _load(self, command: _Command, model: str, options: dict[str, Any]) -> bool:
+        """The backend for `model`; False when the load was cancelled (no model of it stays)."""
+        if self._backend is not None and model == self._model and options == self._load_options:
+            self._emit(None, loaded_event(model, self._backend))
+            return True
+        self._drop_backend()
+
+        def progress(fraction: float) -> bool:
+            if command.cancel.is_set():
+                return False  # llama.cpp stops the load
+            self._emit(None, events.LoadProgress(model, fraction))
+            return True
+
+        loader = self._loader
+        if loader is None:
+            from agentworld_local.session.loading import load_backend as loader
+        try:
+            backend = loader(model, progress=progress, notice=lambda text: self._emit(None, events.Notice(text)),
+                             **options)
+        except Cancelled:
+            self._emit(None, events.LoadCancelled(model))
+            return False
+        if command.cancel.is_set():  # finished as the cancel came: nobody waits for it now
+            backend.close()
+            self._emit(None, events.LoadCancelled(model))
+            return False
+        self._backend, self._model, self._load_options = backend, model, dict(options)
+        self._emit(None, loaded_event(model, backend))
+        return True
+
+    def _ready_backend(self, command: _Command, model: str | None, load_options: dict[str, Any] | None) -> bool:
+        if model is not None and not self._load(command, model, dict(load_options or {})):
+            return False
+        if self._backend is None:
+            raise InputError("No model is loaded.", "Choose a model (a registry name, a .gguf path or scripted:FILE).")
+        if command.cancel.is_set():
+            self._emit(None, events.LoadCancelled(model or self._model or ""))
+            return False
+        return True
+
+    def _open(self, command: _Command, new: NewSession, model: str | None, load_options: dict[str, Any] | None,
+              replaces: str | None) -> None:
+        if not self._ready_backend(command, model, load_options):
+            return
+        world = World(self._backend, new.domain, new.settings)
+        session = Session.create(world, new.out, scenario=new.scenario, note=new.note)
+        self._opened(command, session, replaces, resumed=False)
+
+    def _resume(self, command: _Command, path: Path, model: str | None, load_options: dict[str, Any] | None,
+                replaces: str | None, options: dict[str, Any]) -> None:
+        if not self._ready_backend(command, model, load_options):
+            return
+        if str(path) in self._sessions:
+            raise InputError(f"{path} is already open.", "Go on in it, or fork it into a new file first.")
+        self._opened(command, Session.resume(path, self._backend, **options), replaces, resumed=True)
+
+    def _opened(self, command: _Command, session: Session, replaces: str | None, *, resumed: bool) -> None:
+        sid = str(session.path)
+        with self._lock:
+            self._sessions[sid] = session
+        command.session = sid
+        if replaces is not None and replaces != sid and replaces in self._sessions:
+            self._close(replaces)
+        view = self._view(sid, session)
+        self._emit(sid, events.SessionOpened(str(session.path), session.world.domain.name, len(session.history),
+                                             session.world.head, resumed, view))
+
+    def _view(self, sid: str, session: Session) -> SessionView:
+        # Read once here, on the runner's thread, so a face never reads the file itself.
+        trajectory = read_trajectory(session.path) if session.history or session.forked else \
+            Trajectory(header=session.header, turns=[], path=session.path, head=0)
+        return SessionView(
+            id=sid, path=session.path, domain=session.world.domain, header=session.header,
+            initial_state=session.world.initial_state, trajectory=trajectory, branch=tuple(session.history),
+            pending_controls=tuple(session.world.pending_controls), model=session.world.backend.info,
+            forked=session.forked,
+        )
+
+    def _turn(self, command: _Command, kind: str, action: str | None) -> None:
+        session = self._get(command)
+        turn: Iterator[events.SessionEvent] = (
+            session.regenerate(command.cancel) if kind == "regenerate" else session.step(action or "", command.cancel))
+        for event in turn:
+            self._emit(command.session, event)
+
+    def _fork(self, command: _Command, turn: int, out: Path, switch: bool) -> None:
+        source = self._get(command)
+        child = source.fork(turn, out)
+        assert child.forked is not None
+        self._emit(command.session, child.forked)
+        self._opened(command, child, command.session if switch else None, resumed=True)
+
+    def _files(self, command: _Command) -> None:
+        from agentworld_local.views.file_tree import probe_file_tree
+
+        tree = probe_file_tree(self._get(command).world, cancel=command.cancel)
+        if not command.cancel.is_set():
+            self._emit(command.session, events.FilesListed(tree.paths(), tree))
+
+    def _close_session(self, command: _Command) -> None:
+        self._close(command.session or "")
+
+    def _close(self, sid: str) -> None:
+        with self._lock:
+            session = self._sessions.pop(sid, None)
+        if session is None:
+            return
+        kept = session.close(discard_if_unused=True)
+        self._emit(sid, events.Saved(str(session.path), len(session.history)) if kept else
+                   events.Notice(f"{session.path} was not kept: the session ended before its first turn."))
+
+    def _drop_backend(self) -> None:
+        """A new model replaces the old one: its sessions close first (each turn is saved)."""
+        for sid in list(self._sessions):
+            self._close(sid)
+        backend, self._backend, self._model = self._backend, None, None
+        if backend is not None:
+            backend.close()
+
+    def _dispose(self) -> None:
+        for sid in list(self._sessions):
+            with self._lock:
+                session = self._sessions.pop(sid)
+            session.close(discard_if_unused=True)
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+
+def loaded_event(model: str, backend: Any) -> events.ModelLoaded:
+    info = backend.info
+    return events.ModelLoaded(model, info.n_ctx, info.gpu_layers, info)
+
+
+def error_event(error: BaseException) -> events.ErrorEvent:
+    """A failure as faces show it: a user's mistake or a saved-file problem in its own
+    words, anything unexpected named as such (the file keeps every finished turn)."""
+    if isinstance(error, AwlError):
+        return events.ErrorEvent(error.message, error.hint or "", error)
+    return events.ErrorEvent(f"Unexpected error: {type(error).__name__}: {error}",
+                             "The session file keeps every finished turn. Please report this error.", error)
+
+
+class EventLog:
+    """An Emit that keeps what the runner says, for faces that wait on it (the CLI, tests):
+    `until_ready()` yields one command's events as they come, up to its Ready or Refused."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
+
+    def __call__(self, session: str | None, event: events.SessionEvent) -> None:
+        self._queue.put((session, event))
+
+    def until_ready(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None
+                    ) -> Iterator[tuple[str | None, events.SessionEvent]]:
+        """`on_wait` runs every `poll` seconds while nothing comes (the CLI checks its
+        signals there: the main thread must stay free to receive Ctrl+C)."""
+        while True:
+            try:
+                item = self._queue.get(timeout=poll)
+            except queue.Empty:
+                if on_wait is not None:
+                    on_wait()
+                continue
+            yield item
+            if isinstance(item[1], (events.Ready, events.Refused)):
+                return
