@@ -4,12 +4,15 @@ Each selected row is re-simulated as `awl run --from-bench` does it (the officia
 list, agentworldbench/resimulate.py) on one backend, in the work order of selection.py, so
 that consecutive rows of a trajectory share their prefix: the llama backend restores the
 checkpoint at the end of the previous row's prompt and evaluates only the ground-truth
-turn and the new action. Every row records the prompt tokens it evaluated and the prompt's
-whole size (what evaluating it from scratch costs).
+turn and the new action; a trajectory that starts with the same system prompt as the one
+before starts from the checkpoint after it. Every row records the prompt tokens it
+evaluated and the prompt's whole size (what evaluating it from scratch costs).
 
-Sampling defaults follow the official evaluation (eval/eval.py: temperature 0.6 and up to
-32,768 new tokens; top-p and top-k left to the server, i.e. the model card's 0.95 and 20)
-with thinking left to the model.
+Generation follows the official evaluation (eval/eval.py: temperature 0.6, up to 32,768
+new tokens counting thinking and answer, to the end of the turn; top-p and top-k left to
+the server, i.e. the model card's 0.95 and 20) with thinking left to the model. A row whose
+prompt and generation do not fit the context is written as the official run fails it: an
+empty `gen`, with the reason in the side record (agentworldbench/context.py).
 """
 
 from __future__ import annotations
@@ -18,21 +21,24 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agentworld_local.agentworldbench.context import unfit_reason
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings, prediction_row
-from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
-from agentworld_local.agentworldbench.rows import BenchRow
+from agentworld_local.agentworldbench.resimulate import bench_world, predict_turn, sendable
+from agentworld_local.agentworldbench.rows import BenchRow, bench_messages
 from agentworld_local.contract.parse import THINK_CLOSE
 from agentworld_local.defaults import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.engine.world import TurnCancelled, TurnFinished
 from agentworld_local.errors import AwlError
 
-#: The official evaluation's sampling: temperature 0.6, at most 32,768 new tokens; the model
-#: card's top-p 0.95 and top-k 20 (the server defaults the official script relies on).
+#: The official evaluation's generation: temperature 0.6, at most 32,768 new tokens counting
+#: thinking and answer, to the end of the turn (no stop at the first observation block, no
+#: repetition guard); the model card's top-p 0.95 and top-k 20 (the server defaults the
+#: official script relies on).
 BENCH_SAMPLING = SamplingConfig(
-    temperature=DEFAULT_TEMPERATURE, top_p=DEFAULT_TOP_P, top_k=DEFAULT_TOP_K, min_p=DEFAULT_MIN_P, max_tokens=32768
+    temperature=DEFAULT_TEMPERATURE, top_p=DEFAULT_TOP_P, top_k=DEFAULT_TOP_K, min_p=DEFAULT_MIN_P, max_tokens=32768,
+    max_tokens_counts_thinking=True, stop_at_observation=False, repetition_guard=False,
 )
 #: The official evaluation lets the model think as long as it wants.
 BENCH_THINK = ThinkBudget("full")
@@ -54,7 +60,10 @@ class Progress:
 
     total: int
     done: int = 0
+    #: Rows not predicted (an error; not written, so a rerun tries them again).
     failed: int = 0
+    #: Rows written as failed because they do not fit the context (counted in `done` too).
+    unfit: int = 0
     generated_tokens: int = 0
     generate_s: float = 0.0
     prompt_tokens_total: int = 0
@@ -76,18 +85,23 @@ class Progress:
 
 @dataclass(frozen=True)
 class RowPredicted:
-    """A row's prediction, written to the predictions file before this event."""
+    """A row's prediction, written to the predictions file before this event. A row that did
+    not fit the context is written too, as the official run fails it: `failed` says why."""
 
     row: BenchRow
     gen: str
     side: dict
     progress: Progress
 
+    @property
+    def failed(self) -> str | None:
+        return self.side.get("failed")
+
 
 @dataclass(frozen=True)
 class RowFailed:
-    """A row that could not be predicted (e.g. it does not fit the context); nothing was written,
-    so a rerun with the same `--out` tries it again."""
+    """A row that could not be predicted (the generation failed); nothing was written, so a
+    rerun with the same `--out` tries it again."""
 
     row: BenchRow
     error: AwlError
@@ -102,40 +116,53 @@ def predict_rows(
 ) -> Iterator[PredictEvent]:
     """Predict `rows` in this order (skipping those `out` already holds), appending each.
 
-    A KeyboardInterrupt ends it between or inside rows: every finished row is on disk.
+    A KeyboardInterrupt ends it between or inside rows: every finished row is on disk. A
+    failed write to `out` ends it with that error (the rows before it are intact).
     """
     todo = [row for row in rows if row.line not in out.done]
     progress = Progress(total=len(todo))
     session = SessionSettings(sampling=settings.sampling, think=settings.think, seed=settings.seed)
     base = settings.to_dict()
+    share_system_prompts(backend)
     for row in todo:
         try:
-            record = _predict_one(row, backend, session)
+            gen, side = _predict_one(row, backend, session)
         except AwlError as error:
             progress.failed += 1
             yield RowFailed(row, error, progress)
             continue
-        tokens = record.tokens
-        side = {"line": row.line, **base, "tokens": tokens, "finish": record.finish,
-                "seconds": record.timings.get("total_s")}
-        if record.context:
-            side["context"] = record.context  # turns the model did not see: the row outgrew --ctx
-        gen = gen_text(record.raw_output, record.parse_method)
+        side = {"line": row.line, **base, **side}
         out.append(prediction_row(row, gen, side))
         progress.done += 1
+        progress.unfit += "failed" in side
+        tokens = side["tokens"]
         progress.generated_tokens += tokens.get("generated", 0)
-        progress.generate_s += record.timings.get("generate_s", 0.0)
+        progress.generate_s += side.get("generate_s", 0.0)
         progress.prompt_tokens_total += tokens.get("prompt_total", 0)
         progress.prompt_tokens_evaluated += tokens.get("prompt_evaluated", 0)
         yield RowPredicted(row, gen, side, progress)
 
 
-def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings):  # -> TurnRecord
-    world = bench_world(row, backend, session)
-    for event in resimulate(world, row):
-        if isinstance(event, TurnFinished):
-            return event.record
-        if isinstance(event, TurnCancelled):  # no cancel flag is passed: only a backend's own stop
-            raise AwlError(f"row {row.line}: the generation was cancelled.", "Run the same command again.")
-    raise AwlError(f"row {row.line}: the model gave no answer.", "Run the same command again.")
+def share_system_prompts(backend: Backend) -> None:
+    """Backends with checkpoints keep one after the system message: trajectories of a benchmark
+    file share their domain's system prompt (thousands of tokens of tool definitions)."""
+    if hasattr(backend, "checkpoint_system_prompt"):
+        backend.checkpoint_system_prompt = True  # type: ignore[attr-defined]
 
+
+def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> tuple[str, dict]:
+    """(gen, the side record's row facts); AwlError when the row could not be predicted."""
+    n_ctx = backend.info.n_ctx
+    prompt = backend.count_tokens(bench_messages(sendable(row)), session.think)
+    reason = unfit_reason(prompt, n_ctx, session.sampling, session.think)
+    if reason is not None:
+        return "", {"ctx": n_ctx, "tokens": {"prompt_total": prompt}, "failed": reason}
+    world = bench_world(row, backend, session)
+    record = predict_turn(world, row)
+    if record is None:  # no cancel flag is passed: only a backend's own stop
+        raise AwlError(f"row {row.line}: the generation was cancelled.", "Run the same command again.")
+    side = {"ctx": n_ctx, "tokens": record.tokens, "finish": record.finish, "seconds": record.timings.get("total_s"),
+            "generate_s": record.timings.get("generate_s", 0.0)}
+    if record.context:  # never expected (the row fit): a history cut would change what the model saw
+        return "", {**side, "failed": "history turns would have been left out to fit the context"}
+    return gen_text(record.raw_output, record.parse_method), side

@@ -8,11 +8,14 @@ and reads the last observation block itself. The judge and score steps read `gen
 `prompt`, `response`, `turn_idx` and `current_prompt`, and carry every other field along.
 
 So each line here is the input row, every field as it was, plus `gen`, plus `awl_predict`:
-the row's line in the input, the settings it was predicted with (model, sampling, thinking,
-seed) and its token counts. The official steps ignore `awl_predict`; a rerun with the same
-`--out` reads it to skip finished rows and to refuse a file from another input or other
-settings. Lines are appended one at a time and flushed, so an interruption loses at most
-the row in flight; an unfinished last line (a kill mid-write) is cut off and redone.
+the row's line in the input, the settings it was predicted with (model and its file's
+identity, sampling, thinking, seed), its token counts and, for a row the run failed as the
+official run fails it (it does not fit the context), `failed` with the reason. The official
+steps ignore `awl_predict`; a rerun with the same `--out` reads it to skip finished rows and
+to refuse a file from another input, another model file or other settings. Lines are
+appended as trajectories are (trajectory/appender.py: one whole line at a time, fsynced, a
+failed write cut back), so an interruption loses at most the row in flight; an unfinished
+last line (a kill mid-write) is cut off and redone.
 """
 
 from __future__ import annotations
@@ -21,23 +24,25 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
+from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason
 from agentworld_local.trajectory.jsonl import dumps, encode_line
 
 GEN = "gen"
 SIDE = "awl_predict"
 #: The side record's format: a rerun goes on only in a file whose records it can read.
-SIDE_VERSION = 1
-#: The settings a file's rows must share for a rerun to go on in it.
-SETTING_KEYS = ("model", "sampling", "think", "seed")
+#: 2: `model_file` (the model file's size and hash), `failed`, the sampling's generation rules.
+SIDE_VERSION = 2
+#: The settings a file's rows must share for a rerun to go on in it (the model by its file, not its name).
+SETTING_KEYS = ("model_file", "sampling", "think", "seed")
 GO_ON_HINT = "Give the options it was written with to go on, or choose another `--out`."
 
 
@@ -49,9 +54,12 @@ class RunSettings:
     sampling: SamplingConfig
     think: ThinkBudget
     seed: int
+    #: The model file's identity: {"size", "sha256", "sha256_scope"} (models/gguf_file.file_identity).
+    model_file: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "sampling": self.sampling.to_dict(), "think": self.think.label(), "seed": self.seed}
+        return {"model": self.model, "model_file": self.model_file, "sampling": self.sampling.to_dict(),
+                "think": self.think.label(), "seed": self.seed}
 
 
 def prediction_row(row: BenchRow, gen: str, side: dict[str, Any]) -> dict[str, Any]:
@@ -81,22 +89,28 @@ class PredictionsFile:
         #: Bytes of an unfinished last line that `open` cut off (0 when there was none).
         self.cut_bytes = cut_bytes
         self._handle: Any = None
+        self._size = 0  # bytes of whole lines: where a failed write is cut back to
 
-    @classmethod
-    def open(cls, path: str | Path, rows: dict[int, BenchRow], settings: RunSettings, *, source: Path) -> "PredictionsFile":
-        """Check an existing `--out` against the input rows (by line) and the settings.
-
-        Refuses a directory, a non-regular file, the input file itself, a line that is not a
-        prediction, and a file written from another input or with other settings. An
-        unfinished last line is cut off (its row is predicted again).
-        """
-        path = Path(path)
+    @staticmethod
+    def check_path(path: Path, source: Path) -> None:
+        """Refuse an `--out` that cannot be a predictions file (checked before anything else)."""
         if path.is_dir():
             raise InputError(f"--out {path} is a directory.", "Give a file name, e.g. `--out predictions.jsonl`.")
         if path.exists() and not path.is_file():
             raise InputError(f"--out {path} is not a regular file.", "Give a plain file name, e.g. `--out predictions.jsonl`.")
         if path.exists() and source.exists() and os.path.samefile(path, source):
             raise InputError(f"--out {path} is the benchmark file itself.", "Write the predictions to another file.")
+
+    @classmethod
+    def open(cls, path: str | Path, rows: Mapping[int, dict], settings: RunSettings, *, source: Path) -> "PredictionsFile":
+        """Check an existing `--out` against the input rows (line -> the row's fields as read) and the settings.
+
+        Refuses a directory, a non-regular file, the input file itself, a line that is not a
+        prediction, and a file written from another input or with other settings. An
+        unfinished last line is cut off (its row is predicted again).
+        """
+        path = Path(path)
+        cls.check_path(path, source)
         if not path.exists() or path.stat().st_size == 0:
             return cls(path, set(), 0)
         done: set[int] = set()
@@ -118,22 +132,36 @@ class PredictionsFile:
         return cls(path, done, cut)
 
     def append(self, fields: dict[str, Any]) -> None:
-        """Write one prediction line and push it to the disk before the next row starts."""
+        """Write one prediction line and push it to the disk before the next row starts.
+
+        A failed write cuts the file back to its last whole row and raises one TrajectoryError
+        that says so; the rows before it are intact and a rerun goes on after them.
+        """
         if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._handle = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = open_unbuffered(self.path, "ab")
+                self._size = self._handle.seek(0, os.SEEK_END)
             except OSError as error:
-                raise InputError(f"Cannot write {self.path} ({error.strerror}).", "Choose a writable `--out`.") from None
-        with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
-            self._handle.write(encode_line(fields))
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+                raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
+        line = encode_line(fields)
+        try:
+            with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
+                self._size = append_line(self._handle, line, self._size)
+        except AppendFailed as failed:
+            kept = "it was cut back to its last whole row" if failed.cut_back else "its last line is unfinished (a rerun cuts it off)"
+            raise TrajectoryError(
+                f"could not save row {fields.get(SIDE, {}).get('line')} to {self.path}: {failed.reason}; {kept}, "
+                "and every row saved before it is intact.",
+                "Free disk space, then run the same command again: it goes on after the saved rows.",
+            ) from None
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Close the file. Never raises: every line was already fsynced, or its failure reported."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
 
 
 @contextlib.contextmanager
@@ -150,7 +178,7 @@ def _signals_held() -> Iterator[None]:
 
 
 def _check_line(
-    raw: bytes, number: int, path: Path, rows: dict[int, BenchRow], wanted: dict[str, Any], source: Path
+    raw: bytes, number: int, path: Path, rows: Mapping[int, dict], wanted: dict[str, Any], source: Path
 ) -> int:
     """The input line an existing output line predicted; InputError when it does not belong here."""
     where = f"{path} line {number}"
@@ -171,16 +199,31 @@ def _check_line(
             "Choose another `--out`, or go on with the awl that wrote it.",
         )
     row = rows.get(line)
-    if row is None or _row_text(row.fields) != _row_text(data):
+    if row is None or _row_text(row) != _row_text(data):
         raise InputError(
             f"{path} holds predictions for another benchmark file: its line {number} is not row {line} of {source}.",
             "Choose another `--out` for this file.",
+        )
+    if side.get("model_file") != wanted["model_file"]:
+        raise InputError(
+            f"{path} was written with the model {_model_named(side)}; this run loads {_model_named(wanted)}.",
+            "Give the model file it was written with to go on, or choose another `--out`.",
         )
     for key in SETTING_KEYS:
         if side.get(key) != wanted[key]:
             name, had, asked = _first_difference(key, side.get(key), wanted[key])
             raise InputError(f"{path} was written with {name} {had}; this run asks for {asked}.", GO_ON_HINT)
     return line
+
+
+def _model_named(record: dict[str, Any]) -> str:
+    """A model as a side record names it: its name, its file's size and the start of its hash."""
+    identity = record.get("model_file")
+    if not isinstance(identity, dict) or not identity:
+        return f"{_describe(record.get('model'))} (file identity unknown)"
+    size, digest = identity.get("size"), identity.get("sha256")
+    facts = [f"{size:,} bytes" if isinstance(size, int) else None, f"sha256 {digest[:12]}" if isinstance(digest, str) else None]
+    return f"{_describe(record.get('model'))} ({', '.join(fact for fact in facts if fact) or 'file identity unknown'})"
 
 
 def _first_difference(key: str, had: Any, asked: Any) -> tuple[str, str, str]:

@@ -16,6 +16,7 @@ from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World, WorldEvent
 from agentworld_local.agentworldbench.rows import BenchDomain, BenchRow, prompt_action, row_header, row_turns
+from agentworld_local.trajectory.schema import TurnRecord
 
 
 def bench_world(row: BenchRow, backend: Backend, settings: SessionSettings | None = None) -> World:
@@ -43,6 +44,12 @@ def resimulate(world: World, row: BenchRow, cancel: threading.Event | None = Non
     """Stream the model's prediction for the row's current turn (sent exactly as written)."""
     row = sendable(row)
     return world.step(prompt_action(row.current), cancel, prompt=row.current)
+
+
+def predict_turn(world: World, row: BenchRow, cancel: threading.Event | None = None) -> TurnRecord | None:
+    """`resimulate` drained: the prediction's record, or None when it was cancelled."""
+    row = sendable(row)
+    return world.run_turn(prompt_action(row.current), cancel, prompt=row.current)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,16 +176,19 @@ def _read_lines(path: Path) -> list[bytes]:
     return lines
 
 
-def _decode(raw: bytes, line: int, source: str) -> BenchRow:
+def _decode_json(raw: bytes, line: int, source: str) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise _row_error(source, line, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})") from None
     try:
-        data = load_json(text)
+        return load_json(text)
     except SyntaxProblem as problem:
         raise _row_error(source, line, f"not valid JSON ({problem.reason})") from None
-    return parse_row(data, line=line, source=source)
+
+
+def _decode(raw: bytes, line: int, source: str) -> BenchRow:
+    return parse_row(_decode_json(raw, line, source), line=line, source=source)
 
 
 def _no_rows(path: Path) -> InputError:
@@ -192,12 +196,65 @@ def _no_rows(path: Path) -> InputError:
 
 
 def read_bench_rows(path: str | Path) -> list[BenchRow]:
-    """Every row of a benchmark JSONL file (blank lines skipped)."""
-    path = Path(path)
-    rows = [_decode(raw, number, str(path)) for number, raw in enumerate(_read_lines(path), 1) if raw.strip()]
-    if not rows:
-        raise _no_rows(path)
-    return rows
+    """Every row of a benchmark JSONL file (blank lines skipped); the first bad row is refused."""
+    bench = BenchFile(path)
+    return [bench.row(line) for line in bench.lines()]
+
+
+class BenchFile:
+    """A benchmark file's lines, read once; each row is decoded and checked only when asked
+    for, so a malformed row names its line and reason without stopping the others."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._raw = _read_lines(self.path)
+        self._numbers = [number for number, raw in enumerate(self._raw, 1) if raw.strip()]
+        if not self._numbers:
+            raise _no_rows(self.path)
+
+    def lines(self) -> list[int]:
+        """The lines that hold something (1-based), in file order."""
+        return list(self._numbers)
+
+    @property
+    def last_line(self) -> int:
+        return self._numbers[-1]
+
+    def data(self, line: int) -> Any:
+        """The line's JSON value; InputError when it is not UTF-8 JSON."""
+        return _decode_json(self._raw[line - 1], line, str(self.path))
+
+    def row(self, line: int) -> BenchRow:
+        """The line's row, checked; InputError naming the line and the field."""
+        return parse_row(self.data(line), line=line, source=str(self.path))
+
+    def fields(self) -> "RowFields":
+        """Each line's row as read (a JSON object), decoded when looked up."""
+        return RowFields(self)
+
+
+class RowFields(Mapping[int, dict]):
+    """Line -> the row's fields as read; lines that are blank or not a JSON object are absent."""
+
+    def __init__(self, bench: BenchFile) -> None:
+        self._bench = bench
+
+    def __getitem__(self, line: int) -> dict:
+        if line not in self._bench._numbers:
+            raise KeyError(line)
+        try:
+            data = self._bench.data(line)
+        except InputError:
+            raise KeyError(line) from None
+        if not isinstance(data, dict):
+            raise KeyError(line)
+        return data
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._bench._numbers)
+
+    def __len__(self) -> int:
+        return len(self._bench._numbers)
 
 
 def read_bench_row(path: str | Path, row: int) -> BenchRow:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -12,8 +13,9 @@ from rich.markup import escape
 from agentworld_local.cli.main import app
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
-from agentworld_local.cli.turn_output import ensure_new_file
-from agentworld_local.errors import InputError
+from agentworld_local.session.files import ensure_new_file, write_whole
+from agentworld_local.errors import AwlError, InputError
+from agentworld_local.files import check_name_length, fit_name
 from agentworld_local.paths import sessions_dir
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.agentworldbench.rows import FORMAT, import_bench
@@ -21,10 +23,9 @@ from agentworld_local.agentworldbench.export import ExportPlan
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK, Progress, RowFailed, RowPredicted, predict_rows
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
-from agentworld_local.agentworldbench.rows import read_bench_rows
-from agentworld_local.agentworldbench.selection import lines_of, select_rows, work_order
-from agentworld_local.defaults import CTX_HELP, MODEL_HELP
-from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.agentworldbench.rows import BenchFile
+from agentworld_local.agentworldbench.selection import Malformed, select_lines, work_order
+from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.trajectory.jsonl import dumps
 
 FORMATS = (FORMAT,)
@@ -63,7 +64,7 @@ def export(
     if out is None:
         _to_stdout(plan)
         return
-    _to_file(plan, out)
+    write_whole(out, plan.chunks())
     stderr_console().print(f"[dim]wrote {len(plan)} {'row' if len(plan) == 1 else 'rows'} to {escape(str(out))}[/dim]")
 
 
@@ -78,25 +79,6 @@ def _to_stdout(plan: ExportPlan) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _to_file(plan: ExportPlan, out: Path) -> None:
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(out, "xb")
-    except FileExistsError:
-        raise InputError(f"{out} already exists.", "Choose another `--out` file, or delete that one first.") from None
-    except OSError as error:
-        raise InputError(f"Cannot write {out} ({error.strerror}).", "Choose a writable location.") from None
-    try:
-        with handle:
-            for chunk in plan.chunks():
-                handle.write(chunk)
-    except BaseException as error:
-        out.unlink(missing_ok=True)  # no half-written file is left to mistake for a result
-        if isinstance(error, OSError):
-            raise InputError(f"Cannot write {out} ({error.strerror or error}); nothing was kept.", "Free disk space or choose another location.") from None
-        raise
-
-
 @app.command("import")
 def import_command(
     bench: Path = typer.Argument(..., metavar="BENCH.jsonl", help="AgentWorldBench rows (any domain).", show_default=False),
@@ -108,7 +90,7 @@ def import_command(
 
     Example: `awl import AgentWorldBench/terminal_test.jsonl --out-dir bench/` then `awl replay bench/terminal-<id>.jsonl`
     """
-    target = out_dir or sessions_dir() / f"bench-{bench.stem}"
+    target = out_dir or sessions_dir() / fit_name(f"bench-{bench.stem}")
     written = import_bench(bench, target)
     for path in written:
         typer.echo(str(path))
@@ -133,46 +115,57 @@ def bench_predict(
     temperature: float = typer.Option(BENCH_SAMPLING.temperature, "--temperature", help="Sampling temperature (the official evaluation's)."),
     top_p: float = typer.Option(BENCH_SAMPLING.top_p, "--top-p", help="Nucleus sampling (the model card's)."),
     top_k: int = typer.Option(BENCH_SAMPLING.top_k, "--top-k", help="Sample among this many likeliest tokens (the model card's)."),
-    max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most tokens for one answer after thinking (the official evaluation allows 32,768 new tokens in all; here thinking is bounded by --think and the context)."),
+    max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most new tokens per row, thinking and answer together (the official evaluation's)."),
     think: str = typer.Option(None, "--think", help=f"Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens. Default: {BENCH_THINK.label()}.", show_default=False),
+    stop_at_observation: bool = typer.Option(False, "--stop-at-observation", help="End each answer at its first closed observation block (the official evaluation generates to the end of the turn)."),
+    repetition_guard: bool = typer.Option(False, "--repetition-guard", help="End an answer that falls into a degenerate loop (the official evaluation has no such guard)."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
-    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP + " Long trajectories and long thinking need more.", show_default=False),
+    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens (default: enough for the longest selected row and --max-tokens, within what the model and this machine take). Rows that do not fit are written as failed, as the official run fails them.", show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
 ) -> None:
-    """Predict every selected row of a benchmark file, in the official evaluation's output format.
+    """Predict every selected row of a benchmark file as the official evaluation generates, in its output format.
 
-    Each output line is the input row, every field kept, with `gen` (the model's answer after thinking) and `awl_predict` (the row's line, the settings, the prompt tokens it evaluated). Rows are appended as they finish; run the same command again to go on after Ctrl+C or a crash: finished rows are skipped. Consecutive turns of one trajectory reuse the context, so each costs only its new tokens.
+    Each output line is the input row, every field kept, with `gen` (the model's answer after thinking) and `awl_predict` (the row's line, the model and its file's identity, the settings, the prompt tokens it evaluated). Rows are appended as they finish; run the same command again to go on after Ctrl+C or a crash: finished rows are skipped. A malformed row is named and skipped; a row too long for the context is written with an empty `gen`, as the official run fails it. Consecutive turns of one trajectory reuse the context, so each costs only its new tokens.
 
     Example: `awl bench predict terminal_test.jsonl -m qwen-agentworld-35b-a3b --out predictions.jsonl --rows 1-50`
     """
     from agentworld_local.cli.preflight import check_ctx_value, check_sampling, check_threads, check_writable
+    from agentworld_local.cli.resimulate import bench_context, bench_settings
     from agentworld_local.cli.run import load_backend, say_model_limits
 
-    budget = ThinkBudget.parse(think) if think is not None else BENCH_THINK
     check_sampling(max_tokens=max_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
+    check_name_length(out, "--out")
+    session = bench_settings(think=think, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                             stop_at_observation=stop_at_observation, repetition_guard=repetition_guard)
+    session.sampling = replace(session.sampling, top_p=top_p, top_k=top_k)
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    all_rows = read_bench_rows(file)
-    chosen = select_rows(all_rows, spec=rows, domain=domain)
-    sampling = SamplingConfig(temperature=temperature, top_p=top_p, top_k=top_k, min_p=BENCH_SAMPLING.min_p, max_tokens=max_tokens)
-    settings = RunSettings(model_label(model), sampling, budget, seed)
-    predictions = PredictionsFile.open(out, lines_of(all_rows), settings, source=file)
+    bench = BenchFile(file)
+    selection = select_lines(bench, spec=rows, domain=domain)
+    PredictionsFile.check_path(out, file)
+    settings = RunSettings(model_label(model), session.sampling, session.think, seed, model_file=model_file(model))
+    predictions = PredictionsFile.open(out, bench.fields(), settings, source=file)
     err = stderr_console()
+    _say_malformed(selection.malformed, as_json=as_json)
     if predictions.cut_bytes:
         err.print(f"awl: {out} ended in an unfinished line ({predictions.cut_bytes:,} bytes, cut off); its row is predicted again.", markup=False)
-    order = work_order(chosen)
+    order = work_order(selection.rows)
     todo = [row for row in order if row.line not in predictions.done]
     if not todo:
-        err.print(f"awl: all {len(order)} selected rows are already in {out}; nothing to do.", markup=False)
-        return
+        if order:
+            err.print(f"awl: all {len(order)} selected rows are already in {out}; nothing to do.", markup=False)
+        _summary(None, out, [], selection.malformed, skipped=len(order), as_json=as_json)
+        raise typer.Exit(1 if selection.malformed else 0)
     if len(todo) < len(order):
         err.print(f"awl: going on in {out}: {len(order) - len(todo)} of {len(order)} selected rows are done, {len(todo)} to go.", markup=False)
     check_writable(out)
+    ctx = bench_context(model, order, session, ctx)
     backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
     failed: list[RowFailed] = []
+    unfit: list[RowPredicted] = []
     shown = _ProgressLine(as_json=as_json)
     last = None
     try:
@@ -182,18 +175,23 @@ def bench_predict(
             last = event.progress
             if isinstance(event, RowFailed):
                 failed.append(event)
+            elif event.failed:
+                unfit.append(event)
     except KeyboardInterrupt as interrupt:
         shown.end()
         done = last.done if last else 0
         err.print(f"awl: interrupted; {done} new {'row is' if done == 1 else 'rows are'} saved in {out}. "
                   "Run the same command again to go on.", markup=False)
         raise typer.Exit(exit_code(interrupt)) from None
+    except AwlError:
+        shown.end()  # the error line (a failed write: what is kept, what to do) starts a line of its own
+        raise
     finally:
         predictions.close()
         backend.close()
     shown.end()
-    _summary(last, out, failed, skipped=len(order) - len(todo), as_json=as_json)
-    if failed:
+    _summary(last, out, failed, selection.malformed, skipped=len(order) - len(todo), unfit=unfit, as_json=as_json)
+    if failed or selection.malformed:
         raise typer.Exit(1)
 
 
@@ -205,6 +203,31 @@ def model_label(spec: str) -> str:
     if spec.startswith(SCRIPTED):
         return f"{SCRIPTED}{Path(spec[len(SCRIPTED):]).name}"
     return resolve_model(spec).name
+
+
+def model_file(spec: str) -> dict:
+    """The model file's identity (size and hash, as the loaded backend reports them), known
+    before the load: a rerun in the same `--out` must use the same file, whatever its name."""
+    from agentworld_local.cli.run import SCRIPTED
+    from agentworld_local.models.gguf_file import file_identity
+    from agentworld_local.models.resolve import resolve_model
+
+    path = Path(spec[len(SCRIPTED):]) if spec.startswith(SCRIPTED) else resolve_model(spec).path
+    try:
+        identity = file_identity(Path(path))
+    except OSError as error:
+        raise InputError(f"Cannot read the model file {path} ({error.strerror}).", "Check the path given to `--model`.") from None
+    return {"size": identity.size, "sha256": identity.sha256, "sha256_scope": identity.scope}
+
+
+def _say_malformed(malformed: list[Malformed], *, as_json: bool) -> None:
+    """Each malformed selected row, one line each, before the run: it is skipped, the rest goes on."""
+    for problem in malformed:
+        if as_json:
+            sys.stdout.write(dumps({"event": "row_malformed", "line": problem.line, "error": problem.reason}) + "\n")
+        else:
+            typer.echo(f"awl: warning: {safe_for_terminal(problem.reason)} This row is skipped; the others are predicted.", err=True)
+    sys.stdout.flush()
 
 
 def _duration(seconds: float | None) -> str:
@@ -227,20 +250,26 @@ class _ProgressLine:
     def show(self, event: RowPredicted | RowFailed) -> None:
         progress, row = event.progress, event.row
         if self.as_json:
-            payload: dict = {"event": "row" if isinstance(event, RowPredicted) else "row_failed", "line": row.line,
-                             "task": row.task, "id": row.id, "turn_idx": row.turn_idx,
-                             "done": progress.done, "failed": progress.failed, "total": progress.total}
+            kind = "row_failed" if isinstance(event, RowFailed) else "row_unfit" if event.failed else "row"
+            payload: dict = {"event": kind, "line": row.line, "task": row.task, "id": row.id, "turn_idx": row.turn_idx,
+                             "done": progress.done, "failed": progress.failed, "unfit": progress.unfit, "total": progress.total}
             if isinstance(event, RowPredicted):
-                payload.update(tokens=event.side["tokens"], finish=event.side["finish"])
+                payload.update(tokens=event.side["tokens"], finish=event.side.get("finish"))
+                if event.failed:
+                    payload["error"] = event.failed
             else:
                 payload["error"] = event.error.one_line()
             payload.update(tokens_per_s=round(progress.tokens_per_s, 2), eta_s=None if progress.eta_s is None else round(progress.eta_s, 1))
             sys.stdout.write(dumps(payload) + "\n")
             sys.stdout.flush()
             return
-        if isinstance(event, RowFailed) and not self.as_json:
+        if isinstance(event, RowFailed):
             self.end()
             typer.echo(f"awl: warning: row {row.line} was not predicted: {safe_for_terminal(event.error.one_line())}", err=True)
+        elif event.failed:
+            self.end()
+            typer.echo(f"awl: warning: row {row.line} does not fit: {event.failed}; written with an empty gen, as the "
+                       "official run fails it.", err=True)
         if self.live:
             finished = progress.done + progress.failed
             text = (f"rows {finished}/{progress.total}  {progress.tokens_per_s:.1f} tok/s  ETA {_duration(progress.eta_s)}"
@@ -256,20 +285,43 @@ class _ProgressLine:
             self._drawn = False
 
 
-def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], *, skipped: int, as_json: bool) -> None:
-    done = progress.done if progress else 0
+def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malformed: list[Malformed], *,
+             skipped: int, as_json: bool, unfit: list[RowPredicted] | None = None) -> None:
+    unfit = unfit or []
+    predicted = (progress.done if progress else 0) - len(unfit)
     total, evaluated = (progress.prompt_tokens_total, progress.prompt_tokens_evaluated) if progress else (0, 0)
     if as_json:
         sys.stdout.write(dumps({
-            "event": "done", "out": str(out), "predicted": done, "failed": [event.row.line for event in failed],
+            "event": "done", "out": str(out), "predicted": predicted, "unfit": [event.row.line for event in unfit],
+            "failed": [event.row.line for event in failed], "malformed": [problem.line for problem in malformed],
             "skipped": skipped, "prompt_tokens_evaluated": evaluated, "prompt_tokens_total": total,
         }) + "\n")
         sys.stdout.flush()
         return
+    err = stderr_console()
     reuse = f"; prompt tokens evaluated: {evaluated:,} of {total:,} ({total / evaluated:.1f}x fewer than from scratch)" if evaluated else ""
-    stderr_console().print(f"awl: predicted {done} {'row' if done == 1 else 'rows'} into {out}{reuse}", markup=False)
+    err.print(f"awl: predicted {_count_rows(predicted)} into {out}{reuse}", markup=False)
+    if unfit:
+        err.print(f"awl: {_count_rows(len(unfit))} did not fit the context and {_were(unfit)} written with an empty gen, "
+                  f"as the official run fails them (lines {_lines(unfit)}); to predict them, run again with a larger "
+                  "--ctx and another --out.", markup=False)
+    if malformed:
+        err.print(f"awl: {_count_rows(len(malformed))} of the file {_were(malformed)} malformed and skipped "
+                  f"(lines {_lines(malformed)}); fix them and run the same command again: only they are done.", markup=False)
     if failed:
-        lines = ", ".join(str(event.row.line) for event in failed[:10]) + (" ..." if len(failed) > 10 else "")
-        stderr_console().print(
-            f"awl: {len(failed)} {'row was' if len(failed) == 1 else 'rows were'} not predicted (lines {lines}); "
-            "fix the cause (e.g. a larger --ctx) and run the same command again: only they are done.", markup=False)
+        err.print(f"awl: {_count_rows(len(failed))} {_were(failed)} not predicted (lines {_lines(failed)}); "
+                  "fix the cause and run the same command again: only they are done.", markup=False)
+
+
+def _count_rows(number: int) -> str:
+    return f"{number} {'row' if number == 1 else 'rows'}"
+
+
+def _were(items: list) -> str:
+    return "was" if len(items) == 1 else "were"
+
+
+def _lines(items: list) -> str:
+    """The first lines of rows (events carry `.row.line`, malformed rows `.line`)."""
+    lines = [str(item.line if isinstance(item, Malformed) else item.row.line) for item in items]
+    return ", ".join(lines[:10]) + (" ..." if len(lines) > 10 else "")

@@ -1,4 +1,5 @@
-"""`awl run --from-bench FILE --row N`: re-simulate one benchmark turn, show it beside the truth."""
+"""`awl run --from-bench FILE --row N`: re-simulate one benchmark turn, show it beside the truth;
+and what both benchmark commands share: the official evaluation's settings, the context size."""
 
 from __future__ import annotations
 
@@ -17,10 +18,48 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.agentworldbench.rows import BenchRow
+from agentworld_local.engine.types import ThinkBudget
+from agentworld_local.agentworldbench.context import choose_ctx
+from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
+from agentworld_local.agentworldbench.resimulate import sendable
+from agentworld_local.agentworldbench.rows import BenchRow, bench_messages
 from agentworld_local.session.events import Saved, ThinkingDelta, TurnCancelled
 from agentworld_local.session.resimulate import RowResimulation
 from agentworld_local.trajectory.jsonl import dumps
+
+
+def bench_settings(*, think: str | None, temperature: float | None, max_tokens: int | None, seed: int,
+                   stop_at_observation: bool = False, repetition_guard: bool = False) -> SessionSettings:
+    """Settings for a benchmark command: the official evaluation's generation (BENCH_SAMPLING,
+    BENCH_THINK) where an option was not given; `max_tokens` counts thinking and answer."""
+    from dataclasses import replace
+
+    sampling = replace(
+        BENCH_SAMPLING,
+        temperature=BENCH_SAMPLING.temperature if temperature is None else temperature,
+        max_tokens=BENCH_SAMPLING.max_tokens if max_tokens is None else max_tokens,
+        stop_at_observation=stop_at_observation, repetition_guard=repetition_guard,
+    )
+    return SessionSettings(sampling=sampling, think=BENCH_THINK if think is None else ThinkBudget.parse(think), seed=seed)
+
+
+def bench_context(model: str, rows: list[BenchRow], settings: SessionSettings, ctx: int | None) -> int | None:
+    """The context to load for these rows: `--ctx` as given, or the size choose_ctx picks for
+    the longest row (its prompt counted with the model's own tokenizer before the load), said
+    on stderr with why."""
+    if ctx is not None:
+        return ctx
+    from agentworld_local.session.loading import ctx_ceiling, prompt_counter
+
+    counter = prompt_counter(model)
+    try:
+        longest = max(counter.count_tokens(bench_messages(sendable(row)), settings.think) for row in rows)
+    finally:
+        counter.close()
+    ceiling, why = ctx_ceiling(model)
+    choice = choose_ctx(longest, settings.sampling, settings.think, ceiling=ceiling, ceiling_reason=why)
+    stderr_console().print(f"awl: context {choice.n_ctx:,} tokens: {choice.reason}.", markup=False, style="dim")
+    return choice.n_ctx
 
 
 def run_bench_row(

@@ -32,6 +32,8 @@ FIRST_DROPPABLE = 2
 
 def answer_room(sampling: SamplingConfig, think: ThinkBudget, n_ctx: int) -> int:
     """Tokens held back for the answer."""
+    if sampling.max_tokens_counts_thinking:  # max_tokens already bounds thinking and answer together
+        return min(sampling.max_tokens, n_ctx // ANSWER_SHARE)
     thinking = {"off": 0, "budget": think.tokens or 0, "full": n_ctx}[think.mode]
     return min(thinking + sampling.max_tokens, n_ctx // ANSWER_SHARE)
 

@@ -77,7 +77,6 @@ def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = No
     this machine's.
     """
     from agentworld_local.models.inspect import inspect_gguf
-    from agentworld_local.models.memory import estimate_memory
 
     notice = notice or _ignore
     wanted = DEFAULT_CTX if ctx is None else ctx
@@ -94,13 +93,7 @@ def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = No
             )
         notice(f"{model_path.name} was trained for {trained:,} tokens of context; using {trained:,}.")
         wanted = trained
-    estimate = estimate_memory(summary, wanted)
-    per_token = estimate.kv_bytes_per_token + estimate.compute_per_token
-    if hardware is None:
-        from agentworld_local.engine.llama import machine_hardware
-
-        hardware = machine_hardware()
-    room = hardware.ram_available + sum(gpu.free_bytes or 0 for gpu in hardware.gpus if not gpu.unified)
+    per_token, room = _cache_room(summary, wanted, hardware)
     if per_token and per_token * wanted > room:
         from agentworld_local.models.units import format_bytes
 
@@ -112,6 +105,58 @@ def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = No
             advice,
         )
     return wanted
+
+
+def _cache_room(summary: Any, n_ctx: int, hardware: Any) -> tuple[int, int]:
+    """(bytes a context token takes in caches, bytes of memory free for them on this machine)."""
+    from agentworld_local.models.memory import estimate_memory
+
+    estimate = estimate_memory(summary, n_ctx)
+    if hardware is None:
+        from agentworld_local.engine.llama import machine_hardware
+
+        hardware = machine_hardware()
+    room = hardware.ram_available + sum(gpu.free_bytes or 0 for gpu in hardware.gpus if not gpu.unified)
+    return estimate.kv_bytes_per_token + estimate.compute_per_token, room
+
+
+def ctx_ceiling(model: str, *, hardware: Any = None) -> tuple[int | None, str]:
+    """(the largest context `model` takes on this machine, why), for choosing one; (None, "")
+    when nothing limits it here (a scripted backend, a file that cannot be inspected: its load
+    says why)."""
+    if model.startswith(SCRIPTED):
+        return None, ""
+    from agentworld_local.models.inspect import inspect_gguf
+    from agentworld_local.models.resolve import resolve_model
+
+    path = resolve_model(model).path
+    try:
+        summary = inspect_gguf(path)
+    except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
+        return None, ""
+    trained = summary.context_length or None
+    per_token, room = _cache_room(summary, trained or MIN_CTX, hardware)
+    fits = room // per_token // 1024 * 1024 if per_token else None
+    if fits is not None and (trained is None or fits < trained):
+        return max(fits, MIN_CTX), "what this machine's free memory holds"
+    return trained, f"what {path.name} was trained for"
+
+
+def prompt_counter(model: str) -> Any:
+    """Counts prompt tokens as `model` will, before it is loaded: `count_tokens(messages, think)`
+    as the Backend protocol has it, and `close()`.
+
+    A GGUF's vocabulary alone is read (engine/llama/vocab.py); a scripted backend counts as it
+    generates.
+    """
+    if model.startswith(SCRIPTED):
+        from agentworld_local.engine.scripted import ScriptedBackend
+
+        return ScriptedBackend.from_file(model[len(SCRIPTED):])
+    from agentworld_local.engine.llama.vocab import PromptCounter
+    from agentworld_local.models.resolve import resolve_model
+
+    return PromptCounter(resolve_model(model).path)
 
 
 def model_limits(info: Any, think: str | None) -> list[str]:

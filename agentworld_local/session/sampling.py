@@ -28,6 +28,10 @@ _RULES: dict[str, tuple[bool, Callable[[Any], bool], str, Any]] = {
 }
 
 
+#: When a generation ends (engine/types.SamplingConfig): each true or false.
+_SWITCHES = ("max_tokens_counts_thinking", "stop_at_observation", "repetition_guard")
+
+
 def option_name(key: str) -> str:
     """`max_tokens` -> `--max-tokens`: how a command line names a setting."""
     return "--" + key.replace("_", "-")
@@ -36,8 +40,12 @@ def option_name(key: str) -> str:
 def check_sampling(*, name: Callable[[str], str] = option_name, **values: Any) -> None:
     """Refuse a sampling value that cannot work (InputError naming it with `name`)."""
     for key, value in values.items():
+        if key in _SWITCHES:
+            if not isinstance(value, bool):
+                raise InputError(f"{name(key)} {_shown(value)} is not true or false.", "Write true or false.")
+            continue
         if key not in _RULES:
-            raise InputError(f"{name(key)} is not a sampling setting.", f"Known: {', '.join(map(name, _RULES))}.")
+            raise InputError(f"{name(key)} is not a sampling setting.", f"Known: {', '.join(map(name, [*_RULES, *_SWITCHES]))}.")
         whole, rule, words, example = _RULES[key]
         source = "the default" if key == "max_tokens" else "the model card's value"
         hint = f"Use e.g. `{option_name(key)} {example}` ({source})."

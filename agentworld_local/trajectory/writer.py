@@ -2,12 +2,12 @@
 process loses at most the turn it was writing (which the reader then skips).
 
 A failed write (a full disk) cuts the file back to its last complete line, so the file
-stays readable with every saved turn, and the next line can still follow cleanly.
+stays readable with every saved turn, and the next line can still follow cleanly
+(trajectory/appender.py, shared with benchmark predictions).
 """
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterable
 from dataclasses import replace
@@ -16,21 +16,10 @@ from typing import Any, BinaryIO
 
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
+from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason, write_all
 from agentworld_local.trajectory.jsonl import encode_line
 from agentworld_local.trajectory.reader import CONTROL, FORK, UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
-
-
-def _open(path: Path, mode: str) -> BinaryIO:
-    """Unbuffered: a failed write leaves nothing in a buffer for `close()` to retry."""
-    return open(path, mode, buffering=0)  # type: ignore[return-value]
-
-
-class _WriteFailed(Exception):
-    def __init__(self, reason: str, cut_back: bool) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.cut_back = cut_back
 
 
 class TrajectoryWriter:
@@ -57,17 +46,17 @@ class TrajectoryWriter:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle = _open(path, "wb" if overwrite else "xb")
+            handle = open_unbuffered(path, "wb" if overwrite else "xb")
         except FileExistsError:
             raise TrajectoryError(
                 f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
             ) from None
         except OSError as error:
-            raise TrajectoryError(f"cannot create {path}: {_reason(error)}.", "Choose a writable location.") from None
+            raise TrajectoryError(f"cannot create {path}: {reason(error)}.", "Choose a writable location.") from None
         writer = cls(path, handle, {})
         try:
             writer._write(encode_line(header.to_dict()))
-        except _WriteFailed as failed:
+        except AppendFailed as failed:
             writer.discard()
             raise TrajectoryError(
                 f"cannot start {path}: {failed.reason}; nothing was saved and no file was left behind.",
@@ -97,14 +86,14 @@ class TrajectoryWriter:
             )
         size = traj.good_bytes
         try:
-            handle = _open(path, "r+b")
+            handle = open_unbuffered(path, "r+b")
             handle.truncate(size)
             handle.seek(0, os.SEEK_END)
             if size and not _ends_with_newline(handle):
-                _write_all(handle, b"\n")  # a hand-edited file may lack the final newline
+                write_all(handle, b"\n")  # a hand-edited file may lack the final newline
                 size += 1
         except OSError as error:
-            raise TrajectoryError(f"cannot open {path} for appending: {_reason(error)}.", "Check its permissions.") from None
+            raise TrajectoryError(f"cannot open {path} for appending: {reason(error)}.", "Check its permissions.") from None
         return cls(
             path, handle, {t.id: t.turn for t in traj.turns},
             parent_of={t.id: t.parent for t in traj.turns}, head=traj.head or 0, size=size,
@@ -172,7 +161,7 @@ class TrajectoryWriter:
             )
         try:
             self._write(line)
-        except _WriteFailed as failed:
+        except AppendFailed as failed:
             saved = self.branch_length
             if failed.cut_back:
                 raise TrajectoryError(
@@ -188,27 +177,10 @@ class TrajectoryWriter:
             ) from None
 
     def _write(self, line: bytes) -> None:
-        """Write one complete line, or cut the file back to where it was and raise _WriteFailed."""
+        """Write one complete line, or cut the file back to where it was and raise AppendFailed."""
         if self._handle is None:
             raise ValueError(f"the writer for {self.path} is closed")
-        start = self._size
-        try:
-            _write_all(self._handle, line)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-        except OSError as error:
-            raise _WriteFailed(_reason(error), self._cut_back(start)) from None
-        self._size = start + len(line)
-
-    def _cut_back(self, size: int) -> bool:
-        assert self._handle is not None
-        try:
-            self._handle.truncate(size)
-            self._handle.seek(size)
-            os.fsync(self._handle.fileno())
-        except OSError:
-            return False
-        return True
+        self._size = append_line(self._handle, line, self._size)
 
     def discard(self) -> None:
         """Close and delete the file: for a new file whose content is worthless after a failure."""
@@ -236,22 +208,6 @@ class TrajectoryWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _write_all(handle: BinaryIO, data: bytes) -> None:
-    """An unbuffered write may write only part; loop until every byte is out."""
-    view = memoryview(data)
-    while view:
-        written = handle.write(view)
-        if not written:
-            raise OSError(errno.EIO, "the write made no progress")
-        view = view[written:]
-
-
-def _reason(error: OSError) -> str:
-    if error.errno == errno.ENOSPC:
-        return "the disk is full"
-    return error.strerror or str(error) or type(error).__name__
 
 
 def _ends_with_newline(handle: BinaryIO) -> bool:

@@ -57,7 +57,9 @@ def test_json_gives_one_event_per_row_and_a_summary(tmp_path):
     assert done["event"] == "done" and done["predicted"] == 6 and done["skipped"] == 0 and done["failed"] == []
     assert done["prompt_tokens_evaluated"] < done["prompt_tokens_total"]
     again = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), "--json", home=tmp_path)
-    assert again.returncode == 0 and again.stdout == "" and "all 6 selected rows are already in" in again.stderr
+    assert again.returncode == 0 and "all 6 selected rows are already in" in again.stderr
+    [summary] = [json.loads(line) for line in again.stdout.splitlines()]
+    assert summary["event"] == "done" and summary["predicted"] == 0 and summary["skipped"] == 6
 
 
 def test_a_terminal_shows_rows_speed_and_time_left(tmp_path):
@@ -127,9 +129,6 @@ def test_bad_input_is_one_line_before_the_model_loads(tmp_path):
     scripted = ["-m", f"scripted:{tmp_path / 'never-read.json'}"]
     predict = ("bench", "predict")
     assert_one_line_error(awl(*predict, str(tmp_path / "missing.jsonl"), *never, *out, home=tmp_path), "missing.jsonl does not exist")
-    broken = tmp_path / "broken.jsonl"
-    broken.write_text(json.dumps(bench_job("web", 1)) + "\n" + "{oops\n", encoding="utf-8")
-    assert_one_line_error(awl(*predict, str(broken), *never, *out, home=tmp_path), "broken.jsonl: row 2: not valid JSON")
     assert_one_line_error(awl(*predict, str(bench), *never, *out, "--rows", "4-9", home=tmp_path),
                           "--rows '4-9' goes past the file's last row, on line 6")
     assert_one_line_error(awl(*predict, str(bench), *never, *out, "--rows", "two", home=tmp_path), "`two` is not a line number")
@@ -153,3 +152,85 @@ def test_an_out_file_from_other_settings_is_refused_before_the_model_loads(tmp_p
     result = awl("bench", "predict", str(other), "-m", model, "-o", str(out), home=tmp_path)
     assert_one_line_error(result, "holds predictions for another benchmark file")
     assert out.read_bytes() == before
+
+
+def test_a_malformed_row_is_named_and_skipped_and_the_rest_is_predicted(tmp_path):
+    bench, out = write_bench(tmp_path, domains=("web",)), tmp_path / "p.jsonl"
+    lines = bench.read_text(encoding="utf-8").splitlines(keepends=True)
+    no_turn = {key: value for key, value in bench_job("mcp", 1).items() if key != "turn_idx"}
+    bench.write_text(lines[0] + "{oops\n" + lines[1] + json.dumps(no_turn) + "\n" + lines[2], encoding="utf-8")
+    model = scripted_model(tmp_path, ANSWER)
+    result = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), home=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "bench_test.jsonl: row 2: not valid JSON" in result.stderr and "field 'turn_idx' is missing" in result.stderr
+    assert "2 rows of the file were malformed and skipped (lines 2, 4)" in result.stderr
+    assert predicted_lines(out) == [1, 3, 5], "the rest of the file is predicted"
+    # --rows and --domain pick before rows are checked: a bad row they leave out changes nothing.
+    quiet = awl("bench", "predict", str(bench), "-m", model, "-o", str(tmp_path / "q.jsonl"), "--rows", "3-5",
+                "--domain", "web", "--json", home=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    *_, done = [json.loads(line) for line in quiet.stdout.splitlines()]
+    assert done["malformed"] == [] and done["predicted"] == 2
+    named = awl("bench", "predict", str(bench), "-m", model, "-o", str(tmp_path / "j.jsonl"), "--rows", "1-2", "--json", home=tmp_path)
+    events = [json.loads(line) for line in named.stdout.splitlines()]
+    assert events[0]["event"] == "row_malformed" and events[0]["line"] == 2 and "not valid JSON" in events[0]["error"]
+    assert events[-1]["malformed"] == [2] and named.returncode == 1
+
+
+def test_a_row_longer_than_the_context_is_written_failed_counted_and_named(tmp_path):
+    bench = tmp_path / "bench_test.jsonl"
+    jobs = [bench_job("terminal", 1), bench_job("swe", 1, system_str="tool definitions " * 3000), bench_job("terminal", 2)]
+    bench.write_text("".join(json.dumps(job) + "\n" for job in jobs), encoding="utf-8")
+    model, out = scripted_model(tmp_path, ANSWER), tmp_path / "p.jsonl"
+    result = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), "--ctx", "8192", "--max-tokens", "2048",
+                 "--json", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    [unfit] = [event for event in events if event["event"] == "row_unfit"]
+    assert unfit["line"] == 2 and "more than the 8,192-token context" in unfit["error"]
+    assert events[-1]["unfit"] == [2] and events[-1]["predicted"] == 2
+    written = {json.loads(line)["awl_predict"]["line"]: json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()}
+    assert written[2]["gen"] == "" and "more than the 8,192-token context" in written[2]["awl_predict"]["failed"]
+    assert written[1]["gen"] and "failed" not in written[1]["awl_predict"]
+    plain = awl("bench", "predict", str(bench), "-m", model, "-o", str(tmp_path / "q.jsonl"), "--ctx", "8192",
+                "--max-tokens", "2048", home=tmp_path)
+    assert "1 row did not fit the context and was written with an empty gen" in plain.stderr and "(lines 2)" in plain.stderr
+    # By default the context is sized for the longest row: every row fits, and awl says the size and why.
+    sized = awl("bench", "predict", str(bench), "-m", model, "-o", str(tmp_path / "r.jsonl"), "--json", home=tmp_path)
+    assert sized.returncode == 0, sized.stderr
+    assert json.loads(sized.stdout.splitlines()[-1])["unfit"] == []
+    assert "context" in sized.stderr and "the longest selected row's prompt" in sized.stderr and "32,768 tokens of generation" in sized.stderr
+
+
+def test_a_rerun_with_another_model_file_is_refused_naming_both(tmp_path):
+    bench, out = write_bench(tmp_path), tmp_path / "p.jsonl"
+    first = scripted_model(tmp_path, ANSWER, name="first.json")
+    assert awl("bench", "predict", str(bench), "-m", first, "-o", str(out), "--rows", "1", home=tmp_path).returncode == 0
+    other = scripted_model(tmp_path, ANSWER.replace("README.md", "setup.py"), name="second.json")
+    result = awl("bench", "predict", str(bench), "-m", other, "-o", str(out), home=tmp_path)
+    assert_one_line_error(result, "was written with the model scripted:first.json (", "this run loads scripted:second.json (")
+    # The same file under another name is the same model.
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "first.json").write_bytes((tmp_path / "first.json").read_bytes())
+    same = awl("bench", "predict", str(bench), "-m", f"scripted:{tmp_path / 'copy' / 'first.json'}", "-o", str(out), home=tmp_path)
+    assert same.returncode == 0, same.stderr
+
+
+def test_a_failed_write_is_one_line_and_the_file_keeps_whole_rows(tmp_path):
+    """A full disk, made real with a file size limit (RLIMIT_FSIZE): the write fails part-way."""
+    bench, out = write_bench(tmp_path), tmp_path / "p.jsonl"
+    model = scripted_model(tmp_path, ANSWER)
+    assert awl("bench", "predict", str(bench), "-m", model, "-o", str(out), "--rows", "1-2", home=tmp_path).returncode == 0
+    whole = out.read_bytes()
+    limit = len(whole) + 300  # row 3's line is longer: it is cut part-way
+    code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+            "from agentworld_local.cli.main import main; sys.argv[0] = 'awl'; sys.exit(main())")
+    result = subprocess.run([sys.executable, "-c", code, "bench", "predict", str(bench), "-m", model, "-o", str(out)],
+                            capture_output=True, text=True, env=awl_env(tmp_path), cwd=REPO, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
+    assert len(errors) == 1 and "could not save row 3" in errors[0] and "cut back to its last whole row" in errors[0]
+    assert out.read_bytes() == whole, "the file ends at its last whole row"
+    again = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), home=tmp_path)
+    assert again.returncode == 0 and predicted_lines(out) == [1, 2, 3, 4, 5, 6]

@@ -24,12 +24,15 @@ from agentworld_local.agentworldbench.selection import lines_of, parse_row_spec,
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
+from functools import partial
 from tests.unit.test_agentworldbench import bench_job
 
 THINKING = "The agent listed the directory; the repository has three entries."
 OBSERVATION = "main.py  tests  README.md\nroot@box:/app# "
 ANSWER = f"<think>\n{THINKING}\n</think>\n\n<predicted_observation>\n{OBSERVATION}\n</predicted_observation>"
 SETTINGS = RunSettings("scripted", BENCH_SAMPLING, BENCH_THINK, 0)
+#: A context that holds these small rows and the official 32,768 tokens of generation.
+Scripted = partial(ScriptedBackend, n_ctx=40960)
 
 
 def write_bench(path: Path, jobs: list[dict]) -> Path:
@@ -69,7 +72,7 @@ def test_each_output_line_is_the_input_row_with_gen_and_the_settings(tmp_path):
     jobs = [bench_job("terminal", n, split="test", extra_field={"keep": [1, 2]}) for n in (1, 2, 3)]
     bench = write_bench(tmp_path / "bench.jsonl", jobs)
     out = tmp_path / "predictions.jsonl"
-    events = run(bench, out, ScriptedBackend([ScriptedAnswer(ANSWER, chunk=3)]))
+    events = run(bench, out, Scripted([ScriptedAnswer(ANSWER, chunk=3)]))
     assert all(isinstance(event, RowPredicted) for event in events)
     lines = read_out(out)
     for job, line in zip(jobs, lines):
@@ -78,9 +81,11 @@ def test_each_output_line_is_the_input_row_with_gen_and_the_settings(tmp_path):
         assert list(line) == list(job) and line == job, "every input field, same values, same order"
         assert gen.strip() == f"<predicted_observation>\n{OBSERVATION}\n</predicted_observation>"
         assert THINKING not in gen, "the content a reasoning-parser server returns: no thinking"
-        assert side["version"] == 1  # a stored format: the side record says which one
+        assert side["version"] == 2  # a stored format: the side record says which one
         assert side["line"] == job["turn_idx"] and side["model"] == "scripted"
-        assert side["sampling"] == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0, "max_tokens": 32768}
+        assert side["sampling"] == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0, "max_tokens": 32768,
+                                    "max_tokens_counts_thinking": True, "stop_at_observation": False,
+                                    "repetition_guard": False}
         assert side["think"] == "full" and side["seed"] == 0 and side["finish"] == "stop"
         assert side["tokens"]["prompt_evaluated"] <= side["tokens"]["prompt_total"]
 
@@ -89,7 +94,7 @@ def test_a_row_that_already_has_gen_gets_the_new_one_in_its_place(tmp_path):
     job = {**bench_job("swe", 1), "gen": "an older prediction", "after": 1}
     bench = write_bench(tmp_path / "bench.jsonl", [job])
     out = tmp_path / "p.jsonl"
-    run(bench, out, ScriptedBackend([ANSWER]))
+    run(bench, out, Scripted([ANSWER]))
     [line] = read_out(out)
     assert list(line) == [*job, "awl_predict"] and line["gen"].lstrip().startswith("<predicted_observation>")
 
@@ -111,7 +116,7 @@ def test_a_row_that_already_has_gen_gets_the_new_one_in_its_place(tmp_path):
 def test_gen_is_the_answer_after_thinking(tmp_path, raw, think, expected):
     bench = write_bench(tmp_path / "bench.jsonl", [bench_job("terminal", 1)])
     settings = RunSettings("scripted", BENCH_SAMPLING, ThinkBudget.parse(think), 0)
-    [event] = run(bench, tmp_path / "p.jsonl", ScriptedBackend([ScriptedAnswer(raw, chunk=2)]), settings)
+    [event] = run(bench, tmp_path / "p.jsonl", Scripted([ScriptedAnswer(raw, chunk=2)]), settings)
     assert event.gen == expected
     assert read_out(tmp_path / "p.jsonl")[0]["gen"] == expected
 
@@ -128,7 +133,7 @@ def test_gen_text_splits_at_the_first_think_close():
 def test_rows_of_one_trajectory_run_together_earliest_turn_first(tmp_path):
     jobs = [bench_job("terminal", 3), bench_job("mcp", 2), bench_job("terminal", 1), bench_job("mcp", 1), bench_job("terminal", 2)]
     bench = write_bench(tmp_path / "bench.jsonl", jobs)
-    backend = ScriptedBackend([ANSWER])
+    backend = Scripted([ANSWER])
     events = run(bench, tmp_path / "p.jsonl", backend)
     assert [(e.row.task, e.row.turn_idx, e.row.line) for e in events] == [
         ("terminal", 1, 3), ("terminal", 2, 5), ("terminal", 3, 1), ("mcp", 1, 4), ("mcp", 2, 2)]
@@ -146,11 +151,11 @@ def test_rows_of_one_trajectory_run_together_earliest_turn_first(tmp_path):
 
 def test_rows_and_domain_select_lines_of_the_file(tmp_path):
     bench = six_rows(tmp_path)
-    events = run(bench, tmp_path / "a.jsonl", ScriptedBackend([ANSWER]), spec="2-3,5")
+    events = run(bench, tmp_path / "a.jsonl", Scripted([ANSWER]), spec="2-3,5")
     assert [e.row.line for e in events] == [2, 3, 5]
-    events = run(bench, tmp_path / "b.jsonl", ScriptedBackend([ANSWER]), domain="mcp")
+    events = run(bench, tmp_path / "b.jsonl", Scripted([ANSWER]), domain="mcp")
     assert [e.row.line for e in events] == [4, 5, 6]
-    events = run(bench, tmp_path / "c.jsonl", ScriptedBackend([ANSWER]), spec="1-4", domain="mcp")
+    events = run(bench, tmp_path / "c.jsonl", Scripted([ANSWER]), spec="1-4", domain="mcp")
     assert [e.row.line for e in events] == [4]
     assert [json.loads(line)["awl_predict"]["line"] for line in (tmp_path / "a.jsonl").read_text().splitlines()] == [2, 3, 5]
 
@@ -209,25 +214,25 @@ class InterruptAt:
 def test_an_interrupted_run_goes_on_without_redoing_finished_rows(tmp_path):
     bench, out = six_rows(tmp_path), tmp_path / "p.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        run(bench, out, InterruptAt(ScriptedBackend([ANSWER]), at=4))
+        run(bench, out, InterruptAt(Scripted([ANSWER]), at=4))
     assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 2, 3], "finished rows are on disk"
-    second = ScriptedBackend([ANSWER])
+    second = Scripted([ANSWER])
     events = run(bench, out, second)
     assert [e.row.line for e in events] == [4, 5, 6] and second.calls == 3
     assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 2, 3, 4, 5, 6]
-    assert run(bench, out, ScriptedBackend([ANSWER])) == [], "a finished file has nothing left to do"
+    assert run(bench, out, Scripted([ANSWER])) == [], "a finished file has nothing left to do"
 
 
 def test_an_unfinished_last_line_is_cut_off_and_its_row_predicted_again(tmp_path):
     bench, out = six_rows(tmp_path), tmp_path / "p.jsonl"
-    run(bench, out, ScriptedBackend([ANSWER]), spec="1-2")
+    run(bench, out, Scripted([ANSWER]), spec="1-2")
     whole = out.read_bytes()
     out.write_bytes(whole + whole.splitlines(keepends=True)[0][:57])  # a kill in the middle of row 3's line
     rows = read_bench_rows(bench)
     predictions = PredictionsFile.open(out, lines_of(rows), SETTINGS, source=bench)
     assert predictions.cut_bytes == 57 and predictions.done == {1, 2}
     assert out.read_bytes() == whole
-    events = list(predict_rows(work_order(rows), ScriptedBackend([ANSWER]), SETTINGS, predictions))
+    events = list(predict_rows(work_order(rows), Scripted([ANSWER]), SETTINGS, predictions))
     predictions.close()
     assert [e.row.line for e in events] == [3, 4, 5, 6]
     assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 2, 3, 4, 5, 6]
@@ -236,7 +241,8 @@ def test_an_unfinished_last_line_is_cut_off_and_its_row_predicted_again(tmp_path
 @pytest.mark.parametrize(
     ("settings", "fragment"),
     [
-        (RunSettings("other.gguf", BENCH_SAMPLING, BENCH_THINK, 0), "written with model scripted; this run asks for other.gguf"),
+        (RunSettings("other.gguf", BENCH_SAMPLING, BENCH_THINK, 0, model_file={"size": 9, "sha256": "ab" * 32}),
+         "written with the model scripted (file identity unknown); this run loads other.gguf (9 bytes, sha256 abababababab)"),
         (RunSettings("scripted", SamplingConfig(temperature=0.7, max_tokens=32768), BENCH_THINK, 0), "written with temperature 0.6; this run asks for 0.7"),
         (RunSettings("scripted", SamplingConfig(top_k=40, max_tokens=32768), BENCH_THINK, 0), "written with top-k 20; this run asks for 40"),
         (RunSettings("scripted", BENCH_SAMPLING, ThinkBudget.parse("512"), 0), "written with think full; this run asks for 512"),
@@ -245,7 +251,7 @@ def test_an_unfinished_last_line_is_cut_off_and_its_row_predicted_again(tmp_path
 )
 def test_an_out_file_written_with_other_settings_is_refused(tmp_path, settings, fragment):
     bench, out = six_rows(tmp_path), tmp_path / "p.jsonl"
-    run(bench, out, ScriptedBackend([ANSWER]), spec="1")
+    run(bench, out, Scripted([ANSWER]), spec="1")
     before = out.read_bytes()
     with pytest.raises(InputError) as raised:
         PredictionsFile.open(out, lines_of(read_bench_rows(bench)), settings, source=bench)
@@ -255,7 +261,7 @@ def test_an_out_file_written_with_other_settings_is_refused(tmp_path, settings, 
 
 def test_an_out_file_of_another_benchmark_file_is_refused(tmp_path):
     bench, out = six_rows(tmp_path), tmp_path / "p.jsonl"
-    run(bench, out, ScriptedBackend([ANSWER]), spec="1-2")
+    run(bench, out, Scripted([ANSWER]), spec="1-2")
     other = write_bench(tmp_path / "other.jsonl", [bench_job("swe", n) for n in (1, 2, 3)])
     message = refused(lambda: PredictionsFile.open(out, lines_of(read_bench_rows(other)), SETTINGS, source=other))
     assert re.search(r"holds predictions for another benchmark file: its line 1 is not row 1 of .*other\.jsonl", message)
@@ -274,23 +280,27 @@ def test_out_files_that_are_not_predictions_are_refused(tmp_path):
     message = refused(lambda: PredictionsFile.open(rows_file, rows, SETTINGS, source=bench))
     assert re.search(r"is not a file of `awl bench predict` \(line 1 has no `awl_predict` record\)", message)
     damaged = tmp_path / "damaged.jsonl"
-    run(bench, damaged, ScriptedBackend([ANSWER]), spec="1-2")
+    run(bench, damaged, Scripted([ANSWER]), spec="1-2")
     damaged.write_bytes(b"{not json\n" + damaged.read_bytes())
     message = refused(lambda: PredictionsFile.open(damaged, rows, SETTINGS, source=bench))
     assert re.search("damaged.jsonl line 1 is not a JSON row", message)
     future = tmp_path / "future.jsonl"
-    run(bench, future, ScriptedBackend([ANSWER]), spec="1")
-    future.write_text(future.read_text().replace('"version": 1', '"version": 2', 1))
+    run(bench, future, Scripted([ANSWER]), spec="1")
+    future.write_text(future.read_text().replace('"version": 2', '"version": 3', 1))
     message = refused(lambda: PredictionsFile.open(future, rows, SETTINGS, source=bench))
-    assert re.search(r"future.jsonl line 1: its `awl_predict` record has version 2; this awl reads version 1", message)
+    assert re.search(r"future.jsonl line 1: its `awl_predict` record has version 3; this awl reads version 2", message)
 
 
-def test_a_row_that_does_not_fit_is_reported_not_written_and_done_by_a_rerun(tmp_path):
+def test_a_row_that_does_not_fit_is_written_failed_as_the_official_run_fails_it(tmp_path):
     jobs = [bench_job("terminal", 1), bench_job("terminal", 2, system_str="long " * 3000)]
     bench, out = write_bench(tmp_path / "bench.jsonl", jobs), tmp_path / "p.jsonl"
-    events = run(bench, out, ScriptedBackend([ANSWER], n_ctx=2048))
-    assert isinstance(events[0], RowPredicted) and isinstance(events[1], RowFailed)
-    assert "larger `--ctx`" in events[1].error.one_line() and events[1].progress.failed == 1
-    assert [line["awl_predict"]["line"] for line in read_out(out)] == [1]
-    events = run(bench, out, ScriptedBackend([ANSWER], n_ctx=32768))
-    assert [e.row.line for e in events] == [2] and isinstance(events[0], RowPredicted)
+    backend = Scripted([ANSWER], n_ctx=34816)
+    events = run(bench, out, backend)
+    assert [type(event) for event in events] == [RowPredicted, RowPredicted]
+    assert events[0].failed is None and events[1].failed and events[1].gen == ""
+    assert "more than the 34,816-token context" in events[1].failed and events[1].progress.unfit == 1
+    assert backend.calls == 1, "the model never saw the row that does not fit: no history turn was left out"
+    lines = read_out(out)
+    assert [line["awl_predict"]["line"] for line in lines] == [1, 2] and lines[1]["gen"] == ""
+    assert lines[1]["awl_predict"]["failed"] == events[1].failed
+    assert run(bench, out, Scripted([ANSWER], n_ctx=65536)) == [], "a failed row is a result: a rerun skips it"

@@ -178,13 +178,13 @@ def test_a_full_disk_that_cannot_even_cut_back_stops_the_writer_cleanly(tmp_path
 
 def test_a_full_disk_at_start_leaves_no_file_and_a_retry_works(tmp_path, monkeypatch):
     path = tmp_path / "s.jsonl"
-    real_open = writer_module._open
-    monkeypatch.setattr(writer_module, "_open", lambda p, mode: FailingHandle(real_open(p, mode)))
+    real_open = writer_module.open_unbuffered
+    monkeypatch.setattr(writer_module, "open_unbuffered", lambda p, mode: FailingHandle(real_open(p, mode)))
     with pytest.raises(TrajectoryError) as caught:
         TrajectoryWriter.create(path, make_header())
     assert "nothing was saved and no file was left behind" in caught.value.one_line()
     assert not path.exists()
-    monkeypatch.setattr(writer_module, "_open", real_open)
+    monkeypatch.setattr(writer_module, "open_unbuffered", real_open)
     TrajectoryWriter.create(path, make_header()).close()
     assert read_trajectory(path).turns == []
 

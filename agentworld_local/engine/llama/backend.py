@@ -14,7 +14,6 @@ from __future__ import annotations
 import codecs
 import gc
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,13 +27,12 @@ from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
-from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama import checkpoints, vocab
 from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
 from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
-from agentworld_local.engine.template import ChatTemplate, fallback_template
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
     GenerationDone,
@@ -47,9 +45,6 @@ from agentworld_local.engine.types import (
 from agentworld_local.errors import AwlError, GenerationError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.plan import OffloadPlan
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def template_handles_thinking(source: str) -> bool:
     """Whether a chat template knows thinking: it writes `<think>` or reads `enable_thinking`."""
@@ -115,12 +110,7 @@ class LlamaBackend:
         self.n_ctx = llm.n_ctx()
         self.n_batch = n_batch
         metadata = llm.metadata
-        template_source = metadata.get("tokenizer.chat_template")
-        self.template = ChatTemplate(
-            template_source or fallback_template(metadata.get("general.architecture")),
-            bos_token=self._token_text(llm.token_bos()),
-            eos_token=self._token_text(llm.token_eos()),
-        )
+        self.template, embedded = vocab.chat_template(llm)
         self.info = ModelInfo(
             name=name or path.name,
             path=str(path),
@@ -131,7 +121,7 @@ class LlamaBackend:
             n_ctx=self.n_ctx,
             # A CPU-only build offloads nothing, whatever was asked: say what really runs where.
             gpu_layers=self.gpu_layers if supports_gpu_offload() else 0,
-            chat_template_source="gguf" if template_source else "fallback",
+            chat_template_source="gguf" if embedded else "fallback",
             template_thinks=template_handles_thinking(self.template.source),
         )
         self._tokens: list[int] = []
@@ -148,15 +138,9 @@ class LlamaBackend:
 
     # -- tokens ---------------------------------------------------------------------
 
-    def _token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
-
     def tokenize(self, text: str) -> list[int]:
         """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
-        # A lone surrogate (damaged input) cannot be UTF-8: it becomes U+FFFD, not an exception.
-        return self._llm.tokenize(_LONE_SURROGATE.sub("\ufffd", text).encode("utf-8"), add_bos=False, special=True)
+        return vocab.tokenize(self._llm, text)
 
     @property
     def evaluated_tokens(self) -> list[int]:
@@ -169,14 +153,11 @@ class LlamaBackend:
 
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
         """(text up to the turn boundary, full prompt text with the generation prompt)."""
-        base = self.template.render(messages, add_generation_prompt=False)
-        full = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
-        return base, full
+        return self.template.render(messages, add_generation_prompt=False), vocab.render_prompt(self.template, messages, think)
 
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
-        text = self.template.render(messages, add_generation_prompt=True, enable_thinking=think.mode != "off")
-        return len(self.tokenize(text))
+        return len(self.tokenize(vocab.render_prompt(self.template, messages, think)))
 
     # -- checkpoints ----------------------------------------------------------------
 
