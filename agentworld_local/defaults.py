@@ -43,3 +43,13 @@ CTX_HELP = (
 TEMPERATURE_HELP = "Sampling temperature (0 = greedy)."
 MAX_TOKENS_HELP = "Most tokens for one observation, after thinking."
 SEED_HELP = "Sampling seed; the same seed replays the same session."
+DOMAIN_HELP = "Which world to simulate (default: the scenario's, else terminal)."
+SCENARIO_HELP = "A starting world: a name from `awl scenarios list`, or a .toml file."
+TASK_HELP = "The agent's task, given to the world model as context; overrides the scenario's."
+CONTROL_HELP = ("A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". "
+                "Repeatable; adds to the scenario's.")
+PROMPTS_HELP = ("A prompt pack: a directory laid out like the official prompts/ (<domain>/system_prompt.txt), "
+                "e.g. a checkout's prompts/ folder. See docs/domains.md.")
+GPU_LAYERS_HELP = ("Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; "
+                   "see `awl models info MODEL --plan`), all, or N.")
+THREADS_HELP = "CPU threads (default: llama.cpp's choice; at most this machine's CPUs)."

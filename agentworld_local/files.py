@@ -1,23 +1,61 @@
-"""Reading files that users name: regular files only, with a size limit, UTF-8 (a BOM is accepted).
+"""Files that users name: regular files only, with a size limit, UTF-8 (a BOM is accepted);
+names no file system can hold; names awl derives from data; files written whole.
 
 A FIFO or a device (`/dev/zero`) given where a file is expected must be refused at once,
-not read forever.
+not read forever. A name component over 255 bytes makes every file call fail with
+ENAMETOOLONG (Python's `Path.exists()` included): a given one is refused in one line, a
+derived one (from a benchmark row's id) is shortened.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import BinaryIO
 
 from agentworld_local.errors import AwlError, InputError
 
 #: Scripts, scenarios, states, tool files: far below this. Trajectories use their own reader.
 DEFAULT_LIMIT = 64 * 1024 * 1024
+#: The longest name component (in bytes) of Linux, macOS and Windows file systems.
+MAX_NAME_BYTES = 255
+_HASH_CHARS = 12
+
+
+def check_name_length(path: str | Path, what: str = "file", error: type[AwlError] = InputError) -> None:
+    """Refuse a path with a component no file system holds, before any file call fails on it."""
+    for part in Path(path).parts:
+        size = len(os.fsencode(part))
+        if size > MAX_NAME_BYTES:
+            shown = part if len(part) <= 40 else part[:40] + "…"
+            raise error(
+                f"A name in the {what} path, `{shown}`, is {size:,} bytes long; file systems allow at most "
+                f"{MAX_NAME_BYTES} bytes per name.",
+                "Choose a shorter name.",
+            )
+
+
+def fit_name(stem: str, suffix: str = "") -> str:
+    """`stem + suffix` as a file name; a name over MAX_NAME_BYTES keeps the start of `stem`
+    and ends with a hash of the whole stem, so different long stems stay different names."""
+    name = stem + suffix
+    if len(os.fsencode(name)) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(os.fsencode(stem)).hexdigest()[:_HASH_CHARS]
+    room = MAX_NAME_BYTES - len(os.fsencode(suffix)) - len(digest) - 1
+    start = os.fsencode(stem)[:room].decode("utf-8", errors="ignore")  # never half a character
+    return f"{start}-{digest}{suffix}"
 
 
 def check_regular_file(path: Path, what: str, error: type[AwlError] = InputError) -> int:
     """The file's size; raises `error` when it is missing, a directory, or not a regular file."""
+    check_name_length(path, what, error)
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -64,3 +102,60 @@ def read_text(path: str | Path, what: str, *, limit: int = DEFAULT_LIMIT, error:
             f"The {what} {path} is not UTF-8 text (byte 0x{data[problem.start]:02x} on line {line}).",
             "Save it as UTF-8 and try again.",
         ) from None
+
+
+@contextmanager
+def writing_whole(path: str | Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
+    """A file written whole or not at all: the block writes a temporary file beside `path`,
+    which is fsynced and renamed to `path` only when the block ends without an error.
+
+    A crash, a kill or a full disk part-way leaves `path` as it was (absent, or the old
+    file), never a shorter file that looks complete and blocks the rerun. Without
+    `overwrite`, an existing `path` raises FileExistsError (checked at the rename, too:
+    a file that appeared meanwhile is not replaced). OSError otherwise, for the caller's message.
+    """
+    path = Path(path)
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "File exists", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(fit_name(f".{path.name}", f".{secrets.token_hex(4)}.part"))
+    handle = open(temporary, "xb")
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        _publish(temporary, path, overwrite)
+    except BaseException:
+        with suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def _publish(temporary: Path, path: Path, overwrite: bool) -> None:
+    if overwrite:
+        os.replace(temporary, path)
+    else:
+        try:
+            os.link(temporary, path)  # unlike a rename, refuses a file that appeared meanwhile
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            if os.path.lexists(path):  # a file system without hard links
+                raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+            os.rename(temporary, path)
+        else:
+            temporary.unlink()
+    with suppress(OSError):  # the new name survives a power cut only once its directory is synced
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def os_error_text(error: OSError) -> str:
+    """What went wrong, for a message: `the disk is full`, `Permission denied`, ..."""
+    if error.errno == errno.ENOSPC:
+        return "the disk is full"
+    return error.strerror or str(error) or type(error).__name__

@@ -26,7 +26,7 @@ from agentworld_local.contract.parse import OBSERVATION_MARKER
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.engine.prompt_composition import CONTROL_HEADING
 from agentworld_local.errors import InputError
-from agentworld_local.files import check_regular_file
+from agentworld_local.files import check_name_length, check_regular_file, fit_name
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.reader import Trajectory, count
 from agentworld_local.trajectory.schema import Header, TurnRecord
@@ -415,6 +415,7 @@ def import_bench(path: str | Path, out_dir: str | Path) -> list[Path]:
     removes the files this import wrote.
     """
     path, out_dir = Path(path), Path(out_dir)
+    check_name_length(out_dir, "--out-dir")
     groups: dict[tuple[Any, ...], list[BenchRow]] = {}
     for row in read_bench_rows(path):
         groups.setdefault(_trajectory_key(row), []).append(row)
@@ -422,9 +423,9 @@ def import_bench(path: str | Path, out_dir: str | Path) -> list[Path]:
     used: set[str] = set()
     for rows in groups.values():
         stem = _file_stem(rows[0])
-        name, n = f"{stem}.jsonl", 2
+        name, n = fit_name(stem, ".jsonl"), 2  # a row id may be longer than a file name can be
         while name in used:
-            name, n = f"{stem}-{n}.jsonl", n + 1
+            name, n = fit_name(f"{stem}-{n}", ".jsonl"), n + 1
         used.add(name)
         targets.append((out_dir / name, rows))
     existing = [target for target, _ in targets if target.exists()]

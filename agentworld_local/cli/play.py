@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
+from agentworld_local.cli import session_options as options
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
-from agentworld_local.defaults import CTX_HELP, DEFAULT_SEED, MODEL_HELP, SEED_HELP, THINK_HELP
+from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.errors import InputError
 
 
@@ -20,15 +21,20 @@ def has_terminal() -> bool:
 @app.command()
 def play(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Without one, the start screen lets you choose.", show_default=False),
-    domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
-    scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
+    domain: str = options.DOMAIN,
+    scenario: str = options.SCENARIO,
+    task: str = options.TASK,
+    control: list[str] = options.CONTROL,
+    prompts: Path = options.PROMPTS,
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file.", show_default=False),
-    think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help=SEED_HELP),
+    think: str = options.THINK,
+    seed: int = options.SEED,
+    temperature: float = options.TEMPERATURE,
+    max_tokens: int = options.MAX_TOKENS,
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False),
-    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
-    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
-    threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
+    ctx: int = options.CTX,
+    gpu_layers: str = options.GPU_LAYERS,
+    threads: int = options.THREADS,
 ) -> None:
     """Sit in front of a simulated world: type actions, watch the model think, undo, fork.
 
@@ -37,7 +43,13 @@ def play(
     from agentworld_local.session.spec import SessionSpec
 
     # Every mistake is said before the screen opens, by the rules the session will apply.
-    SessionSpec(domain=domain, scenario=scenario, think=think, seed=seed).resolve()
+    SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []), prompts=prompts,
+                think=think, seed=seed, temperature=temperature, max_tokens=max_tokens).resolve()
+    if resume is not None:
+        given = next((flag for flag, value in (("--task", task), ("--control", control), ("--prompts", prompts)) if value), None)
+        if given:
+            raise InputError(f"--resume continues a session with the setup it was saved with; {given} cannot change it.",
+                             f"Drop {given}, or start a new session.")
     check_ctx_value(ctx)
     threads = check_threads(threads)
     if resume is not None and not resume.is_file():
@@ -54,5 +66,6 @@ def play(
     from agentworld_local.tui.app import make_app
 
     start_screen = model is None
-    run_screen(make_app(model=model, domain=domain, scenario=scenario, resume=resume, think=think, out=out, seed=seed,
-                        ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen))
+    run_screen(make_app(model=model, domain=domain, scenario=scenario, task=task, controls=list(control or []),
+                        prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
+                        max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen))

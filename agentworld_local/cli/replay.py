@@ -14,6 +14,7 @@ from rich.console import Console
 from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.main import app
 from agentworld_local.cli.screens import run_screen
+from agentworld_local.session.files import ensure_new_file, write_whole
 from agentworld_local.errors import InputError
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay as render_replay
@@ -80,6 +81,8 @@ def export_asciicast(file: Path, out: Path | None) -> None:
     recording (stdout without --out; an existing file is never overwritten)."""
     from agentworld_local.trajectory.asciicast import asciicast_text
 
+    if out is not None:
+        ensure_new_file(out)
     traj = read_trajectory(file)
     print_warnings(traj.warnings)
     text = asciicast_text(traj)  # a non-terminal session is refused before anything is written
@@ -87,13 +90,6 @@ def export_asciicast(file: Path, out: Path | None) -> None:
         sys.stdout.buffer.write(text.encode("utf-8"))
         sys.stdout.flush()
         return
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "x", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except FileExistsError:
-        raise InputError(f"{out} already exists.", "Choose another `--out` file, or delete that one first.") from None
-    except OSError as error:
-        raise InputError(f"Cannot write {out} ({error.strerror}).", "Choose a writable location.") from None
+    write_whole(out, [text.encode("utf-8")])
     Console(stderr=True, highlight=False).print(
         f"wrote {out}: play it with `asciinema play {out}`", markup=False, style="dim", soft_wrap=True)

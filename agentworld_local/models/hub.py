@@ -40,6 +40,7 @@ from huggingface_hub.file_download import http_get, repo_folder_name
 from huggingface_hub.utils import WeakFileLock, build_hf_headers
 
 from agentworld_local.errors import AwlError, ModelError
+from agentworld_local.files import writing_whole
 from agentworld_local.models.registry import ModelChoice
 from agentworld_local.models.units import format_size
 
@@ -238,11 +239,8 @@ def _link_into_snapshot(storage: Path, blob: Path, commit: str, choice: ModelCho
         except OSError:
             shutil.move(blob, pointer)  # no symlinks here (Windows without developer mode): keep one copy
     if choice.revision != commit:
-        ref = storage / "refs" / choice.revision
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        temporary = ref.with_name(ref.name + ".tmp")
-        temporary.write_text(commit)
-        os.replace(temporary, ref)
+        with writing_whole(storage / "refs" / choice.revision, overwrite=True) as handle:
+            handle.write(commit.encode())
     return pointer
 
 

@@ -9,7 +9,6 @@ ones, its quants are merged by quant name); other user entries add models.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,7 +19,7 @@ import tomli_w
 
 from agentworld_local import paths
 from agentworld_local.errors import AwlError, InputError, ModelError
-from agentworld_local.files import read_text
+from agentworld_local.files import read_text, writing_whole
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.safe_parse import SyntaxProblem, load_toml
 
@@ -398,8 +397,6 @@ def _read_user_data(user_file: Path) -> dict:
 def _write_user_data(user_file: Path, data: dict) -> None:
     data["version"] = REGISTRY_VERSION
     ordered = {"version": data["version"], **{k: v for k, v in data.items() if k != "version"}}
-    user_file.parent.mkdir(parents=True, exist_ok=True)
-    temporary = user_file.with_name(user_file.name + ".tmp")
     header = "# Your awl models: written by `awl models add` (same format as the packaged models.toml).\n"
-    temporary.write_text(header + tomli_w.dumps(ordered), encoding="utf-8")
-    os.replace(temporary, user_file)  # atomic: a crash never leaves half a registry
+    with writing_whole(user_file, overwrite=True) as handle:  # a crash never leaves half a registry
+        handle.write((header + tomli_w.dumps(ordered)).encode("utf-8"))

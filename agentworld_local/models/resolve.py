@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def looks_like_path(spec: str) -> bool:
         spec.lower().endswith(".gguf")
         or any(sep in spec for sep in ("/", "\\"))
         or spec.startswith(("~", "."))
-        or Path(spec).expanduser().exists()
+        or os.path.exists(os.path.expanduser(spec))  # False, not ENAMETOOLONG, for a name too long
     )
 
 

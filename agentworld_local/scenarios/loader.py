@@ -7,10 +7,11 @@ bundled one replaces it, so a user can adapt a bundled world without forking awl
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import read_text
+from agentworld_local.files import check_name_length, read_text
 from agentworld_local.paths import config_dir, package_assets
 from agentworld_local.safe_parse import SyntaxProblem, load_toml
 from agentworld_local.scenarios.schema import Scenario, scenario_from_dict
@@ -39,7 +40,8 @@ def read_scenario_file(path: Path, *, origin: str = "file") -> Scenario:
     Only regular files are read (a FIFO or /dev/zero is refused at once), with a size
     limit; a UTF-8 byte-order mark is accepted.
     """
-    if not path.exists() and not path.is_symlink():
+    check_name_length(path, "scenario file")
+    if not os.path.lexists(path):
         raise InputError(f"Scenario file not found: {path}.", "Check the path, or list scenarios with `awl scenarios list`.")
     text = read_text(path, "scenario file", limit=MAX_SCENARIO_BYTES)
     try:
@@ -74,7 +76,7 @@ def list_scenarios(domain: str | None = None, *, problems: list[AwlError] | None
 
 
 def _looks_like_path(value: str) -> bool:
-    return "/" in value or "\\" in value or value.endswith(".toml") or Path(value).is_file()
+    return "/" in value or "\\" in value or value.endswith(".toml") or os.path.isfile(value)
 
 
 def load_scenario(name_or_path: str) -> Scenario:
@@ -87,7 +89,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     # Fast path: the file named after the scenario (the bundled convention).
     for directory, origin in reversed(_sources()):
         candidate = directory / f"{value}.toml"
-        if candidate.is_file():
+        if os.path.isfile(candidate):  # False for a name too long to be a file
             scenario = read_scenario_file(candidate, origin=origin)
             if scenario.name == value:
                 return scenario

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from agentworld_local.errors import InputError
+from agentworld_local.files import check_name_length, os_error_text, writing_whole
 from agentworld_local.paths import sessions_dir
 
 
@@ -16,5 +19,22 @@ def default_session_path(domain: str) -> Path:
 
 def ensure_new_file(path: Path) -> None:
     """Refuse before the model loads or anything is written: awl never overwrites a saved file."""
-    if path.exists():
+    check_name_length(path)
+    if os.path.lexists(path):
         raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.")
+
+
+def write_whole(path: Path, chunks: Iterable[bytes]) -> None:
+    """An `--out` file written whole (files.writing_whole): a failure or a kill part-way leaves
+    no partial file to mistake for a result or to block the rerun. Errors are one InputError."""
+    try:
+        with writing_whole(path) as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+    except FileExistsError:
+        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.") from None
+    except OSError as error:
+        raise InputError(
+            f"Cannot write {path} ({os_error_text(error)}); no file was left behind.",
+            "Free disk space or choose another location, then run the same command again.",
+        ) from None

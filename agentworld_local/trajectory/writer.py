@@ -16,10 +16,13 @@ from typing import Any, BinaryIO
 
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
+from agentworld_local.files import os_error_text, writing_whole
 from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason, write_all
 from agentworld_local.trajectory.jsonl import encode_line
 from agentworld_local.trajectory.reader import CONTROL, FORK, UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
+
+
 
 
 class TrajectoryWriter:
@@ -145,9 +148,7 @@ class TrajectoryWriter:
 
     def record_control(self, text: str) -> None:
         """Write a control instruction for the next turn, so that a resume still sends it."""
-        if not text.strip():
-            raise ValueError("a control instruction needs a text")
-        self._save(encode_line({"type": CONTROL, "text": text.strip(), "created": utc_now()}), "the control instruction")
+        self._save(encode_line(control_line(text)), "the control instruction")
 
     def record_fork(self, turn: int, file: str | Path) -> None:
         """Write that a fork of this session's first `turn` turns was saved in `file`."""
@@ -169,6 +170,12 @@ class TrajectoryWriter:
                     f"complete line; every turn saved before it is intact ({count(saved, 'turn')}).",
                     "Free disk space or check the drive.",
                 ) from None
+            if not self._holds_a_partial_line():  # e.g. a file made read-only or immutable meanwhile
+                raise TrajectoryError(
+                    f"could not save {what} to {self.path}: {failed.reason}. Nothing of it reached the file; every "
+                    f"turn saved before it is intact ({count(saved, 'turn')}).",
+                    "Check that the file can still be written (permissions, a read-only or immutable file, the drive).",
+                ) from None
             self._broken = failed.reason
             raise TrajectoryError(
                 f"could not save {what} to {self.path}: {failed.reason}. Its last line is incomplete (readers skip "
@@ -181,6 +188,14 @@ class TrajectoryWriter:
         if self._handle is None:
             raise ValueError(f"the writer for {self.path} is closed")
         self._size = append_line(self._handle, line, self._size)
+
+    def _holds_a_partial_line(self) -> bool:
+        """After a failed write that could not be cut back: does the file hold part of the line?"""
+        assert self._handle is not None
+        try:
+            return os.fstat(self._handle.fileno()).st_size > self._size
+        except OSError:
+            return True  # cannot tell: say the worst
 
     def discard(self) -> None:
         """Close and delete the file: for a new file whose content is worthless after a failure."""
@@ -221,22 +236,37 @@ def write_new(
     path: str | Path, header: Header, turns: Iterable[TurnRecord], *, overwrite: bool = False,
     pending_controls: Iterable[str] = (),
 ) -> Path:
-    """A complete new trajectory file, or none: a failure part-way removes what was written.
+    """A new trajectory file: `header`, `turns` as one straight branch (numbered 1, 2, 3...),
+    then `pending_controls` (control instructions for the turn after the last one).
 
-    `pending_controls`: control instructions for the turn after the last one, written last.
+    Written whole (files.writing_whole): a failure, a full disk or a kill part-way leaves no
+    file, never a shorter one that looks complete, so the same command can simply run again.
     """
     path = Path(path)
-    writer = TrajectoryWriter.create(path, header, overwrite=overwrite)
     try:
-        for turn in turns:
-            writer.append(turn)
-        for control in pending_controls:
-            writer.record_control(control)
-    except BaseException:
-        writer.discard()
-        raise
-    writer.close()
+        with writing_whole(path, overwrite=overwrite) as handle:
+            handle.write(encode_line(header.to_dict()))
+            for n, turn in enumerate(turns, start=1):
+                handle.write(encode_line(replace(turn, id=n, turn=n, parent=n - 1 or None).to_dict()))
+            for control in pending_controls:
+                handle.write(encode_line(control_line(control)))
+    except FileExistsError:
+        raise TrajectoryError(
+            f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
+        ) from None
+    except OSError as error:
+        raise TrajectoryError(
+            f"could not write {path}: {os_error_text(error)}; no file was left behind.",
+            "Free disk space or choose another location, then run the same command again.",
+        ) from None
     return path
+
+
+def control_line(text: str) -> dict[str, Any]:
+    """The line that records a control instruction for the next turn."""
+    if not text.strip():
+        raise ValueError("a control instruction needs a text")
+    return {"type": CONTROL, "text": text.strip(), "created": utc_now()}
 
 
 def fork_trajectory(src: str | Path, dst: str | Path, at_turn: int | None = None, *, overwrite: bool = False) -> Path:

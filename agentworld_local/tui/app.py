@@ -37,6 +37,10 @@ class SessionRequest:
     out: Path | None = None
     seed: int = 0
     max_tokens: int | None = None  # most tokens for one observation (None: the default)
+    temperature: float | None = None  # None: the default
+    task: str | None = None  # the agent's task (None: the scenario's)
+    controls: tuple[str, ...] = ()  # control instructions from turn 1, added to the scenario's
+    prompts: Path | None = None  # a prompt pack directory
 
 
 class AwlApp(App[None]):
@@ -235,13 +239,16 @@ def make_app(
     sessions_dir: str | Path | None = None, replay_path: str | Path | None = None, ctx: int | None = None,
     gpu_layers: str = "auto", threads: int | None = None, timings: bool = True, files_each_turn: bool = False,
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
+    temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
+    prompts: str | Path | None = None,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
     the numbers that change from run to run (speed, seconds, context use), for snapshots."""
     request = SessionRequest(model=model, domain=domain, scenario=scenario,
                              resume=Path(resume) if resume else None, think=think,
-                             out=Path(out) if out else None, seed=seed, max_tokens=max_tokens)
+                             out=Path(out) if out else None, seed=seed, max_tokens=max_tokens, temperature=temperature,
+                             task=task, controls=tuple(controls or ()), prompts=Path(prompts) if prompts else None)
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 
 def session_spec(request: SessionRequest) -> SessionSpec:
     """The session core's spec for a request (its rules merge the scenario and the options)."""
-    spec = SessionSpec(domain=request.domain, scenario=request.scenario, think=request.think, seed=request.seed)
-    return spec if request.max_tokens is None else replace(spec, max_tokens=request.max_tokens)
+    spec = SessionSpec(domain=request.domain, scenario=request.scenario, task=request.task,
+                       controls=list(request.controls), prompts=request.prompts, think=request.think, seed=request.seed)
+    chosen = {name: value for name, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature))
+              if value is not None}
+    return replace(spec, **chosen)  # None: the spec's default
 
 
 def open_session(backend: Any, request: SessionRequest) -> Session:

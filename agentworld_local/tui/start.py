@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
+from agentworld_local.defaults import DEFAULT_MAX_TOKENS, DEFAULT_THINK
 from agentworld_local.domains import domain_names, get_domain
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.terminal_text import safe_for_terminal
@@ -84,7 +85,7 @@ class StartScreen(Screen[None]):
         yield Static(Text.assemble(("awl", "bold"), "  a simulated world, predicted by a local model"), id="banner")
         with Horizontal(id="columns"):
             with Vertical(id="world-column"):
-                yield Label("World: a domain, or ◆ a scenario")
+                yield Label("World (◆ a scenario)")
                 yield OptionList(*[Option(label, id=key) for key, label in world_choices()], id="worlds")
             with Vertical(id="setup-column"):
                 yield Label("Model")
@@ -92,10 +93,14 @@ class StartScreen(Screen[None]):
                                  [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
                                          disabled=True)], id="models")
                 yield Input(value=self.request.model or (self.models[0] if self.models else ""),
-                            placeholder="a name, a .gguf path, or scripted:FILE",
-                            id="model")
+                            placeholder="name, .gguf, scripted:FILE", id="model", compact=True)
                 yield Label("Thinking budget")
-                yield Input(value=self.request.think or "", placeholder="default; off, full, or tokens", id="think")
+                yield Input(value=self.request.think or "", placeholder=f"off, full or N ({DEFAULT_THINK})",
+                            id="think", compact=True)
+                yield Label("Max observation tokens")
+                max_tokens = self.request.max_tokens
+                yield Input(value="" if max_tokens is None else str(max_tokens), placeholder=f"default {DEFAULT_MAX_TOKENS}",
+                            type="integer", id="max-tokens", compact=True)
                 yield Button("Start", variant="primary", id="start")
             with Vertical(id="recent-column"):
                 yield Label("Recent sessions")
@@ -104,8 +109,8 @@ class StartScreen(Screen[None]):
                 yield OptionList(*[Option(path.name, id=str(path)) for path in recent] or
                                  [Option(Text("(none yet)", style="dim"), disabled=True)], id="recent")
                 with Horizontal(id="recent-buttons"):
-                    yield Button("Resume", id="resume")
-                    yield Button("Replay", id="replay")
+                    yield Button("Resume", id="resume", compact=True)
+                    yield Button("Replay", id="replay", compact=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -131,13 +136,15 @@ class StartScreen(Screen[None]):
         worlds = self.query_one("#worlds", OptionList)
         option = worlds.highlighted_option
         kind, _, name = (option.id or "domain:terminal").partition(":") if option else ("domain", "", "terminal")
+        max_tokens = self.query_one("#max-tokens", Input).value.strip()
         request = replace(self.request, model=self.query_one("#model", Input).value.strip() or None,
                           think=self.query_one("#think", Input).value.strip() or None,
+                          max_tokens=int(max_tokens) if max_tokens.lstrip("-").isdigit() else None,
                           domain=name if kind == "domain" else None, scenario=name if kind == "scenario" else None)
         with self.awl_app.guarded():
-            from agentworld_local.engine.types import ThinkBudget
+            from agentworld_local.tui.opening import session_spec
 
-            ThinkBudget.parse(request.think)  # a typo is said before the model loads
+            session_spec(request).check()  # a typo (thinking, max tokens) is said before the model loads
             self.awl_app.begin(request)
 
     def _recent(self) -> Path | None:

@@ -61,3 +61,53 @@ def test_play_in_a_real_terminal(tmp_path):
         screen = term.wait_for("PLAY-EXITED-")
         assert "PLAY-EXITED-0" in screen, screen
     assert [record.action for record in read_trajectory(out).turns] == ["ls -la"]
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed; the real-terminal check needs it")
+def test_play_takes_the_session_options_of_run(tmp_path):
+    """--task, --control, --prompts, --temperature, --max-tokens, --seed and --ctx reach the
+    session as they do with `awl run` (the same option definitions, cli/session_options.py)."""
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"version": 1, "answers": [{"raw": answer("thinking_then_tags").raw}]}))
+    pack = tmp_path / "prompts" / "terminal"
+    pack.mkdir(parents=True)
+    (pack / "system_prompt.txt").write_text("You are the terminal of a machine that only I describe.\n", encoding="utf-8")
+    out = tmp_path / "played.jsonl"
+    options = ["--task", "free some disk space", "--control", "the disk is full", "--prompts", str(tmp_path / "prompts"),
+               "--temperature", "0.25", "--max-tokens", "321", "--seed", "7", "--ctx", "4096"]
+    with AwlInTmux("play", "-m", f"scripted:{answers}", "--out", str(out), *options, home=tmp_path,
+                   exited_marker="PLAY-EXITED") as term:
+        screen = term.wait_for("Timeline")
+        assert "/4,096" in screen, screen  # the context asked for
+        term.keys("C-q")
+        assert "PLAY-EXITED-0" in term.wait_for("PLAY-EXITED-")
+    header = read_trajectory(out).header
+    assert header.task == "free some disk space"
+    assert header.controls == ["the disk is full"]
+    assert "only I describe" in header.system_prompt
+    assert header.sampling["temperature"] == 0.25 and header.sampling["max_tokens"] == 321
+    assert header.seed == 7
+
+
+def test_play_and_run_share_their_session_options():
+    """One definition each (cli/session_options.py): the same flags, help and defaults."""
+    import typer.main
+
+    from agentworld_local.cli.main import app
+
+    commands = {command.name: command for command in typer.main.get_command(app).commands.values()}
+    shared = ("--task", "--control", "--prompts", "--temperature", "--max-tokens", "--seed", "--ctx", "--think",
+              "--domain", "--scenario", "--gpu-layers", "--threads")
+
+    def options(name):
+        return {flag: (param.help, param.default) for param in commands[name].params for flag in param.opts}
+
+    play, run = options("play"), options("run")
+    for flag in shared:
+        assert flag in play and play[flag] == run[flag], flag
+
+
+def test_play_refuses_session_options_with_resume(tmp_path):
+    saved = tmp_path / "s.jsonl"
+    saved.write_text("")
+    assert_one_line_error(awl("play", "--resume", str(saved), "--task", "x", home=tmp_path, stdin=""), "--task")

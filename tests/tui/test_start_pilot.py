@@ -64,6 +64,46 @@ async def test_start_a_bundled_scenario_with_a_scripted_model(tmp_path):
     assert traj.turns[0].observation == answer("thinking_then_tags").observation
 
 
+async def test_max_tokens_set_on_the_start_screen_reach_the_session(tmp_path):
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.screen.query_one("#max-tokens", Input).placeholder == "default 4096"
+        app.screen.query_one("#max-tokens", Input).value = "777"
+        await start_with(pilot, world="domain:terminal", model=f"scripted:{answer_file(tmp_path, 'thinking_then_tags')}")
+        assert isinstance(app.screen, SessionScreen)
+        path = app.screen.session.path
+    assert read_trajectory(path).header.sampling["max_tokens"] == 777
+
+
+async def test_a_bad_max_tokens_is_refused_before_loading(tmp_path):
+    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.query_one("#max-tokens", Input).value = "0"
+        await start_with(pilot, world="domain:terminal", model="scripted:nowhere.json")
+        assert isinstance(app.screen, ErrorDialog)
+        assert "max-tokens" in app.screen.message
+    assert list(tmp_path.glob("*.jsonl")) == []
+
+
+async def test_at_80x24_every_field_label_placeholder_and_button_fits(tmp_path):
+    """At the classic terminal size the Replay button was off the screen and the placeholders cut."""
+    from textual.widgets import Button, Label
+
+    app = make_app(sessions_dir=tmp_path, models=["qwen-agentworld-35b-a3b"], timings=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        visible = screen.region.height - 1  # the footer's line
+        for button in screen.query(Button):
+            region = button.region
+            assert region.width >= len(str(button.label)) and region.right <= 80 and region.bottom <= visible, button.id
+        for field in screen.query(Input):
+            assert field.region.bottom <= visible, field.id
+            assert len(field.placeholder) <= field.content_size.width, (field.id, field.placeholder)
+        for label in screen.query(Label):
+            assert len(str(label.render())) <= label.content_size.width, str(label.render())
+
+
 async def test_a_model_that_cannot_load_is_a_dialog_and_the_start_screen_stays(tmp_path):
     app = make_app(sessions_dir=tmp_path, models=[], timings=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -388,3 +388,34 @@ def test_awl_replay_and_export_show_a_file_with_unusable_numbers(tmp_path, comma
     result = awl(name, str(path), *options, home=tmp_path)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "echo 7" in result.stdout
+
+
+# --- save-failure messages say what happened (issue 15) ---------------------------------------
+
+
+class RefusingHandle(FailingHandle):
+    """A file that became immutable (chattr +i) or read-only meanwhile: writes and truncation
+    fail with EPERM and nothing reaches the file."""
+
+    def write(self, data):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    def truncate(self, size):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+
+def test_a_write_refused_whole_is_not_called_an_incomplete_last_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    writer = TrajectoryWriter.create(path, make_header())
+    writer.append(make_turn("a", "1"))
+    before = path.read_bytes()
+    writer._handle = RefusingHandle(writer._handle)
+    with pytest.raises(TrajectoryError) as refused:
+        writer.append(make_turn("b", "2", parent=1))
+    said = refused.value.one_line()
+    assert "Operation not permitted" in said and "Nothing of it reached the file" in said and "intact (1 turn)" in said
+    assert "incomplete" not in said and "Free disk space" not in said
+    writer._handle = writer._handle._handle  # the file can be written again: the writer goes on
+    writer.append(make_turn("b", "2", parent=1))
+    writer.close()
+    assert path.read_bytes().startswith(before) and actions(read_trajectory(path)) == ["a", "b"]
