@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,6 @@ def bench_settings(*, think: str | None, temperature: float | None, max_tokens: 
                    stop_at_observation: bool = False, repetition_guard: bool = False) -> SessionSettings:
     """Settings for a benchmark command: the official evaluation's generation (BENCH_SAMPLING,
     BENCH_THINK) where an option was not given; `max_tokens` counts thinking and answer."""
-    from dataclasses import replace
-
     sampling = replace(
         BENCH_SAMPLING,
         temperature=BENCH_SAMPLING.temperature if temperature is None else temperature,
@@ -43,11 +42,11 @@ def bench_settings(*, think: str | None, temperature: float | None, max_tokens: 
     return SessionSettings(sampling=sampling, think=BENCH_THINK if think is None else ThinkBudget.parse(think), seed=seed)
 
 
-def bench_context(model: str, rows: list[BenchRow], settings: SessionSettings, ctx: int | None) -> int | None:
+def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSettings, ctx: int | None) -> int | None:
     """The context to load for these rows: `--ctx` as given, or the size choose_ctx picks for
     the longest row (its prompt counted with the model's own tokenizer before the load), said
-    on stderr with why."""
-    if ctx is not None:
+    on stderr with why. A remote server (no `model`) has its own context."""
+    if ctx is not None or model is None:
         return ctx
     from agentworld_local.session.loading import ctx_ceiling, prompt_counter
 

@@ -28,7 +28,7 @@ from agentworld_local.cli.turn_output import (
     play,
     read_script,
 )
-from agentworld_local.cli.resimulate import run_bench_row
+from agentworld_local.cli.resimulate import bench_context, bench_settings, run_bench_row
 from agentworld_local.domains.base import Domain
 from agentworld_local.defaults import (
     CTX_HELP,
@@ -297,8 +297,12 @@ def run(
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
                      "--initial-state": initial_state, "--control": control or None}
+        given = set(_given(context, ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
+        # The official evaluation's generation, except for what was given (--max-tokens counts thinking too).
+        settings = bench_settings(think=think, temperature=temperature if "--temperature" in given else None,
+                                  max_tokens=max_tokens if "--max-tokens" in given else None, seed=seed)
         _bench_session(from_bench, row, conflicts, model=model, load=load, out=out, as_json=as_json,
-                       show_thinking=show_thinking, settings=SessionSettings(sampling=sampling, think=budget, seed=seed))
+                       show_thinking=show_thinking, settings=settings)
     spec.initial_state = _read_initial_state(initial_state)
     resolved = spec.resolve()
     world_domain, settings = resolved.domain, resolved.settings
@@ -382,6 +386,7 @@ def _bench_session(
     out = out or default_session_path(f"bench-{bench_row.domain}")
     ensure_new_file(out)
     check_writable(out)
+    load = {**load, "ctx": bench_context(model, [bench_row], settings, load["ctx"])}
     backend = load_backend(model, **load)
     code = run_bench_row(bench_row, path, backend, settings, out=out, as_json=as_json, show_thinking=show_thinking)
     backend.close()

@@ -234,3 +234,26 @@ def test_a_failed_write_is_one_line_and_the_file_keeps_whole_rows(tmp_path):
     assert out.read_bytes() == whole, "the file ends at its last whole row"
     again = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), home=tmp_path)
     assert again.returncode == 0 and predicted_lines(out) == [1, 2, 3, 4, 5, 6]
+
+
+def test_from_bench_generates_as_the_official_evaluation_unless_told_otherwise(tmp_path):
+    bench = write_bench(tmp_path, domains=("terminal",))
+    two_blocks = ("<think>\nFirst a draft, then the screen.\n</think>\n\n<predicted_observation>\ndraft\n</predicted_observation>\n"
+                  "<predicted_observation>\nmain.py  tests\nroot@box:/app# \n</predicted_observation>")
+    model, out = scripted_model(tmp_path, two_blocks), tmp_path / "row.jsonl"
+    result = awl("run", "--from-bench", str(bench), "--row", "2", "-m", model, "-o", str(out), "--json", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.splitlines()[0])
+    assert payload["prediction"] == "main.py  tests\nroot@box:/app# ", "to the end of the turn: the last block"
+    header = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert header["think"] == "full" and header["sampling"]["temperature"] == 0.6
+    assert header["sampling"]["max_tokens"] == 32768 and header["sampling"]["max_tokens_counts_thinking"]
+    assert not header["sampling"]["stop_at_observation"] and not header["sampling"]["repetition_guard"]
+    assert "32,768 tokens of generation" in result.stderr, "the context is sized for the row, and awl says so"
+    # Options given still win; --max-tokens counts thinking and answer.
+    out2 = tmp_path / "row2.jsonl"
+    given = awl("run", "--from-bench", str(bench), "--row", "2", "-m", model, "-o", str(out2), "--think", "off",
+                "--max-tokens", "900", "--temperature", "0.2", home=tmp_path)
+    assert given.returncode == 0, given.stderr
+    header = json.loads(out2.read_text(encoding="utf-8").splitlines()[0])
+    assert (header["think"], header["sampling"]["max_tokens"], header["sampling"]["temperature"]) == ("off", 900, 0.2)
