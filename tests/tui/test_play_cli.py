@@ -93,8 +93,9 @@ def test_play_and_run_share_their_session_options():
     """One definition each (cli/session_options.py): the same flags, help and defaults."""
     import typer.main
 
-    from agentworld_local.cli.main import app
+    from agentworld_local.cli.main import _register_commands, app
 
+    _register_commands()
     commands = {command.name: command for command in typer.main.get_command(app).commands.values()}
     shared = ("--task", "--control", "--prompts", "--temperature", "--max-tokens", "--seed", "--ctx", "--think",
               "--domain", "--scenario", "--gpu-layers", "--threads")
