@@ -63,6 +63,7 @@ COMMAND_MODULES = (
     "replay",
     "fork",
     "run",
+    "sessions",
     "scenarios",
     "agentworldbench",
     "models",

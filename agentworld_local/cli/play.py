@@ -26,7 +26,7 @@ def play(
     task: str = options.TASK,
     control: list[str] = options.CONTROL,
     prompts: Path = options.PROMPTS,
-    resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file.", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file (`last`: the newest), with the model it was made with unless --model names the same file.", show_default=False),
     think: str = options.THINK,
     seed: int = options.SEED,
     temperature: float = options.TEMPERATURE,
@@ -52,8 +52,14 @@ def play(
                              f"Drop {given}, or start a new session.")
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    if resume is not None and not resume.is_file():
-        raise InputError(f"{resume} is not a saved session file.", "Give the path of a .jsonl session, e.g. from `awl replay`.")
+    if resume is not None:
+        from agentworld_local.session.listing import resolve_session_file
+        from agentworld_local.session.resume_rules import ResumeOptions, plan_resume
+
+        resume = resolve_session_file(resume)
+        if not resume.is_file():
+            raise InputError(f"{resume} is not a saved session file.", "Give the path of a .jsonl session, e.g. from `awl sessions list`.")
+        model = plan_resume(resume, ResumeOptions(model=model)).model  # the session's model; another is refused
     if out is not None:
         from agentworld_local.session.files import ensure_new_file
 

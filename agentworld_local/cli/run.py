@@ -50,11 +50,11 @@ from agentworld_local.paths import action_history_file
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.session import events
 from agentworld_local.session.core import Session, Shield, domain_from_header
+from agentworld_local.session.listing import resolve_session_file
+from agentworld_local.session.resume_rules import ResumeOptions, plan_resume, same_model
 from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.agentworldbench.rows import read_bench_row
-from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.writer import TrajectoryWriter
 
 
 def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
@@ -244,7 +244,7 @@ def _action_forms_epilog() -> str:
 def run(
     context: typer.Context,
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin."),
-    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
+    model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " With --resume, the session's own model when not given.", show_default=False),
     domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
     state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),
     scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
@@ -254,7 +254,8 @@ def run(
     control: list[str] = typer.Option(None, "--control", "-c", metavar="<str>", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
     from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
-    resume: Path = typer.Option(None, "--resume", help="Continue a saved session, appending to its file, on the branch it was on. Its domain, task, tools, sampling, thinking and seed come from the file.", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session (a file, or `last` for the newest in the sessions dir), appending to its file, on the branch it was on. Its model, domain, task, tools and prompts come from the file; --max-tokens, --temperature, --think and --seed may change for the new turns, which record them.", show_default=False),
+    allow_other_model: bool = typer.Option(False, "--allow-other-model", help="With --resume: go on with a --model other than the one the session was made with (each new turn records its model)."),
     think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help=SEED_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
@@ -276,7 +277,8 @@ def run(
 
     Re-simulate a benchmark turn: `awl run --from-bench terminal_test.jsonl --row 2 -m world.gguf`.
 
-    Continue a saved session in its file: `echo "cat notes.txt" | awl run --resume s.jsonl -m world.gguf`.
+    Continue a saved session in its file, with its own model: `echo "cat notes.txt" | awl run --resume s.jsonl`
+    (`--resume last`: the newest session; `awl sessions list` shows them).
     """
     # Everything that can be checked without the model is checked before it loads.
     spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
@@ -290,10 +292,18 @@ def run(
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
-                     "--control": control or None, "--out": out, "--think": think,
-                     **{option: True for option in _given(context, ("seed", "--seed"), ("temperature", "--temperature"),
-                                                           ("max_tokens", "--max-tokens"))}}
-        _resume_session(resume, script, conflicts, model=model, load=load, as_json=as_json, show_thinking=show_thinking)
+                     "--control": control or None, "--out": out}
+        given = set(_given(context, ("seed", "--seed"), ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
+        options = ResumeOptions(model=model, allow_other_model=allow_other_model, think=think,
+                                temperature=temperature if "--temperature" in given else None,
+                                max_tokens=max_tokens if "--max-tokens" in given else None,
+                                seed=seed if "--seed" in given else None)
+        _resume_session(resume, script, conflicts, options, load=load, as_json=as_json, show_thinking=show_thinking)
+    if allow_other_model:
+        raise InputError("--allow-other-model only works with --resume.", "Add `--resume FILE`, or drop it.")
+    if model is None:
+        raise InputError("awl run needs a model.", "Give one with `--model NAME|PATH` (see `awl models list`), "
+                         "or continue a saved session with `--resume FILE`.")
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
                      "--initial-state": initial_state, "--control": control or None}
@@ -337,32 +347,33 @@ def _given(context: typer.Context, *options: tuple[str, str]) -> list[str]:
 
 
 def _resume_session(
-    path: Path, script: Path | None, conflicts: dict[str, Any], *, model: str, load: dict[str, Any],
+    path: Path, script: Path | None, conflicts: dict[str, Any], options: ResumeOptions, *, load: dict[str, Any],
     as_json: bool, show_thinking: bool,
 ) -> None:
-    """`--resume FILE`: the saved session goes on in the same file; always ends the command."""
+    """`--resume FILE`: the saved session goes on in the same file; always ends the command.
+    The rules (which model, which settings may change) are the core's: session/resume_rules.py."""
     given = [name for name, value in conflicts.items() if value is not None]
     if given:
         raise InputError(
-            f"--resume continues {path} with the setup it was saved with; {given[0]} cannot change it.",
+            f"--resume continues {path} with the world it was saved with; {given[0]} cannot change it.",
             f"Drop {given[0]}, or start a new session from a copy: `awl fork {path} --out NEW.jsonl`.",
         )
-    # Checked before the model loads: a damaged or foreign file is refused (with `awl fork`),
-    # and an unfinished last line (the process was killed mid-write) is cut off.
-    TrajectoryWriter.append_to(path).close()
-    header = read_trajectory(path).header
-    domain = domain_from_header(header)
+    path = resolve_session_file(path)
+    # Checked before the model loads: a damaged or foreign file (refused, with `awl fork`), an
+    # unfinished last line (cut off), a bad option, a model file that is not the session's.
+    plan = plan_resume(path, options)
+    domain = domain_from_header(plan.header)
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
-    backend = load_backend(model, **load)
-    say_model_limits(backend, None)  # the thinking setting is the file's, not an option given now
-    saved_with = header.model.name if header.model else None
-    if saved_with and saved_with != backend.info.name:
-        stderr_console().print(f"awl: {path} was saved with {saved_with}; it goes on with {backend.info.name}.",
-                               markup=False, style="yellow")
+    backend = load_backend(plan.model, **load)
+    say_model_limits(backend, options.think)
+    made_with = plan.made_with
+    if made_with is not None and options.allow_other_model and not same_model(made_with, backend.info):
+        say_notice(f"{path} was made with {made_with.path or made_with.name}; it goes on with "
+                   f"{backend.info.path or backend.info.name}, and each new turn records it.")
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    code = play_session(lambda shield: Session.resume(path, backend, shield=shield), lines, printer=printer,
-                        interactive=from_stdin and sys.stdin.isatty())
+    code = play_session(lambda shield: Session.resume(path, backend, shield=shield, options=options), lines,
+                        printer=printer, interactive=from_stdin and sys.stdin.isatty())
     backend.close()
     raise typer.Exit(code)
 

@@ -10,7 +10,8 @@ turns) may change; each new turn records where its settings differ from the head
 The model: a session goes on with the model its last turn was made with (the header's,
 unless a turn records another). A different file (size first, then the hash the header
 records, both cheap before a load) is refused, unless the user allows it on purpose; then
-each new turn records its model (`TurnRecord.model`).
+each new turn records its model (`TurnRecord.model`). `Session.resume` checks the loaded
+backend again, so no face can skip the rule.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def plan_resume(path: str | Path, options: ResumeOptions | None = None) -> Resum
     options = options or ResumeOptions()
     options.check()
     path = Path(path)
-    TrajectoryWriter.append_to(path).close()
     traj = read_trajectory(path)
+    TrajectoryWriter.append_to(path, traj).close()  # refuses a damaged file, cuts an unfinished line
     made_with = last_model(traj)
     model = options.model or model_to_load(made_with, path)
     if not options.allow_other_model:
@@ -108,10 +109,15 @@ def model_to_load(ref: ModelRef | None, path: Path) -> str:
 
 
 def check_model_file(ref: ModelRef | None, model: str, path: Path) -> None:
-    """Before a load: refuse a GGUF that is not the one the session was made with (its size
-    first, then the hash of the part the header records). Scripted answers load in no time:
-    `check_backend` compares them once they are loaded."""
-    if ref is None or model.startswith(SCRIPTED):
+    """Before a load: refuse a model file that is not the one the session was made with (a
+    GGUF's size first, then the hash of the part the header records; scripted answers, which
+    load in no time, by their hash once read)."""
+    if ref is None:
+        return
+    if model.startswith(SCRIPTED):
+        from agentworld_local.engine.scripted import ScriptedBackend
+
+        check_backend(ref, ScriptedBackend.from_file(model[len(SCRIPTED):]).info, path)
         return
     from agentworld_local.models.gguf_file import file_identity
     from agentworld_local.models.resolve import resolve_model

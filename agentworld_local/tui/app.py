@@ -88,6 +88,17 @@ class AwlApp(App[None]):
 
     def begin(self, request: SessionRequest) -> None:
         """Open the session `request` asks for, loading its model first if needed."""
+        if request.resume is not None and (request.model or self.backend is None):
+            # The session's own model, or a refusal before the load (session/resume_rules.py); a
+            # model loaded already is checked by Session.resume, at no cost.
+            from agentworld_local.session.resume_rules import ResumeOptions, plan_resume
+
+            planned = None
+            with self.guarded():
+                planned = plan_resume(request.resume, ResumeOptions(model=request.model)).model
+            if planned is None:
+                return  # refused: the error is on screen
+            request = replace(request, model=planned)
         self.request = request
         if self.backend is not None and (request.model is None or request.model == self.backend_model):
             with self.guarded():

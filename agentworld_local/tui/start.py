@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 from agentworld_local.defaults import DEFAULT_MAX_TOKENS, DEFAULT_THINK
 from agentworld_local.domains import domain_names, get_domain
 from agentworld_local.errors import AwlError, InputError
+from agentworld_local.session.listing import session_paths
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.tui import messages
 
@@ -55,11 +56,7 @@ def downloaded_models() -> list[str]:
 
 
 def recent_sessions(folder: Path, limit: int = RECENT) -> list[Path]:
-    try:
-        files = [path for path in folder.glob("*.jsonl") if path.is_file()]
-    except OSError:
-        return []
-    return sorted(files, key=lambda path: (path.stat().st_mtime, path.name), reverse=True)[:limit]
+    return session_paths(folder, limit)  # the list `awl sessions list` and `--resume last` read
 
 
 class StartScreen(Screen[None]):
@@ -158,8 +155,11 @@ class StartScreen(Screen[None]):
     def action_resume(self) -> None:
         path = self._recent()
         if path is not None:
-            self.awl_app.begin(replace(self.request, model=self.query_one("#model", Input).value.strip() or None,
-                                       resume=path))
+            # The session's own model, unless the user typed or picked another (the field
+            # starts with a suggestion for new sessions, which is no choice for this one).
+            typed = self.query_one("#model", Input).value.strip()
+            suggested = self.request.model or (self.models[0] if self.models else "")
+            self.awl_app.begin(replace(self.request, model=typed if typed and typed != suggested else None, resume=path))
 
     @on(Button.Pressed, "#replay")
     def action_replay(self) -> None:
