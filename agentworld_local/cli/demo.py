@@ -14,7 +14,7 @@ from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, 
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
 from agentworld_local.engine.world import World
 from agentworld_local.examples import pick_example
-from agentworld_local.session.live_replay import live_plan
+from agentworld_local.session.rerun import live_plan
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay
 
