@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentworld_local.engine.world import World
 from agentworld_local.session.core import Session
 from agentworld_local.session.files import ensure_new_file
+from agentworld_local.session.resume_rules import ResumeOptions
 from agentworld_local.session.spec import SessionSpec
 
 if TYPE_CHECKING:
@@ -25,8 +26,9 @@ def session_spec(request: SessionRequest) -> SessionSpec:
 
 def open_session(backend: Any, request: SessionRequest) -> Session:
     """Resume `request.resume`, or a new session in the new file `request.out`."""
-    if request.resume is not None:
-        return Session.resume(request.resume, backend)
+    if request.resume is not None:  # sampling given now applies to the new turns, which record it
+        going_on = ResumeOptions(think=request.think, max_tokens=request.max_tokens, temperature=request.temperature)
+        return Session.resume(request.resume, backend, options=going_on)
     assert request.out is not None
     resolved = session_spec(request).resolve()
     ensure_new_file(request.out)

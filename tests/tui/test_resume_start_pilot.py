@@ -56,3 +56,16 @@ async def test_resume_with_another_model_is_refused_and_without_one_uses_the_ses
         assert isinstance(app.screen, ErrorDialog)
         assert f"was made with {made_with}" in app.screen.message and app.backend is None  # nothing loaded
     assert len(read_trajectory(tmp_path / "s1.jsonl").current_branch()) == 2
+
+
+async def test_sampling_given_for_a_resumed_session_applies_to_its_new_turns(tmp_path):
+    made_with = answer_file(tmp_path / "answers.json", "thinking_then_tags")
+    await saved_session(tmp_path, made_with)
+    app = make_app(model=f"scripted:{made_with}", resume=tmp_path / "s1.jsonl", think="off", max_tokens=300,
+                   sessions_dir=tmp_path, timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(app.screen, (ErrorDialog, SessionScreen)))
+        assert isinstance(app.screen, SessionScreen), getattr(app.screen, "message", "")
+        await type_action(pilot, "pwd")
+    turns = read_trajectory(tmp_path / "s1.jsonl").current_branch()
+    assert [t.settings for t in turns] == [None, {"max_tokens": 300, "think": "off"}]
