@@ -186,7 +186,8 @@ class ScriptedBackend:
         answers = parse_answer_file(data, str(path))
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         options.setdefault("name", f"scripted:{Path(path).name}")
-        return cls(answers, path=str(path), sha256=digest, **options)
+        # Absolute: the header records it, and a resume finds it from any directory.
+        return cls(answers, path=str(Path(path).absolute()), sha256=digest, **options)
 
     # -- the Backend protocol -------------------------------------------------------
 

@@ -35,7 +35,8 @@ def resolve_model(spec: str) -> ResolvedModel:
     """Resolve `spec` to a GGUF on disk or raise an AwlError that names the next step."""
     if looks_like_path(spec):
         path = check_gguf_path(spec)
-        return ResolvedModel(path=path, name=path.name)
+        # Absolute: the header records it, and a resume finds it from any directory.
+        return ResolvedModel(path=path.absolute(), name=path.name)
     from agentworld_local.models.hub import cached_path  # huggingface_hub only when needed
 
     choice = load_registry().find(spec)  # unknown names and quants: InputError with suggestions

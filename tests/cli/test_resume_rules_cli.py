@@ -135,3 +135,24 @@ def test_play_resume_applies_the_same_rules_before_the_screen_opens(tmp_path):
                           f"was made with {tmp_path / 'answers.json'}")
     assert_one_line_error(awl("play", "--resume", "last", "-m", other, home=tmp_path), "was made with")
     assert_one_line_error(awl("play", "--resume", "last", home=tmp_path), "needs a terminal")  # its own model: fine
+
+
+def test_a_session_made_with_a_relative_model_path_resumes_from_another_directory(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.cli.helpers import REPO, awl_env
+
+    made_in, elsewhere = tmp_path / "a", tmp_path / "b"
+    made_in.mkdir()
+    elsewhere.mkdir()
+    scripted_model(made_in, THOUGHT_LS)
+
+    def run(*args: str, cwd) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "agentworld_local.cli.main", *args], input="ls\n", text=True,
+                              capture_output=True, cwd=cwd, env=awl_env(tmp_path, PYTHONPATH=str(REPO)), timeout=120)
+
+    assert run("run", "-m", "scripted:answers.json", "-o", "s.jsonl", cwd=made_in).returncode == 0
+    resumed = run("run", "--resume", str(made_in / "s.jsonl"), cwd=elsewhere)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(read_trajectory(made_in / "s.jsonl").current_branch()) == 2
