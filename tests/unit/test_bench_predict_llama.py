@@ -68,3 +68,27 @@ def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path,
     lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [line["awl_predict"]["tokens"] for line in lines] == [e.side["tokens"] for e in events], "recorded per row"
 
+
+
+def test_trajectories_with_the_same_system_prompt_share_its_evaluation(tmp_path, backend, qwen_gguf):
+    """The backend keeps a checkpoint where the system message ends (bench predict turns it on):
+    the next trajectory with that system prompt evaluates only from its first user message on."""
+    tools = [{"name": f"tool_{n}", "description": f"Reads record {n} of the store.",
+              "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}} for n in range(12)]
+    system = "You simulate an MCP server. Its tools:\n" + json.dumps(tools, indent=2)
+    jobs = []
+    for trajectory in (1, 2, 3):  # each its own first turn, as benchmark trajectories have
+        prompts = bench_job("mcp", 1)["prompt"]
+        prompts = [prompts[0].replace("**Task Instruction:**\n", f"**Task Instruction:**\nCase {trajectory}: "), *prompts[1:]]
+        jobs += [bench_job("mcp", turn, id=trajectory, system_str=system, prompt=prompts) for turn in (1, 2)]
+    assert len(backend.tokenize(system)) > 300, "a system prompt worth sharing (tool definitions)"
+    events = predict_file(tmp_path, backend, jobs)
+    assert [(e.row.id, e.row.turn_idx) for e in events] == [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)]
+    # The fixture's template follows the Qwen3.5 rules: the system message, then the user message's opening.
+    shared = len(backend.tokenize(f"<|im_start|>system\n{system.strip()}<|im_end|>\n<|im_start|>user\n"))
+    first_rows = [e.side["tokens"] for e in events if e.row.turn_idx == 1]
+    assert first_rows[0]["prompt_evaluated"] == first_rows[0]["prompt_total"], "the first one: from scratch"
+    for tokens in first_rows[1:]:
+        assert tokens["prompt_evaluated"] == tokens["prompt_total"] - shared
+    assert independent_render(qwen_gguf, bench_messages(events[2].row)).startswith(
+        f"<|im_start|>system\n{system.strip()}<|im_end|>\n<|im_start|>user\n")
