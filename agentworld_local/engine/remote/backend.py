@@ -15,6 +15,7 @@ conversation, and the server's prefix cache decides what it evaluates again.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -148,7 +149,7 @@ class OpenAIBackend:
         if sampling.max_tokens_counts_thinking:
             return sampling.max_tokens
         if think.mode == "off":
-            return sampling.max_tokens + _SLACK_TOKENS
+            return sampling.max_tokens
         if think.mode == "budget":
             return (think.tokens or 0) + sampling.max_tokens + _SLACK_TOKENS
         return None
@@ -201,6 +202,8 @@ class OpenAIBackend:
                     if first and not continuation:
                         stats.prompt_s = time.perf_counter() - started
                     first = False
+                    if cancel.is_set():
+                        return "cancelled"
                     _count_usage(chunk, stats, continuation)
                     for choice in chunk.choices[:1]:
                         yield from self._take(choice.delta, answer)
@@ -260,8 +263,7 @@ def _closed_on(cancel: Any, stream: Any) -> Iterator[None]:
     def watch() -> None:
         while not done.wait(_WATCH_S):
             if cancel.is_set():
-                with contextlib.suppress(Exception):
-                    stream.close()
+                _shut(stream)
                 return
 
     watcher = threading.Thread(target=watch, name="awl-remote-cancel", daemon=True)
@@ -273,3 +275,13 @@ def _closed_on(cancel: Any, stream: Any) -> Iterator[None]:
         with contextlib.suppress(Exception):
             stream.close()
         watcher.join(1.0)
+
+
+def _shut(stream: Any) -> None:
+    """End a read blocked on the socket now: a close from another thread waits for it, a
+    socket shutdown does not (the server sees the connection go, and stops)."""
+    with contextlib.suppress(Exception):
+        network = stream.response.extensions["network_stream"]
+        network.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        stream.close()

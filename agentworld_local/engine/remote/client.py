@@ -47,8 +47,9 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     then the optional facts of the known server types, each probe allowed to fail."""
     try:
         entries = list(client.models.list())
-    except openai.NotFoundError:
-        entries = []  # a server without /models (some proxies): the first turn will tell
+    except openai.NotFoundError as error:
+        # Every OpenAI-compatible server lists its models: a 404 is a --base-url off the API root.
+        raise describe_error(error, options, models=[]) from None
     except openai.OpenAIError as error:
         raise describe_error(error, options) from None
     models = [entry.id for entry in entries]
@@ -118,7 +119,7 @@ def describe_error(error: Exception, options: RemoteOptions, *, models: list[str
                 f"Use `--api-model {served[0]}`.",
             )
         return ModelError(
-            f"{where} answered 404 (not found) for the chat endpoint ({server_said(error)}).",
+            f"{where} answered 404 (not found) where the OpenAI API should be ({server_said(error)}).",
             "Check --base-url: it is the API root, usually ending in /v1 (e.g. http://127.0.0.1:8000/v1).",
         )
     if isinstance(error, openai.APIStatusError) and is_context_overflow(error):
