@@ -169,7 +169,7 @@ def bench_predict(
     shown = _ProgressLine(as_json=as_json)
     last = None
     try:
-        say_model_limits(backend, think)  # only a --think given: the default is the official evaluation's
+        say_model_limits(backend.info, think)  # only a --think given: the default is the official evaluation's
         for event in predict_rows(order, backend, settings, predictions):
             shown.show(event)
             last = event.progress

@@ -9,12 +9,13 @@ from rich.console import Console
 
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_writable
-from agentworld_local.cli.run import load_backend, run_session, say_model_limits
+from agentworld_local.cli.run import say_model_limits
+from agentworld_local.cli.session_loop import load_model, play_lines, start_runner
 from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
-from agentworld_local.engine.world import World
 from agentworld_local.examples import pick_example
 from agentworld_local.session.rerun import live_plan
+from agentworld_local.session.runner import NewSession
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay
 
@@ -51,10 +52,12 @@ def demo(
     destination = out or default_session_path(plan.domain)
     ensure_new_file(destination)
     check_writable(destination)
-    backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=None, verbose=False, quiet=False)
-    say_model_limits(backend, think)
-    world = World(backend, resolved.domain, resolved.settings)
-    printer = TurnPrinter(as_json=False, show_thinking=False)
-    code = run_session(world, plan.lines, out=destination, printer=printer, scenario=plan.scenario)
-    backend.close()
+    new = NewSession(resolved.domain, resolved.settings, destination, plan.scenario)
+    runner, log = start_runner()
+    try:
+        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx), think)
+        code = play_lines(runner, log, lambda: runner.open(new), plan.lines,
+                          printer=TurnPrinter(as_json=False, show_thinking=False))
+    finally:
+        runner.close()
     raise typer.Exit(code)

@@ -3,100 +3,61 @@
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from agentworld_local.cli.action_prompt import PROMPT, ActionPrompt
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.cli.interrupts import SessionSignals, exit_code
+from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.cli import session_options as options
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
+from agentworld_local.cli.session_loop import load_display, load_model, play_lines, say_notice, start_runner
 from agentworld_local.cli.turn_output import (
     ScriptLine,
     TurnPrinter,
-    count,
     default_session_path,
     ensure_new_file,
     parse_script_line,
-    play,
     read_script,
 )
 from agentworld_local.cli.resimulate import bench_context, bench_settings, run_bench_row
 from agentworld_local.domains.base import Domain
-from agentworld_local.defaults import (
-    CTX_HELP,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_SEED,
-    DEFAULT_TEMPERATURE,
-    MAX_TOKENS_HELP,
-    MODEL_HELP,
-    SEED_HELP,
-    TEMPERATURE_HELP,
-    THINK_HELP,
-)
+from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.engine.types import SamplingConfig
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import World
-from agentworld_local.errors import AwlError, InputError
+from agentworld_local.errors import InputError
 from agentworld_local.files import read_text
 from agentworld_local.paths import action_history_file
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.session import events
-from agentworld_local.session.core import Session, Shield, domain_from_header
+from agentworld_local.session.core import domain_from_header
 from agentworld_local.session.listing import resolve_session_file
 from agentworld_local.session.resume_rules import ResumeOptions, plan_resume, same_model
+from agentworld_local.session.runner import NewSession
 from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.agentworldbench.rows import read_bench_row
 
 
-def load_backend(model: str, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
-                 console: Console | None = None) -> Any:
-    """Load the model (session/loading.py) with a progress bar and its notices on stderr.
-
-    `quiet` (--json, or no terminal): no progress bar; notices are still said on stderr.
-    The bar pulses (with the time so far) while the file is read and planned: llama.cpp only
-    reports progress while it places the weights, which with mmap is the last moment of a
-    load. Notices go through the bar's own console, so each starts on a line of its own.
-    """
-    console = console or Console(stderr=True)
-    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose)
-    if quiet or not console.is_terminal or model.startswith(SCRIPTED):
-        return load_session_backend(model, notice=say_notice, **options)
-    columns = (TextColumn("loading {task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(model_label(model), total=None)  # a pulse until llama.cpp says how far
-
-        def advance(fraction: float) -> None:
-            progress.update(task, total=1.0, completed=fraction)
-
-        def notice(text: str) -> None:
-            # A styled Text, not print(style=): the style must not carry over to the bar.
-            progress.console.print(Text(f"awl: {safe_for_terminal(text)}", style="yellow"), soft_wrap=True)
-
-        return load_session_backend(model, progress=advance, notice=notice, **options)
+def load_backend(model: str | None, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
+                 console: Console | None = None, remote: RemoteOptions | None = None) -> Any:
+    """Load a model in this thread for work that is not a session (`awl bench predict`), with
+    the same progress bar and notices as a session's load (cli/session_loop.load_display)."""
+    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, remote=remote)
+    label = model or (remote.api_model if remote is not None else "")
+    with load_display(label, quiet=quiet, console=console,
+                      bar=remote is None and not label.startswith(SCRIPTED)) as (progress, notice):
+        return load_session_backend(model, progress=progress, notice=notice, **options)
 
 
-def model_label(model: str) -> str:
-    """The name the progress bar shows: a path's file name, a registry name as given."""
-    return Path(model).name if ("/" in model or model.endswith(".gguf")) else model
-
-
-def say_notice(text: str) -> None:
-    """A notice from the session core (loading, model limits), on stderr."""
-    stderr_console().print(f"awl: {safe_for_terminal(text)}", markup=False, style="yellow")
-
-
-def say_model_limits(backend: Any, think: str | None) -> None:
-    """What the model cannot do as asked, said once, before the first turn."""
-    for text in model_limits(backend.info, think):
+def say_model_limits(info: Any, think: str | None) -> None:
+    """What the model (its ModelInfo) cannot do as asked, said once, before the first turn."""
+    for text in model_limits(info, think):
         say_notice(text)
 
 
@@ -146,92 +107,6 @@ def _decode_line(data: bytes, number: int) -> str:
         ) from None
 
 
-def run_session(
-    world: World,
-    lines: Iterator[ScriptLine] | list[ScriptLine],
-    *,
-    out: Path,
-    printer: TurnPrinter,
-    scenario: dict[str, Any] | None = None,
-    interactive: bool = False,
-) -> int:
-    """A new session in `out`, playing every line (see `play_session`)."""
-    return play_session(lambda shield: Session.create(world, out, scenario=scenario, shield=shield),
-                        lines, printer=printer, interactive=interactive)
-
-
-def play_session(
-    open_session: Callable[[Shield], Session],
-    lines: Iterator[ScriptLine] | list[ScriptLine],
-    *,
-    printer: TurnPrinter,
-    interactive: bool = False,
-) -> int:
-    """Play every line, saving each finished turn; however it ends, the completed turns are
-    kept and the user is told how many and where (`--json`: a last `saved` event).
-
-    Ctrl+C and SIGTERM: see cli/interrupts.SessionSignals (every write to the file is
-    shielded). A failing turn (a full disk, a full context) ends the session with one error
-    line that says what is saved.
-    """
-    signals = SessionSignals(threading.Event(), interactive=interactive)
-    actions = 0
-    with signals.installed():
-        session = open_session(signals.saving)
-        out = session.path
-        try:
-            for line in lines:
-                actions += line.action is not None
-                with signals.turn():
-                    _play_line(session, line, printer, signals.cancel, interactive=interactive)
-        except KeyboardInterrupt as interrupt:
-            session.close()
-            turns = len(session.history)
-            stderr_console().print(Text.assemble(
-                ("\ninterrupted", "yellow"), f": {_saved_in(turns, out)} (replay: awl replay {out})"))
-            printer.saved(out, turns)
-            return exit_code(interrupt)
-        except AwlError as error:
-            session.close()
-            message = error.message.rstrip()
-            error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(len(session.history), out)}"
-            if printer.as_json:  # a program reads why the session ended, then where its turns are
-                printer.show(events.ErrorEvent(error.message, error.hint or ""))
-            printer.saved(out, len(session.history))
-            raise
-        except BaseException:
-            session.close()
-            raise
-        session.close()
-    turns = len(session.history)
-    if not actions:
-        printer.notice("no actions were given, so no turn was run.")
-    printer.saved(out, turns)
-    if not printer.as_json:
-        stderr_console().print(Text(f"saved {count(turns, 'turn')} to {out}  (replay: awl replay {out})", style="dim"))
-    return 0
-
-
-def _play_line(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event, *, interactive: bool) -> None:
-    if not interactive:
-        play(session, line, printer, cancel)
-        return
-    try:
-        play(session, line, printer, cancel)
-    except InputError as error:  # e.g. `:undo` with nothing to undo: the session goes on
-        stderr_console().print(f"awl: {safe_for_terminal(error.one_line())}", markup=False)
-
-
-def _saved_note(turns: int, out: Path) -> str:
-    if not turns:
-        return f"No turn was completed; {out} holds the session's setup."
-    return f"{_saved_in(turns, out)}; continue from {'it' if turns == 1 else 'them'} with `awl fork {out} --out NEW.jsonl`."
-
-
-def _saved_in(turns: int, out: Path) -> str:
-    return f"{count(turns, 'completed turn')} {'is' if turns == 1 else 'are'} saved in {out}"
-
-
 def _action_forms_epilog() -> str:
     """Each domain's friendly and raw action forms, for `awl run --help` (plain data: fast)."""
     from agentworld_local.domains.forms import action_forms_summary
@@ -241,32 +116,34 @@ def _action_forms_epilog() -> str:
 
 
 @app.command(epilog=_action_forms_epilog())
+@remote_model_options
 def run(
     context: typer.Context,
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin."),
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " With --resume, the session's own model when not given.", show_default=False),
-    domain: str = typer.Option(None, "--domain", "-d", help="Which world to simulate (default: the scenario's, else terminal).", show_default=False),
+    domain: str = options.DOMAIN,
     state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),
-    scenario: str = typer.Option(None, "--scenario", "-s", help="A starting world: a name from `awl scenarios list`, or a .toml file.", show_default=False),
-    prompts: Path = typer.Option(None, "--prompts", help="A prompt pack: a directory laid out like the official prompts/ (<domain>/system_prompt.txt), e.g. a checkout's prompts/ folder. See docs/domains.md.", show_default=False),
+    scenario: str = options.SCENARIO,
+    prompts: Path = options.PROMPTS,
     initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
-    task: str = typer.Option(None, "--task", help="The agent's task, given to the world model as context; overrides the scenario's.", show_default=False),
-    control: list[str] = typer.Option(None, "--control", "-c", metavar="<str>", help="A control instruction (perturbation) from turn 1, e.g. \"the disk is full\". Repeatable; adds to the scenario's.", show_default=False),
+    task: str = options.TASK,
+    control: list[str] = options.CONTROL,
     from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session (a file, or `last` for the newest in the sessions dir), appending to its file, on the branch it was on. Its model, domain, task, tools and prompts come from the file; --max-tokens, --temperature, --think and --seed may change for the new turns, which record them.", show_default=False),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="With --resume: go on with a --model other than the one the session was made with (each new turn records its model)."),
-    think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help=SEED_HELP),
+    think: str = options.THINK,
+    seed: int = options.SEED,
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
-    ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
-    gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; see `awl models info MODEL --plan`), all, or N."),
-    threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice; at most this machine's CPUs).", show_default=False),
-    temperature: float = typer.Option(DEFAULT_TEMPERATURE, "--temperature", help=TEMPERATURE_HELP),
-    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),
+    ctx: int = options.CTX,
+    gpu_layers: str = options.GPU_LAYERS,
+    threads: int = options.THREADS,
+    temperature: float = options.TEMPERATURE,
+    max_tokens: int = options.MAX_TOKENS,
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
+    remote: RemoteOptions | None = None,
 ) -> None:
     """Run a simulated session headless: actions in, predicted observations out.
 
@@ -288,7 +165,7 @@ def run(
     check_ctx_value(ctx)
     threads = check_threads(threads)
     sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
-    load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
+    load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote)
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
@@ -301,8 +178,9 @@ def run(
         _resume_session(resume, script, conflicts, options, load=load, as_json=as_json, show_thinking=show_thinking)
     if allow_other_model:
         raise InputError("--allow-other-model only works with --resume.", "Add `--resume FILE`, or drop it.")
-    if model is None:
+    if model is None and remote is None:
         raise InputError("awl run needs a model.", "Give one with `--model NAME|PATH` (see `awl models list`), "
+                         "a server with `--backend openai --base-url URL --api-model NAME`, "
                          "or continue a saved session with `--resume FILE`.")
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
@@ -328,15 +206,15 @@ def run(
         stderr_console().print(f"awl: the script {script} holds no actions (only blank lines, comments or "
                                "session commands); nothing to run, and no model was loaded.", markup=False, style="yellow")
         raise typer.Exit(0)
-    backend = load_backend(model, **load)
-    say_model_limits(backend, think)
-    world = World(backend, world_domain, settings)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    code = run_session(
-        world, lines, out=out, printer=printer, scenario=resolved.scenario_ref,
-        interactive=from_stdin and sys.stdin.isatty(),
-    )
-    backend.close()
+    new = NewSession.from_spec(resolved, out)
+    runner, log = start_runner()
+    try:
+        say_model_limits(load_model(runner, log, model, **load), think)
+        code = play_lines(runner, log, lambda: runner.open(new), lines, printer=printer,
+                          interactive=from_stdin and sys.stdin.isatty())
+    finally:
+        runner.close()
     raise typer.Exit(code)
 
 
@@ -365,16 +243,19 @@ def _resume_session(
     domain = domain_from_header(plan.header)
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
-    backend = load_backend(plan.model, **load)
-    say_model_limits(backend, options.think)
-    made_with = plan.made_with
-    if made_with is not None and options.allow_other_model and not same_model(made_with, backend.info):
-        say_notice(f"{path} was made with {made_with.path or made_with.name}; it goes on with "
-                   f"{backend.info.path or backend.info.name}, and each new turn records it.")
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    code = play_session(lambda shield: Session.resume(path, backend, shield=shield, options=options), lines,
-                        printer=printer, interactive=from_stdin and sys.stdin.isatty())
-    backend.close()
+    runner, log = start_runner()
+    try:
+        info = load_model(runner, log, plan.model, **load)
+        say_model_limits(info, options.think)
+        made_with = plan.made_with
+        if made_with is not None and options.allow_other_model and not same_model(made_with, info):
+            say_notice(f"{path} was made with {made_with.path or made_with.name}; it goes on with "
+                       f"{info.path or info.name}, and each new turn records it.")
+        code = play_lines(runner, log, lambda: runner.resume(path, options=options), lines, printer=printer,
+                          interactive=from_stdin and sys.stdin.isatty())
+    finally:
+        runner.close()
     raise typer.Exit(code)
 
 

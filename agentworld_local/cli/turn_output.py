@@ -1,11 +1,11 @@
-"""What `awl run` and `awl demo` share: action scripts, model loading, the turn loop."""
+"""How `awl run` and `awl demo` show a session: text for people (a live line while the model
+thinks, the observation as it streams) or JSON lines for programs."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -14,7 +14,6 @@ from rich.text import Text
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.session import events
-from agentworld_local.session.core import Session
 # The script language, file policy and header live in the session core; faces import them here too.
 from agentworld_local.session.files import default_session_path, ensure_new_file  # noqa: F401
 from agentworld_local.session.header import header_for  # noqa: F401
@@ -130,6 +129,7 @@ class TurnPrinter:
         self.out = out or sys.stdout
         self.err = stderr_console()
         self._thinking_open = False
+        self._untagged_open = False
         self._screen = TerminalStream(self.out)
         self._thoughts_out = thoughts or sys.stderr
         self._thoughts = TerminalStream(self._thoughts_out)
@@ -175,6 +175,10 @@ class TurnPrinter:
             self.err.print(Text(f"── control for the next turn: {safe_for_terminal(event.text)}", style="dim"))
         elif isinstance(event, events.Undone):
             self.err.print(f"[dim]── undo: back to turn {event.turns}[/dim]")
+        elif isinstance(event, events.Regenerated):
+            self.err.print(f"[dim]── regenerate turn {event.turn} (sample {event.attempt + 1})[/dim]")
+        elif isinstance(event, events.UntaggedDelta):
+            self._untagged(event.text)
         if isinstance(event, events.TurnFinished):
             self.live.stop()
             self._finished(event.turn, event.record)
@@ -189,17 +193,31 @@ class TurnPrinter:
             self._thinking_open = True
             self.live.count("thinking", shown=True)
             return
-        if self._thinking_open:  # thinking was shown and is over: the live line goes below it
-            self._thoughts.end()
-            self._thoughts_out.write("\n")
-            self._thinking_open = False
+        if self._untagged_open:
+            return  # the answer's own text is on screen
+        self._end_thoughts()  # thinking was shown and is over: the live line goes below it
         self.live.count("thinking" if thinking else "answering")
 
-    def _observation(self, event: events.ObservationDelta | events.ObservationReplaced) -> None:
-        if self._thinking_open:
+    def _untagged(self, text: str) -> None:
+        """Answer text without the observation tag (small models write none): shown as it
+        streams, dim and marked, on stderr; the observation the turn records follows."""
+        self._end_thoughts()
+        if not self._untagged_open:
+            self.live.stop()
+            self._thoughts_out.write("\x1b[2m(untagged answer) ")
+            self._untagged_open = True
+        self._thoughts.write(text)
+
+    def _end_thoughts(self) -> None:
+        """Thinking or untagged text was shown and is over: what follows starts on its own line."""
+        if self._thinking_open or self._untagged_open:
             self._thoughts.end()
-            self._thoughts_out.write("\n")
-            self._thinking_open = False
+            self._thoughts_out.write("\x1b[0m\n" if self._untagged_open else "\n")
+            self._thoughts_out.flush()
+            self._thinking_open = self._untagged_open = False
+
+    def _observation(self, event: events.ObservationDelta | events.ObservationReplaced) -> None:
+        self._end_thoughts()
         if isinstance(event, events.ObservationReplaced):
             self._screen.end()
             self.out.write("\n[the final observation differs from the streamed text]\n")
@@ -207,6 +225,7 @@ class TurnPrinter:
 
     def _finished(self, turn: int, record: TurnRecord) -> None:
         if not self.as_json:
+            self._end_thoughts()
             self._screen.end()
             self.out.write("\n")
             self.out.flush()
@@ -235,7 +254,8 @@ class TurnPrinter:
 
 #: The events TurnPrinter writes something for (people's text; --json writes every event).
 _SHOWN = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.ContextTrimmed,
-          events.TurnCancelled, events.ControlAdded, events.Undone, events.TurnFinished)
+          events.TurnCancelled, events.ControlAdded, events.Undone, events.Regenerated, events.UntaggedDelta,
+          events.TurnFinished)
 
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {
@@ -250,22 +270,3 @@ def json_line(fields: dict[str, Any]) -> str:
     readable UTF-8, every control character escaped (C1 ones too, so a printed line cannot
     drive a terminal), a lone surrogate from damaged input written as an escape."""
     return dumps(fields) + "\n"
-
-
-def play(session: Session, line: ScriptLine, printer: TurnPrinter, cancel: threading.Event) -> bool:
-    """Run one script line; False when the turn was cancelled."""
-    if line.command == CONTROL:
-        printer.show(session.add_control(line.text))
-        return True
-    if line.command == UNDO:
-        printer.show(session.undo())
-        return True
-    turn = session.regenerate(cancel) if line.command == REGENERATE else session.step(line.action, cancel)
-    try:
-        for event in turn:
-            printer.show(event)
-            if isinstance(event, events.TurnCancelled):
-                return False
-    finally:
-        printer.live.stop()  # an error or Ctrl+C is said on a clean line
-    return True

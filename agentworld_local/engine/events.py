@@ -292,6 +292,15 @@ class ErrorEvent(SessionEvent):
 
 
 @dataclass(frozen=True)
+class Discarded(SessionEvent):
+    """A new session ended before its first turn: its file (the header alone) was removed,
+    so the sessions folder lists sessions, not abandoned starts."""
+
+    name: ClassVar[str] = "discarded"
+    path: str
+
+
+@dataclass(frozen=True)
 class Saved(SessionEvent):
     """The last word of a session, whatever ended it: where its turns are."""
 
@@ -303,7 +312,7 @@ class Saved(SessionEvent):
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
     TurnStarted, ThinkingDelta, AnswerDelta, UntaggedDelta, ObservationDelta, ObservationReplaced, ContextTrimmed,
     TurnFinished, TurnCancelled, Undone, Regenerated, ControlAdded, Forked, SessionOpened, Refused, Ready,
-    LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Saved,
+    LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Discarded, Saved,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}
 

@@ -116,8 +116,9 @@ class SessionRunner:
 
     # -- commands (any thread) -----------------------------------------------------------
 
-    def load(self, model: str, **options: Any) -> bool:
-        """Load `model` (a registry name, a GGUF path, `scripted:FILE`) unless it is loaded
+    def load(self, model: str | None, **options: Any) -> bool:
+        """Load `model` (a registry name, a GGUF path, `scripted:FILE`; None with a server's
+        `remote` options) unless it is loaded
         already with the same options; a new model first closes the old one and its sessions."""
         return self._submit("load", None, lambda command: self._load(command, model, options))
 
@@ -250,17 +251,18 @@ class SessionRunner:
     def _get(self, command: _Command) -> Session:
         return self._sessions[command.session or ""]
 
-    def _load(self, command: _Command, model: str, options: dict[str, Any]) -> bool:
+    def _load(self, command: _Command, model: str | None, options: dict[str, Any]) -> bool:
         """The backend for `model`; False when the load was cancelled (no model of it stays)."""
+        label = model or ""  # None: a server's model (remote options)
         if self._backend is not None and model == self._model and options == self._load_options:
-            self._emit(None, loaded_event(model, self._backend))
+            self._emit(None, loaded_event(label, self._backend))
             return True
         self._drop_backend()
 
         def progress(fraction: float) -> bool:
             if command.cancel.is_set():
                 return False  # llama.cpp stops the load
-            self._emit(None, events.LoadProgress(model, fraction))
+            self._emit(None, events.LoadProgress(label, fraction))
             return True
 
         loader = self._loader
@@ -270,14 +272,14 @@ class SessionRunner:
             backend = loader(model, progress=progress, notice=lambda text: self._emit(None, events.Notice(text)),
                              **options)
         except Cancelled:
-            self._emit(None, events.LoadCancelled(model))
+            self._emit(None, events.LoadCancelled(label))
             return False
         if command.cancel.is_set():  # finished as the cancel came: nobody waits for it now
             backend.close()
-            self._emit(None, events.LoadCancelled(model))
+            self._emit(None, events.LoadCancelled(label))
             return False
         self._backend, self._model, self._load_options = backend, model, dict(options)
-        self._emit(None, loaded_event(model, backend))
+        self._emit(None, loaded_event(label, backend))
         return True
 
     def _ready_backend(self, command: _Command, model: str | None, load_options: dict[str, Any] | None) -> bool:
@@ -359,7 +361,7 @@ class SessionRunner:
             return
         kept = session.close(discard_if_unused=True)
         self._emit(sid, events.Saved(str(session.path), len(session.history)) if kept else
-                   events.Notice(f"{session.path} was not kept: the session ended before its first turn."))
+                   events.Discarded(str(session.path)))
 
     def _drop_backend(self) -> None:
         """A new model replaces the old one: its sessions close first (each turn is saved)."""
@@ -370,13 +372,7 @@ class SessionRunner:
             backend.close()
 
     def _dispose(self) -> None:
-        for sid in list(self._sessions):
-            with self._lock:
-                session = self._sessions.pop(sid)
-            session.close(discard_if_unused=True)
-        backend, self._backend = self._backend, None
-        if backend is not None:
-            backend.close()
+        self._drop_backend()
 
 
 def loaded_event(model: str, backend: Any) -> events.ModelLoaded:
@@ -402,6 +398,15 @@ class EventLog:
 
     def __call__(self, session: str | None, event: events.SessionEvent) -> None:
         self._queue.put((session, event))
+
+    def drain(self) -> list[tuple[str | None, events.SessionEvent]]:
+        """What has come and was not read yet (e.g. what the runner said while it closed)."""
+        items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
 
     def until_ready(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None
                     ) -> Iterator[tuple[str | None, events.SessionEvent]]:

@@ -97,8 +97,11 @@ def test_regenerate_in_a_script_runs_the_last_turn_again_and_records_the_attempt
     result = awl("run", "-m", model, "-o", str(out), "--json", home=tmp_path, stdin="ls\npwd\n:regenerate\n")
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [(e["event"], e.get("turn", e.get("turns"))) for e in lines if e["event"] in ("action", "undo")] == [
-        ("action", 1), ("action", 2), ("undo", 1), ("action", 2)]
+    # `:regenerate` is told as a regenerate (not an undo), with where the branch stands.
+    assert [(e["event"], e.get("turn", e.get("turns"))) for e in lines if e["event"] in ("action", "undo", "regenerate")] == [
+        ("action", 1), ("action", 2), ("regenerate", 2), ("action", 2)]
+    regenerate = next(e for e in lines if e["event"] == "regenerate")
+    assert regenerate == {"event": "regenerate", "turn": 2, "attempt": 1, "turns": 1, "head": 1}
     assert lines[-1] == {"event": "saved", "path": str(out), "turns": 2}
     branch = read_trajectory(out).current_branch()
     assert [(t.action, t.extra.get("attempt")) for t in branch] == [("ls", None), ("pwd", 1)]

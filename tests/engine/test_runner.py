@@ -186,7 +186,7 @@ def test_a_new_session_closed_before_its_first_turn_leaves_no_file(tmp_path):
     sid = opened(log, runner, tmp_path)
     assert (tmp_path / "s.jsonl").exists()
     runner.close_session(sid)
-    assert any(isinstance(event, ev.Notice) for _, event in run(log))
+    assert any(isinstance(event, ev.Discarded) for _, event in run(log))
     assert not (tmp_path / "s.jsonl").exists()
     # One with a turn is kept, and so when the runner closes.
     sid = opened(log, runner, tmp_path, seed=1)

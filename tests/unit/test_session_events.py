@@ -51,6 +51,7 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.FilesListed([text, "src/"], tree=object()),
         ev.Notice(text),
         ev.ErrorEvent(text, "do this next", error=ValueError(text)),
+        ev.Discarded(f"/tmp/{text}.jsonl"),
         ev.Saved(f"/tmp/{turn}.jsonl", turn),
     ]
 
