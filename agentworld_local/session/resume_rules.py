@@ -39,6 +39,8 @@ class ResumeOptions:
     """What a face may change when a session goes on; None keeps the saved value."""
 
     model: str | None = None  # a registry name, a GGUF path or scripted:FILE (None: the file's model)
+    #: A model on a server (engine/remote/options.RemoteOptions), given instead of `model`.
+    remote: Any = None
     allow_other_model: bool = False
     temperature: float | None = None
     max_tokens: int | None = None
@@ -59,7 +61,7 @@ class ResumePlan:
 
     path: Path
     header: Header
-    model: str  # what to load: the model given, or the one the session was made with
+    model: str | None  # what to load: the model given, or the one the session was made with (None: `remote`)
     made_with: ModelRef | None  # the model of the last turn on the branch (the header's by default)
     options: ResumeOptions
 
@@ -77,9 +79,15 @@ def plan_resume(path: str | Path, options: ResumeOptions | None = None) -> Resum
     traj = read_trajectory(path)
     TrajectoryWriter.append_to(path, traj).close()  # refuses a damaged file, cuts an unfinished line
     made_with = last_model(traj)
-    model = options.model or model_to_load(made_with, path)
-    if not options.allow_other_model:
-        check_model_file(made_with, model, path)
+    if options.remote is not None:
+        model = None
+        same = _served(made_with) and made_with.name == options.remote.api_model
+        if made_with is not None and not options.allow_other_model and not same:
+            raise _other_model(made_with, f"the server model {options.remote.api_model}", path)
+    else:
+        model = options.model or model_to_load(made_with, path)
+        if not options.allow_other_model:
+            check_model_file(made_with, model, path)
     resumed_settings(traj, options)  # the header's settings must be usable
     return ResumePlan(path=path, header=traj.header, model=model, made_with=made_with, options=options)
 
@@ -96,6 +104,12 @@ def model_to_load(ref: ModelRef | None, path: Path) -> str:
     """The `--model` value that loads the model a session was made with."""
     if ref is None:
         raise InputError(f"{path} does not say which model made it.", "Give the model with `--model`.")
+    if _served(ref):
+        endpoint = ref.extra.get("endpoint") or "URL"
+        raise InputError(
+            f"{path} was made with the server model {ref.name} at {endpoint}.",
+            f"Give the server again: `--backend {ref.extra.get('backend')} --base-url {endpoint} --api-model {ref.name}`.",
+        )
     if ref.name.startswith(SCRIPTED) and ref.path:
         return SCRIPTED + ref.path
     if ref.path and Path(ref.path).expanduser().is_file():
@@ -114,6 +128,8 @@ def check_model_file(ref: ModelRef | None, model: str, path: Path) -> None:
     load in no time, by their hash once read)."""
     if ref is None:
         return
+    if _served(ref):
+        raise _other_model(ref, model, path)
     if model.startswith(SCRIPTED):
         from agentworld_local.engine.scripted import ScriptedBackend
 
@@ -135,6 +151,8 @@ def same_model(ref: ModelRef | None, info: Any) -> bool:
     record it: the file size, then the hash over the same part of the file."""
     if ref is None:
         return True
+    if _served(ref) or getattr(info, "endpoint", None):  # a model on a server: its name is all we know
+        return _served(ref) and getattr(info, "endpoint", None) is not None and ref.name == info.name
     if ref.file_size is not None and info.file_size is not None and ref.file_size != info.file_size:
         return False
     if ref.sha256 and info.sha256:
@@ -150,17 +168,29 @@ def check_backend(ref: ModelRef | None, info: Any, path: Path) -> None:
 
 def model_ref(info: Any) -> ModelRef:
     """What a trajectory records about a loaded backend (its ModelInfo)."""
+    served = {"backend": info.backend, "endpoint": info.endpoint} if getattr(info, "endpoint", None) else {}
     return ModelRef(name=info.name, path=info.path, file_size=info.file_size, sha256=info.sha256,
-                    sha256_scope=info.sha256_scope, architecture=info.architecture)
+                    sha256_scope=info.sha256_scope, architecture=info.architecture, extra=served)
+
+
+def _served(ref: ModelRef | None) -> bool:
+    """Whether `ref` is a model on a server (the header names its endpoint)."""
+    return ref is not None and bool(ref.extra.get("endpoint"))
 
 
 def _other_model(ref: ModelRef | None, given: str, path: Path) -> InputError:
-    assert ref is not None
-    made = ref.path or ref.name
-    size = f", {format_bytes(ref.file_size)}" if ref.file_size else ""
+    if ref is None:
+        return InputError(f"{path} does not say which model made it.", "Give the model with `--model`.")
+    if _served(ref):
+        made = f"the server model {ref.name} at {ref.extra['endpoint']}"
+        same = f"`--backend {ref.extra.get('backend')} --base-url {ref.extra['endpoint']} --api-model {ref.name}`"
+    else:
+        made = ref.path or ref.name
+        made += f", {format_bytes(ref.file_size)}" if ref.file_size else ""
+        same = f"`--model {ref.path or ref.name}`"
     return InputError(
-        f"{path} was made with {made}{size}; {given} is another model.",
-        f"Resume with `--model {made}`, or add `{ALLOW_OTHER_MODEL}` to go on with this one on purpose "
+        f"{path} was made with {made}; {given} is another model.",
+        f"Resume with {same}, or add `{ALLOW_OTHER_MODEL}` to go on with this one on purpose "
         "(each new turn then records its model).",
     )
 

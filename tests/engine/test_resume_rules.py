@@ -151,3 +151,39 @@ def test_the_plan_takes_the_model_from_the_file_when_none_is_given(tmp_path):
     plan = plan_resume(path)
     assert plan.model == f"scripted:{answers}"
     assert plan_resume(path, ResumeOptions(model="scripted:/elsewhere.json", allow_other_model=True)).model == "scripted:/elsewhere.json"
+
+
+def served_backend(api_model: str = "qwen-aw") -> ScriptedBackend:
+    """Scripted answers that say, as the remote backend does, they come from a server."""
+    from dataclasses import replace
+
+    scripted = ScriptedBackend([LS.scripted()])
+    scripted.info = replace(scripted.info, name=api_model, path=None, sha256=None, sha256_scope="none",
+                            backend="openai", endpoint="http://127.0.0.1:9/v1")
+    return scripted
+
+
+def test_a_session_made_on_a_server_resumes_on_that_server_model_only(tmp_path):
+    from agentworld_local.engine.remote.options import RemoteOptions
+
+    path = tmp_path / "s.jsonl"
+    session = Session.create(World(served_backend(), get_domain("terminal"), SessionSettings()), path)
+    list(session.step("ls"))
+    session.close()
+    with pytest.raises(InputError) as no_model:
+        plan_resume(path)
+    assert "the server model qwen-aw at http://127.0.0.1:9/v1" in no_model.value.message
+    assert "--backend openai --base-url http://127.0.0.1:9/v1 --api-model qwen-aw" in no_model.value.hint
+    same = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="qwen-aw")
+    assert plan_resume(path, ResumeOptions(remote=same)).model is None
+    other = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="other")
+    with pytest.raises(InputError, match="the server model other is another model"):
+        plan_resume(path, ResumeOptions(remote=other))
+    with pytest.raises(InputError, match="is another model"):
+        plan_resume(path, ResumeOptions(model="scripted:/nowhere.json"))
+    with pytest.raises(InputError, match="was made with the server model qwen-aw"):
+        Session.resume(path, backend())  # a local model file is not the server's model
+    resumed = Session.resume(path, served_backend())
+    list(resumed.step("pwd"))
+    resumed.close()
+    assert read_trajectory(path).current_branch()[-1].model is None
