@@ -107,7 +107,8 @@ def _looks_like_json(text: str) -> bool:
 
 
 def turn_notes(record: TurnRecord) -> list[str]:
-    """What else shaped this turn: a context cut made here, a regenerated sample."""
+    """What else shaped this turn: a context cut made here, a regenerated sample, settings or a
+    model a resume changed."""
     notes = []
     context = record.context if isinstance(record.context, dict) else {}
     omitted = context.get("omitted_turns")
@@ -119,6 +120,11 @@ def turn_notes(record: TurnRecord) -> list[str]:
     attempt = record.extra.get("attempt") if isinstance(record.extra, dict) else None
     if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0:
         notes.append(f"regenerated: sample {attempt + 1} of this turn")
+    if record.settings:  # a resume changed them (session/resume_rules.py)
+        changed = ", ".join(f"{key} {value}" for key, value in record.settings.items())
+        notes.append(f"settings other than the header's: {changed}")
+    if record.model is not None:
+        notes.append(f"model other than the header's: {record.model.path or record.model.name}")
     return notes
 
 

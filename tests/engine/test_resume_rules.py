@@ -187,3 +187,18 @@ def test_a_session_made_on_a_server_resumes_on_that_server_model_only(tmp_path):
     list(resumed.step("pwd"))
     resumed.close()
     assert read_trajectory(path).current_branch()[-1].model is None
+
+
+def test_a_replay_says_which_turns_ran_with_other_settings_or_another_model(tmp_path):
+    from agentworld_local.trajectory.replay import turn_notes
+
+    path = tmp_path / "s.jsonl"
+    saved_session(path)
+    session = Session.resume(path, backend(OTHER, name="other.gguf"),
+                             options=ResumeOptions(allow_other_model=True, max_tokens=4096, think="full"))
+    list(session.step("cat big.log"))
+    session.close()
+    first, _, resumed = read_trajectory(path).current_branch()
+    assert turn_notes(first) == []
+    assert turn_notes(resumed) == ["settings other than the header's: max_tokens 4096, think full",
+                                   "model other than the header's: /models/other.gguf"]
