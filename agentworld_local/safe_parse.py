@@ -53,7 +53,11 @@ def _checked(value: Any) -> Any:
 def load_json(text: str | bytes) -> Any:
     """`json.loads` that raises only SyntaxProblem."""
     try:
-        return _checked(json.loads(text))
+        value = json.loads(text)
+        # Each level of nesting opens with a bracket: text with few of them needs no walk (a
+        # trajectory line is read in a fraction of the walk's time).
+        opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+        return value if text.count(opening[0]) + text.count(opening[1]) <= MAX_DEPTH else _checked(value)
     except json.JSONDecodeError as error:
         raise SyntaxProblem(f"{error.msg} at line {error.lineno} column {error.colno}") from None
     except RecursionError:

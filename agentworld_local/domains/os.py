@@ -13,7 +13,7 @@ from typing import Any
 
 from agentworld_local.domains.base import Action, ToollessDomain
 from agentworld_local.domains.packs import builtin_template, fill_template
-from agentworld_local.domains.syntax import begin_action, parse_int, parse_python, split_words
+from agentworld_local.domains.syntax import begin_action, check_python_module, parse_int, parse_python, split_words
 from agentworld_local.errors import ActionError
 
 SCREEN = (1920, 1080)
@@ -101,20 +101,19 @@ def _shortcut(word: str, words: list[str]) -> str | None:
     return None
 
 
-def check_python(code: str) -> ast.Module:
+def check_python(code: str) -> None:
     """Refuse code that does not parse; never run it."""
-    tree = parse_python(code, ACTION_HELP)
-    assert isinstance(tree, ast.Module)
-    if not tree.body:
+    if not check_python_module(code, ACTION_HELP):
         raise ActionError("The code has no statement to run (only comments or blank lines).", ACTION_HELP)
-    return tree
 
 
 def _python_or_none(code: str) -> ast.Module | None:
     try:
-        return check_python(code)
+        tree = parse_python(code, ACTION_HELP)
     except ActionError:
         return None
+    assert isinstance(tree, ast.Module)
+    return tree if tree.body else None
 
 
 def _means_shortcut(code: str) -> bool:

@@ -9,6 +9,7 @@ actions come from people and programs we do not control.
 from __future__ import annotations
 
 import ast
+import gc
 import math
 import re
 import warnings
@@ -197,24 +198,93 @@ def parse_int(word: str, what: str, help_text: str) -> int:
 
 def parse_python(code: str, help_text: str, mode: str = "exec") -> ast.AST:
     """`ast.parse` whose every failure (syntax, depth, size, NUL) is one ActionError."""
+    try:
+        return _parse(code, mode)
+    except SyntaxError as error:
+        raise _syntax_error(error, help_text) from None
+    except _NOT_PARSED:
+        raise _not_parsed(code, help_text) from None
+
+
+def check_python_module(code: str, help_text: str) -> bool:
+    """Whether `code` parses as a module (ActionError if not); True when it holds a statement.
+
+    Long code is parsed a piece at a time, each piece ending where a top-level statement may
+    start: a whole 4 MiB module's syntax tree took 500 MB and 12 s. A piece that does not
+    parse may have been cut inside a bracket or a string: it grows (doubling, so the work
+    stays linear) until it parses or reaches the end, where the error is Python's own for
+    the whole code.
+    """
+    has_statement, start, line, size = False, 0, 1, PIECE_CHARS
+    while True:
+        end = _statement_start(code, start + size)
+        piece = code[start:end]
+        try:
+            tree = _parse(piece, "exec")
+        except SyntaxError as error:
+            if end < len(code):
+                size *= 2
+                continue
+            raise _syntax_error(error, help_text, line - 1) from None
+        except _NOT_PARSED:
+            raise _not_parsed(piece, help_text) from None
+        has_statement = has_statement or bool(tree.body)  # type: ignore[attr-defined]
+        if end >= len(code):
+            return has_statement
+        start, line, size = end, line + piece.count("\n"), PIECE_CHARS
+
+
+#: Pieces of long code checked at a time (see check_python_module).
+PIECE_CHARS = 64 * 1024
+_NOT_PARSED = (RecursionError, MemoryError, ValueError)
+# A line that may start a top-level statement: not indented, not a comment or a closing
+# bracket, not a clause that continues the statement above.
+_TOP_LEVEL = re.compile(r"^(?![\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.MULTILINE)
+
+
+def _statement_start(code: str, position: int) -> int:
+    """The first line start at or after `position` where a top-level statement may begin
+    (not after a backslash continuation or a decorator); len(code) when there is none."""
+    if position >= len(code):
+        return len(code)
+    for match in _TOP_LEVEL.finditer(code, code.rfind("\n", 0, position) + 1):
+        at = match.start()
+        if at < position or at == 0:
+            continue
+        previous = code[code.rfind("\n", 0, at - 1) + 1: at]
+        if not previous.rstrip("\r\n").endswith("\\") and not previous.startswith("@"):
+            return at
+    return len(code)
+
+
+def _parse(code: str, mode: str) -> ast.AST:
     if "\0" in code:
-        raise ActionError("The code contains a NUL character, which Python code cannot hold.", help_text)
+        raise ValueError("NUL")
+    enabled = gc.isenabled()
+    gc.disable()  # the collector rescans the growing tree: building a large one became superlinear
     try:
         with warnings.catch_warnings():  # `"\,"` warns (SyntaxWarning in 3.12): noise on the user's terminal
             warnings.simplefilter("ignore")
             return ast.parse(code, mode=mode)
-    except SyntaxError as error:
-        reason = error.msg
-        if "digits" in reason:  # Python's limit on decimal integer literals
-            reason = "a number with more than 4,300 digits"
-        where = f" on line {error.lineno}" if error.lineno else ""
-        line = (error.text or "").strip()
-        shown = f" (`{shorten(line, 80)}`)" if line else ""
-        raise ActionError(f"Python syntax error{where}: {reason}{shown}.", help_text) from None
-    except (RecursionError, MemoryError):
-        raise ActionError("The code is nested too deeply for Python's parser.", help_text) from None
-    except ValueError:  # "source code string cannot contain null bytes" (Python 3.11)
-        raise ActionError("The code contains a NUL character, which Python code cannot hold.", help_text) from None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _syntax_error(error: SyntaxError, help_text: str, lines_before: int = 0) -> ActionError:
+    reason = error.msg
+    if "digits" in reason:  # Python's limit on decimal integer literals
+        reason = "a number with more than 4,300 digits"
+    where = f" on line {error.lineno + lines_before}" if error.lineno else ""
+    line = (error.text or "").strip()
+    shown = f" (`{shorten(line, 80)}`)" if line else ""
+    return ActionError(f"Python syntax error{where}: {reason}{shown}.", help_text)
+
+
+def _not_parsed(code: str, help_text: str) -> ActionError:
+    if "\0" in code:  # "source code string cannot contain null bytes" (Python 3.11)
+        return ActionError("The code contains a NUL character, which Python code cannot hold.", help_text)
+    return ActionError("The code is nested too deeply for Python's parser.", help_text)
 
 
 def _argument(node: ast.AST) -> str:

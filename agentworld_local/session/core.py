@@ -94,9 +94,9 @@ class Session:
         """
         options = options or ResumeOptions()
         options.check()
-        writer = TrajectoryWriter.append_to(path)
+        traj = read_trajectory(path)  # read once: a long session takes a while to parse
+        writer = TrajectoryWriter.append_to(path, traj)
         try:
-            traj = read_trajectory(path)
             header = traj.header
             made_with = last_model(traj)
             if not options.allow_other_model:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agentworld_local.errors import TrajectoryError
-from agentworld_local.files import read_bytes
+from agentworld_local.files import check_regular_file
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.schema import SCHEMA_NAME, SCHEMA_VERSION, Header, TurnRecord, migrate
 
 _NOT_OURS_HINT = "Check the path; `awl replay` reads files written by `awl run`."
-#: Far above any real session (a 20,000-turn session is tens of MB); the file is read whole.
+#: Far above any real session (a 20,000-turn session is tens of MB).
 MAX_TRAJECTORY_BYTES = 4 * 1024**3
 _BOM = b"\xef\xbb\xbf"
 UNDO = "undo"  # a line type added within v1: `{"type": "undo", "kept": N}` ends the branch at turn N
@@ -94,29 +94,43 @@ def _damage_warning(traj: Trajectory, line_no: int, why: str, last_line: int) ->
 
 
 def read_trajectory(path: str | Path) -> Trajectory:
-    """Parse `path`. Raises TrajectoryError (one line, with a next step) only when nothing can be kept."""
+    """Parse `path`. Raises TrajectoryError (one line, with a next step) only when nothing can be kept.
+
+    The file is read line by line (a 20,000-turn session is tens of MB): memory holds the
+    turns, never a second copy of the file, and the time is linear in its size.
+    """
     path = Path(path)
-    data = read_bytes(path, "trajectory", limit=MAX_TRAJECTORY_BYTES, error=TrajectoryError)
-    if not data.strip():
+    size = check_regular_file(path, "trajectory", TrajectoryError)
+    if size > MAX_TRAJECTORY_BYTES:
+        raise TrajectoryError(f"{path} is {size:,} bytes; awl reads trajectories of at most {MAX_TRAJECTORY_BYTES:,}.",
+                              "Fork the part you need from a copy cut with an editor.")
+    try:
+        with open(path, "rb") as handle:
+            return _read(path, handle)
+    except OSError as problem:
+        raise TrajectoryError(f"Cannot read the trajectory {path}: {problem.strerror}.", "Check its permissions.") from None
+
+
+def _read(path: Path, handle: BinaryIO) -> Trajectory:
+    lines = iter(handle)  # each piece ends with b"\n", but for an unfinished last line
+    first = next(lines, b"")
+    start = len(_BOM) if first.startswith(_BOM) else 0  # an editor may have added one
+    if not first.strip() and all(not line.strip() for line in lines):
         raise TrajectoryError(f"{path} is empty.", "It holds no session; delete it or pick another file.")
-    start = len(_BOM) if data.startswith(_BOM) else 0  # an editor may have added one
-    lines = data[start:].split(b"\n")
-    # Without a final newline the last piece is a line the writer may not have finished.
-    tail_open = not data.endswith(b"\n")
-    if not tail_open:
-        lines.pop()
-    header, version = _read_header(path, lines[0], tail_open and len(lines) == 1)
-    traj = Trajectory(header=header, turns=[], path=path, file_version=version, good_bytes=len(data), head=0)
+    # A piece without its final newline is a line the writer may not have finished.
+    header, version = _read_header(path, first[start:].rstrip(b"\n"), not first.endswith(b"\n"))
+    traj = Trajectory(header=header, turns=[], path=path, file_version=version, head=0)
     state = _BranchState()
     unknown: dict[str, int] = {}
-    offset = start + len(lines[0]) + 1
-
-    for index in range(1, len(lines)):
-        raw, line_no, line_start = lines[index], index + 1, offset
-        offset += len(raw) + 1
+    offset = len(first)
+    line_no = 1
+    for line in lines:
+        line_no += 1
+        line_start, offset = offset, offset + len(line)
+        raw = line[:-1] if line.endswith(b"\n") else line
         if not raw.strip():
             continue
-        is_tail = tail_open and index == len(lines) - 1
+        is_tail = raw is line  # no newline: the last piece, maybe unfinished
         try:
             record = _decode(raw)
         except SyntaxProblem as problem:
@@ -124,7 +138,7 @@ def read_trajectory(path: str | Path) -> Trajectory:
                 traj.warnings.append(
                     f"line {line_no} is incomplete (the session was interrupted while writing); it was skipped"
                 )
-                traj.good_bytes = line_start
+                offset = line_start
                 break
             why = problem.reason
         else:
@@ -148,9 +162,11 @@ def read_trajectory(path: str | Path) -> Trajectory:
         traj.head = state.head
         traj.pending_controls = list(state.pending)
         traj.damaged_line = line_no
-        traj.good_bytes = line_start
-        traj.warnings.append(_damage_warning(traj, line_no, why, len(lines)))
+        offset = line_start
+        last_line = line_no + sum(1 for _ in lines)  # the lines skipped, counted without parsing them
+        traj.warnings.append(_damage_warning(traj, line_no, why, last_line))
         break
+    traj.good_bytes = offset
     traj.head = state.head
     traj.pending_controls = list(state.pending)
     if unknown:

@@ -6,6 +6,7 @@ keys it does not know are kept in `extra`, so a newer awl's additions survive a 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -55,8 +56,13 @@ def _get(data: dict[str, Any], key: str, kinds: tuple[type, ...], default: Any =
 
 
 def _extra(data: dict[str, Any], cls: type) -> dict[str, Any]:
-    known = {f.name for f in fields(cls)} | {"type"}
+    known = _known_keys(cls)
     return {k: v for k, v in data.items() if k not in known}
+
+
+@functools.cache
+def _known_keys(cls: type) -> frozenset[str]:
+    return frozenset({f.name for f in fields(cls)} | {"type"})
 
 
 def _check_type(data: dict[str, Any], expected: str) -> None:

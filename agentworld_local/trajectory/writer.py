@@ -71,10 +71,12 @@ class TrajectoryWriter:
         return writer
 
     @classmethod
-    def append_to(cls, path: str | Path) -> TrajectoryWriter:
-        """Reopen an existing trajectory to add turns. An interrupted last line is cut off first."""
+    def append_to(cls, path: str | Path, traj: Trajectory | None = None) -> TrajectoryWriter:
+        """Reopen an existing trajectory to add turns. An interrupted last line is cut off first.
+
+        `traj`: the file as the caller just read it, so a long session is not read twice."""
         path = Path(path)
-        traj = read_trajectory(path)
+        traj = read_trajectory(path) if traj is None else traj
         if traj.damaged_line is not None:
             # Appending after the damage would put the new turns where readers stop.
             raise TrajectoryError(

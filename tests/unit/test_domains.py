@@ -658,6 +658,58 @@ def test_os_hostile_python_is_a_clear_error(text, fragment):
     assert len(caught.value.one_line()) < 2000
 
 
+# Statements whose lines start at column 0 without starting a statement: a piece cut there
+# must grow until the statement ends (check_python_module).
+SNIPPETS = [
+    "pyautogui.click(100, 200)\n",
+    "x = [\n1,\n2]\n",
+    'text = """\nnot = code (\n"""\n',
+    "@decorator\ndef f():\n    return 1\n",
+    "if x:\n    pass\nelse:\n    pass\n",
+    "try:\n    pass\nexcept OSError:\n    pass\nfinally:\n    pass\n",
+    "total = 1 + \\\n2\n",
+    "# a comment\n\n",
+    "call(a,\nb=2,\n)\n",
+]
+BROKEN = ["x = (\n", "def g(:\n    pass\n", "y = 1 +\n", 'z = """\n']
+
+
+@pytest.mark.parametrize("piece_chars", [8, 40, 200])
+@pytest.mark.parametrize("seed", range(4))
+def test_long_os_code_checked_in_pieces_agrees_with_python(monkeypatch, piece_chars, seed):
+    """Long code is parsed a piece at a time (a 4 MiB action took 12 s and 500 MB); small pieces
+    put cuts everywhere, and the verdict and the error's line must be Python's own."""
+    import ast
+    import random
+
+    from agentworld_local.domains import syntax
+
+    monkeypatch.setattr(syntax, "PIECE_CHARS", piece_chars)
+    chooser = random.Random(seed)
+    for _ in range(30):
+        parts = chooser.choices(SNIPPETS, k=chooser.randint(1, 12))
+        if chooser.random() < 0.4:
+            parts.insert(chooser.randint(0, len(parts)), chooser.choice(BROKEN))
+        code = "".join(parts)
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as error:
+            with pytest.raises(ActionError) as caught:
+                syntax.check_python_module(code, "help")
+            assert f"on line {error.lineno}:" in caught.value.message, (code, caught.value.message)
+        else:
+            assert syntax.check_python_module(code, "help") == bool(tree.body), code
+
+
+def test_a_4_mib_os_action_is_checked():
+    """Bounded functional check (the time and memory are bench/hostile_scale.py's numbers)."""
+    line = "pyautogui.click(100, 200)  # the Save button\n"
+    code = line * (4 * 1024 * 1024 // len(line))
+    assert get_domain("os").parse_action(code).payload == {"code": code.strip()}
+    with pytest.raises(ActionError, match=rf"on line {code.count(chr(10)) + 1}: '\(' was never closed"):
+        get_domain("os").parse_action(code + "pyautogui.click(1,\n")
+
+
 @pytest.mark.parametrize(
     "text, fragment",
     [
