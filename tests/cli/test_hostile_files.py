@@ -169,3 +169,39 @@ def test_a_killed_fork_leaves_no_shorter_file_that_looks_complete(tmp_path):
     assert again.returncode == 0, again.stderr
     forked = read_trajectory(out)
     assert len(forked.turns) == turns and forked.header.forked_from["turn"] == turns and not forked.warnings
+
+
+# -- a long session resumes in time linear in its file ------------------------------------------
+
+
+def test_a_long_session_resumes_reading_its_file_once(tmp_path, monkeypatch):
+    """Resuming a 20,000-turn file took a minute: the file was parsed four times, whole, with a
+    nesting walk over every value (bench/hostile_scale.py prints the numbers). Bounded here:
+    3,000 turns, read once by Session.resume, and the next turn follows the last."""
+    from agentworld_local.domains import get_domain
+    from agentworld_local.engine.scripted import ScriptedBackend
+    from agentworld_local.engine.settings import SessionSettings
+    from agentworld_local.engine.world import World
+    from agentworld_local.session import core
+    from agentworld_local.testing.answers import answer
+    from agentworld_local.trajectory import TurnRecord, write_new
+    from agentworld_local.trajectory import writer as writer_module
+
+    backend = ScriptedBackend([answer("thinking_then_tags").scripted()])
+    first = core.Session.create(World(backend, get_domain("terminal"), SessionSettings()), tmp_path / "a.jsonl")
+    header = first.header  # a real session's header, for this backend
+    first.close(discard_if_unused=True)
+    turns = 3000
+    path = write_new(tmp_path / "long.jsonl", header,
+                     (TurnRecord(f"echo {n}", f"{n}\n$ ", prompt=f"### Turn {n}") for n in range(1, turns + 1)))
+    reads: list[str] = []
+    real = core.read_trajectory
+    monkeypatch.setattr(core, "read_trajectory", lambda p: reads.append(str(p)) or real(p))
+    monkeypatch.setattr(writer_module, "read_trajectory", lambda p: pytest.fail("append_to read the file again"))
+    session = core.Session.resume(path, backend)
+    events = list(session.step("pwd"))
+    session.close()
+    assert reads == [str(path)]
+    record = events[-1].record
+    assert (record.turn, record.parent) == (turns + 1, turns)
+    assert len(real(path).turns) == turns + 1
