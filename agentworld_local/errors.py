@@ -55,5 +55,9 @@ class GenerationError(AwlError):
     """A generation that could not run or continue (the backend is busy, llama.cpp failed)."""
 
 
+class RequestRefused(GenerationError):
+    """A server refused one request for what it holds (too long, malformed); others may pass."""
+
+
 class BackendBusy(GenerationError):
     """A backend serves one generation at a time; another one is still in flight."""

@@ -66,6 +66,7 @@ COMMAND_MODULES = (
     "sessions",
     "scenarios",
     "agentworldbench",
+    "bench_judge",
     "models",
     "models_info",
     "doctor",

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from agentworld_local.engine.remote.options import RemoteOptions
-from agentworld_local.errors import AwlError, GenerationError, ModelError
+from agentworld_local.errors import AwlError, GenerationError, ModelError, RequestRefused
 
 #: How servers word a prompt longer than their context (llama-cpp-python, vLLM, SGLang, llama-server).
 _CONTEXT_OVERFLOW = re.compile(
@@ -123,7 +123,7 @@ def describe_error(error: Exception, options: RemoteOptions, *, models: list[str
             "Check --base-url: it is the API root, usually ending in /v1 (e.g. http://127.0.0.1:8000/v1).",
         )
     if isinstance(error, openai.APIStatusError) and is_context_overflow(error):
-        return GenerationError(
+        return RequestRefused(
             f"The conversation is longer than the context of the model at {options.endpoint} ({server_said(error)}).",
             "Serve the model with a larger context (vLLM --max-model-len, SGLang --context-length, llama-server -c), "
             "or fork the session at an earlier turn.",
@@ -132,6 +132,11 @@ def describe_error(error: Exception, options: RemoteOptions, *, models: list[str
         return GenerationError(
             f"{where} is still busy (429) after {options.retries} retries ({server_said(error)}).",
             "Wait a little and run the same command again, or send fewer requests at once (--concurrency).",
+        )
+    if isinstance(error, (openai.BadRequestError, openai.UnprocessableEntityError)):
+        return RequestRefused(
+            f"{where} refused the request ({error.status_code}: {server_said(error)}).",
+            "Check that it serves a chat model that takes these options; its log says more.",
         )
     if isinstance(error, openai.APIStatusError):
         again = f" after {options.retries} retries" if error.status_code >= 500 else ""

@@ -1,0 +1,104 @@
+"""The file `awl bench judge` writes: each prediction row with the judge's verdict added.
+
+Each line is the prediction row, every field kept, with the fields the official scoring
+reads (total_score, the five dimensions, failed, strengths, weaknesses, ...) and a side
+record, `awl_judge`: its version, the row's line in the predictions file and the judge
+(model and endpoint, never a key). Lines are appended as rows finish (in any order when
+several are judged at once), each fsynced; a rerun with the same `--out` skips the lines
+already judged, cuts off an unfinished last line, and refuses a file from another judge.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.safe_parse import SyntaxProblem, load_json
+from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason
+from agentworld_local.trajectory.jsonl import encode_line
+
+SIDE = "awl_judge"
+SIDE_VERSION = 1
+_OTHER = "Choose another `--out`, or give the judge it was written with to go on."
+
+
+class JudgedFile:
+    def __init__(self, path: Path, done: set[int], cut_bytes: int) -> None:
+        self.path = path
+        self.done = done  # predictions lines already judged here
+        self.cut_bytes = cut_bytes
+        self._handle: Any = None
+        self._size = 0
+
+    @classmethod
+    def open(cls, path: str | Path, judge: dict[str, Any], *, source: Path) -> "JudgedFile":
+        path = Path(path)
+        if path.is_dir() or (path.exists() and not path.is_file()):
+            raise InputError(f"--out {path} is not a regular file.", "Give a file name, e.g. `--out judged.jsonl`.")
+        if path.exists() and source.exists() and os.path.samefile(path, source):
+            raise InputError(f"--out {path} is the predictions file itself.", "Write the verdicts to another file.")
+        if not path.exists() or path.stat().st_size == 0:
+            return cls(path, set(), 0)
+        done, end = set(), 0
+        try:
+            with open(path, "rb") as handle:
+                for number, raw in enumerate(handle, start=1):
+                    if not raw.endswith(b"\n"):
+                        break  # a kill mid-write: cut off below, judged again
+                    if raw.strip():
+                        done.add(_judged_line(raw, number, path, judge))
+                    end += len(raw)
+        except OSError as error:
+            raise InputError(f"Cannot read {path} ({error.strerror}).", "Check its permissions, or choose another `--out`.") from None
+        cut = path.stat().st_size - end
+        if cut:
+            os.truncate(path, end)
+        return cls(path, done, cut)
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Write one judged row and push it to the disk (a failed write is cut back, one error line)."""
+        if self._handle is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = open_unbuffered(self.path, "ab")
+                self._size = self._handle.seek(0, os.SEEK_END)
+            except OSError as error:
+                raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
+        try:
+            self._size = append_line(self._handle, encode_line(row), self._size)
+        except AppendFailed as failed:
+            raise TrajectoryError(
+                f"could not save a verdict to {self.path}: {failed.reason}; every verdict saved before it is intact.",
+                "Free disk space, then run the same command again: it goes on after the saved rows.",
+            ) from None
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
+
+
+def side_record(line: int, judge: dict[str, Any]) -> dict[str, Any]:
+    return {"version": SIDE_VERSION, "line": line, "judge": judge}
+
+
+def _judged_line(raw: bytes, number: int, path: Path, judge: dict[str, Any]) -> int:
+    where = f"{path} line {number}"
+    try:
+        data = load_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, SyntaxProblem):
+        raise InputError(f"{where} is not a JSON row.", "Choose another `--out`; awl only goes on in a file it wrote.") from None
+    side = data.get(SIDE) if isinstance(data, dict) else None
+    line = side.get("line") if isinstance(side, dict) else None
+    if not isinstance(line, int) or isinstance(line, bool):
+        raise InputError(f"{where} was not written by `awl bench judge`.", "Choose another `--out`; awl only goes on in a file it wrote.")
+    if side.get("version") != SIDE_VERSION:
+        raise InputError(f"{where} has a side record of version {side.get('version')!r}; this awl writes {SIDE_VERSION}.", _OTHER)
+    if side.get("judge") != judge:
+        raise InputError(f"{where} was judged by {side.get('judge')}, not {judge}.", _OTHER)
+    return line

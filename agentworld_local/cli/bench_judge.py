@@ -1,0 +1,185 @@
+"""`awl bench judge` and `awl bench score`: the official judge step and scoring over a
+predictions file, against any OpenAI-compatible judge server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentworld_local.agentworldbench.judge import JudgePrompts, domain_of, judge_row
+from agentworld_local.agentworldbench.judged import SIDE, JudgedFile, side_record
+from agentworld_local.agentworldbench.rows import BenchFile
+from agentworld_local.agentworldbench.score import COLUMNS, aggregate
+from agentworld_local.cli.agentworldbench import bench_app
+from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.interrupts import exit_code
+from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
+from agentworld_local.errors import AwlError, InputError, RequestRefused
+
+#: The official judge's sampling.
+JUDGE_TEMPERATURE = 0.6
+JUDGE_MAX_TOKENS = 32768
+JUDGE_ATTEMPTS = 3
+DISPLAY = {"mcp": "MCP", "swe": "SWE", "os": "OS"}
+
+
+def _rows(path: Path, what: str) -> dict[int, dict[str, Any]]:
+    """Line -> row (a JSON object) of a JSONL file; InputError naming the first line that is not one."""
+    bench = BenchFile(path)
+    rows = {}
+    for line in bench.lines():
+        data = bench.data(line)
+        if not isinstance(data, dict):
+            raise InputError(f"{path} line {line} is not a JSON object, so not a {what} row.",
+                             f"Give a {what} file: one JSON object per line.")
+        rows[line] = data
+    return rows
+
+
+@bench_app.command("judge")
+def bench_judge(
+    predictions: Path = typer.Argument(..., metavar="PREDICTIONS", help="A predictions file (awl bench predict's, or the official eval.py infer's).", show_default=False),
+    judge_base_url: str = typer.Option(..., "--judge-base-url", help="The judge server's API root (any OpenAI-compatible one), e.g. http://127.0.0.1:8000/v1.", show_default=False),
+    judge_model: str = typer.Option(..., "--judge-model", help="The judge model's name on that server.", show_default=False),
+    prompts: Path = typer.Option(..., "--prompts", help="A prompt pack in the official layout: <domain>/judge_system_prompt.txt for each domain judged (awl ships none).", show_default=False),
+    out: Path = typer.Option(None, "--out", "-o", help="The judged file (default: PREDICTIONS with .judged.jsonl); run again with the same one to go on after an interruption.", show_default=False),
+    concurrency: int = typer.Option(4, "--concurrency", help="Rows judged at once."),
+    judge_api_key_env: str = typer.Option(None, "--judge-api-key-env", help="The environment variable holding the judge server's key (default: OPENAI_API_KEY if set). The key is never written anywhere.", show_default=False),
+    temperature: float = typer.Option(JUDGE_TEMPERATURE, "--temperature", help="The judge's sampling temperature (the official evaluation's)."),
+    max_tokens: int = typer.Option(JUDGE_MAX_TOKENS, "--max-tokens", help="Most tokens for one verdict (the official evaluation's)."),
+    attempts: int = typer.Option(JUDGE_ATTEMPTS, "--attempts", help="Requests per row before a verdict that cannot be read fails the row (the official evaluation's)."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="Seconds to wait for one verdict."),
+    retries: int = typer.Option(DEFAULT_RETRIES, "--retries", help="Retries with backoff after a connection error, 429 or 5xx."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON at the end."),
+) -> None:
+    """Score a predictions file with a judge model, as the official evaluation does.
+
+    Each row gets the domain's judge prompt from --prompts, and the judge's verdict (five dimensions, 1 to 5) is added to it. Rows are saved as they finish; run the same command again to go on after an interruption: judged rows are not judged again. Then `awl bench score JUDGED` prints the table (this command prints it too).
+
+    Example: `awl bench judge predictions.jsonl --judge-base-url http://127.0.0.1:8001/v1 --judge-model judge --prompts ~/Qwen-AgentWorld/prompts`
+    """
+    if concurrency < 1:
+        raise InputError(f"--concurrency {concurrency} must be at least 1.", "E.g. `--concurrency 4`.")
+    if attempts < 1:
+        raise InputError(f"--attempts {attempts} must be at least 1.", "E.g. `--attempts 3`.")
+    remote = RemoteOptions(judge_base_url, judge_model, api_key_env=judge_api_key_env, timeout_s=timeout, retries=retries)
+    rows = _rows(predictions, "predictions")
+    out = out or predictions.with_name(predictions.stem + ".judged.jsonl")
+    judge = {"model": judge_model, "endpoint": remote.endpoint}
+    judged = JudgedFile.open(out, judge, source=predictions)
+    err = stderr_console()
+    if judged.cut_bytes:
+        err.print(f"awl: {out} ended in an unfinished line (cut off); its row is judged again.", markup=False)
+    todo = [line for line in rows if line not in judged.done]
+    needed = {domain_of(rows[line]) for line in todo if rows[line].get("gen")}
+    pack = JudgePrompts.load(prompts, needed)  # every missing prompt is named before any request
+    if not todo:
+        err.print(f"awl: every row of {predictions} is already judged in {out}.", markup=False)
+    elif judged.done:
+        err.print(f"awl: going on in {out}: {len(judged.done)} rows judged, {len(todo)} to go.", markup=False)
+    if todo:
+        _judge_all(rows, todo, judged, pack, remote, judge, concurrency=concurrency, attempts=attempts,
+                   temperature=temperature, max_tokens=max_tokens, needs_server=bool(needed))
+    summary = aggregate([row for row in _rows(out, "judged").values()]) if out.exists() else aggregate([])
+    _show(summary, as_json=as_json)
+
+
+def _judge_all(rows: dict[int, dict[str, Any]], todo: list[int], judged: JudgedFile, pack: JudgePrompts,
+               remote: RemoteOptions, judge: dict[str, Any], *, concurrency: int, attempts: int,
+               temperature: float, max_tokens: int, needs_server: bool) -> None:
+    """Judge `todo` (lines of `rows`), `concurrency` at once, appending each verdict as it comes."""
+    from agentworld_local.engine.remote.chat import ChatClient
+
+    client = ChatClient(remote) if needs_server else None
+    stop = threading.Event()
+
+    def ask(messages: list[dict[str, str]]) -> str:
+        if stop.is_set():
+            raise InputError("stopped", "")  # the run is ending: no new request
+        assert client is not None
+        return client.complete(messages, temperature=temperature, max_tokens=max_tokens)
+
+    def one(line: int) -> dict[str, Any]:
+        try:
+            row = judge_row(rows[line], ask, pack, attempts=attempts)
+        except RequestRefused as refused:  # this row only (e.g. too long for the judge): failed, as officially
+            row = {**rows[line], "total_score": 0, "failed": 1.0, "error_message": refused.one_line()}
+        row[SIDE] = side_record(line, judge)
+        return row
+
+    done = failed = 0
+    err = stderr_console()
+    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="awl-judge")
+    pending: set[Future] = set()
+    queue = iter(todo)
+    try:
+        for line in queue:
+            pending.add(executor.submit(one, line))
+            if len(pending) >= concurrency * 2:
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                row = future.result()  # a server failure (AwlError) ends the run here
+                judged.append(row)
+                done += 1
+                failed += row.get("failed") != 0.0
+            for line in queue:
+                pending.add(executor.submit(one, line))
+                if len(pending) >= concurrency * 2:
+                    break
+    except KeyboardInterrupt as interrupt:
+        stop.set()
+        err.print(f"\nawl: interrupted; {done} new verdicts are saved in {judged.path}. Run the same command again to go on.",
+                  markup=False)
+        raise typer.Exit(exit_code(interrupt)) from None
+    except AwlError as error:
+        stop.set()
+        error.message = f"{error.message.rstrip('.')}. {done} new verdicts are saved in {judged.path}; the same command goes on after them."
+        raise
+    finally:
+        stop.set()
+        executor.shutdown(wait=True, cancel_futures=True)
+        judged.close()
+        if client is not None:
+            client.close()
+    err.print(f"awl: judged {done} rows ({failed} failed) into {judged.path}.", markup=False)
+
+
+def _show(summary: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    table = Table(title="AgentWorldBench scores (0-100)", title_justify="left")
+    table.add_column("domain")
+    table.add_column("valid/rows", justify="right")
+    for column in COLUMNS:
+        table.add_column("total" if column == "total_score" else column, justify="right")
+    for name, entry in summary["domains"].items():
+        cells = ["-" if entry["scores"][c] is None else f"{entry['scores'][c]:.2f}" for c in COLUMNS]
+        table.add_row(DISPLAY.get(name, name.capitalize()), f"{entry['valid']}/{entry['rows']}", *cells)
+    console = Console()
+    console.print(table)
+    overall = "-" if summary["overall"] is None else f"{summary['overall']:.2f}"
+    console.print(f"Overall: {overall}   rows: {summary['rows']}, valid: {summary['valid']}, failed: {summary['failed']}")
+
+
+@bench_app.command("score")
+def bench_score(
+    judged: Path = typer.Argument(..., metavar="JUDGED", help="A judged file (awl bench judge's, or the official eval.py judge's).", show_default=False),
+    as_json: bool = typer.Option(False, "--json", help="The scores as JSON, for programs."),
+) -> None:
+    """Aggregate a judged file per domain and overall, as the official scoring does.
+
+    Five dimensions (format, factuality, consistency, realism, quality) and the total, each a mean over the valid rows of 1-5 verdicts normalised to 0-100; failed rows are counted, not scored.
+
+    Example: `awl bench score predictions.judged.jsonl --json`
+    """
+    _show(aggregate(list(_rows(judged, "judged").values())), as_json=as_json)
