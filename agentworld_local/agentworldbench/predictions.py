@@ -33,7 +33,7 @@ from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
-from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason
+from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines, reason
 from agentworld_local.trajectory.jsonl import dumps, encode_line
 
 GEN = "gen"
@@ -88,8 +88,7 @@ class PredictionsFile:
         self.done = done
         #: Bytes of an unfinished last line that `open` cut off (0 when there was none).
         self.cut_bytes = cut_bytes
-        self._handle: Any = None
-        self._size = 0  # bytes of whole lines: where a failed write is cut back to
+        self._lines = LineAppender(path)
 
     @staticmethod
     def check_path(path: Path, source: Path) -> None:
@@ -113,23 +112,12 @@ class PredictionsFile:
         cls.check_path(path, source)
         if not path.exists() or path.stat().st_size == 0:
             return cls(path, set(), 0)
-        done: set[int] = set()
         wanted = settings.to_dict()
-        end = 0  # the end of the last finished line; what follows it is cut off
         try:
-            with open(path, "rb") as handle:  # line by line: a predictions file is as large as its input
-                for number, raw in enumerate(handle, start=1):
-                    if not raw.endswith(b"\n"):
-                        break
-                    if raw.strip():
-                        done.add(_check_line(raw, number, path, rows, wanted, source))
-                    end += len(raw)
+            done, cut = read_whole_lines(path, lambda raw, number: _check_line(raw, number, path, rows, wanted, source))
         except OSError as error:
             raise InputError(f"Cannot read {path} ({error.strerror}).", "Check its permissions, or choose another `--out`.") from None
-        cut = path.stat().st_size - end
-        if cut:
-            os.truncate(path, end)
-        return cls(path, done, cut)
+        return cls(path, set(done), cut)
 
     def append(self, fields: dict[str, Any]) -> None:
         """Write one prediction line and push it to the disk before the next row starts.
@@ -137,17 +125,12 @@ class PredictionsFile:
         A failed write cuts the file back to its last whole row and raises one TrajectoryError
         that says so; the rows before it are intact and a rerun goes on after them.
         """
-        if self._handle is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open_unbuffered(self.path, "ab")
-                self._size = self._handle.seek(0, os.SEEK_END)
-            except OSError as error:
-                raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
         line = encode_line(fields)
         try:
             with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
-                self._size = append_line(self._handle, line, self._size)
+                self._lines.append(line)
+        except OSError as error:
+            raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
         except AppendFailed as failed:
             kept = "it was cut back to its last whole row" if failed.cut_back else "its last line is unfinished (a rerun cuts it off)"
             raise TrajectoryError(
@@ -158,10 +141,7 @@ class PredictionsFile:
 
     def close(self) -> None:
         """Close the file. Never raises: every line was already fsynced, or its failure reported."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            with contextlib.suppress(OSError):
-                handle.close()
+        self._lines.close()
 
 
 @contextlib.contextmanager

@@ -1,16 +1,23 @@
-"""Appending whole lines to a JSONL file: the discipline trajectories and benchmark predictions share.
+"""Appending whole lines to a JSONL file: the discipline trajectories and benchmark results
+(predictions, verdicts) share.
 
 Each line is written unbuffered, flushed and fsynced before the call returns, so a killed
 process loses at most the line it was writing. A failed write (a full disk) cuts the file
 back to the end of its last whole line, so readers and the next append find a clean file.
+A results file that a rerun goes on in is read back line by line (`read_whole_lines`), its
+unfinished last line cut off, and appended to with `LineAppender`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+T = TypeVar("T")
 
 
 class AppendFailed(Exception):
@@ -65,3 +72,47 @@ def reason(error: OSError) -> str:
     if error.errno == errno.ENOSPC:
         return "the disk is full"
     return error.strerror or str(error) or type(error).__name__
+
+
+def read_whole_lines(path: Path, check: Callable[[bytes, int], T]) -> tuple[list[T], int]:
+    """`check(line, number)` for each whole non-blank line of an existing file (1-based numbers,
+    read one at a time: results files grow as large as their input); an unfinished last line
+    (a kill mid-write) is cut off. Returns (the checks' results, bytes cut off); OSError for
+    the caller's message."""
+    results: list[T] = []
+    end = 0  # the end of the last whole line; what follows it is cut off
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                break
+            if raw.strip():
+                results.append(check(raw, number))
+            end += len(raw)
+    cut = path.stat().st_size - end
+    if cut:
+        os.truncate(path, end)
+    return results, cut
+
+
+class LineAppender:
+    """Whole lines at the end of a results file, which is created with its folder on the first."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: BinaryIO | None = None
+        self._size = 0  # bytes of whole lines: where a failed write is cut back to
+
+    def append(self, line: bytes) -> None:
+        """OSError when the file cannot be opened; AppendFailed when the line could not be written."""
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open_unbuffered(self.path, "ab")
+            self._size = self._handle.seek(0, os.SEEK_END)
+        self._size = append_line(self._handle, line, self._size)
+
+    def close(self) -> None:
+        """Never raises: every line was already fsynced, or its failure reported."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
