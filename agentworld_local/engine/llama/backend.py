@@ -291,15 +291,6 @@ class LlamaBackend:
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
         common = 0
-    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
-        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
-        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
-        first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
-        if first_user is None:
-            return 0
-        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
-        return len(tokens) if full[: len(tokens)] == tokens else 0
-
         limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
         while common < limit and self._tokens[common] == full[common]:
             common += 1
@@ -318,6 +309,15 @@ class LlamaBackend:
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
         yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+
+    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
+        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
+        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
+        first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
+        if first_user is None:
+            return 0
+        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
+        return len(tokens) if full[: len(tokens)] == tokens else 0
 
     def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
         """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
