@@ -130,6 +130,8 @@ def run(
     control: list[str] = options.CONTROL,
     from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
+    stop_at_observation: bool = typer.Option(False, "--stop-at-observation", help="With --from-bench: end the answer at its first closed observation block (the official evaluation generates to the end of the turn; a session always stops there)."),
+    repetition_guard: bool = typer.Option(False, "--repetition-guard", help="With --from-bench: end an answer that falls into a degenerate loop (the official evaluation has no such guard; a session always has it)."),
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session (a file, or `last` for the newest in the sessions dir), appending to its file, on the branch it was on. Its model, domain, task, tools and prompts come from the file; --max-tokens, --temperature, --think and --seed may change for the new turns, which record them.", show_default=False),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="With --resume: go on with a --model other than the one the session was made with (each new turn records its model)."),
     think: str = options.THINK,
@@ -182,13 +184,17 @@ def run(
         raise InputError("awl run needs a model.", "Give one with `--model NAME|PATH` (see `awl models list`), "
                          "a server with `--backend openai --base-url URL --api-model NAME`, "
                          "or continue a saved session with `--resume FILE`.")
+    if (stop_at_observation or repetition_guard) and from_bench is None:
+        flag = "--stop-at-observation" if stop_at_observation else "--repetition-guard"
+        raise InputError(f"{flag} only works with --from-bench: a session always has it.", f"Drop {flag}.")
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
                      "--initial-state": initial_state, "--control": control or None}
         given = set(_given(context, ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
         # The official evaluation's generation, except for what was given (--max-tokens counts thinking too).
         settings = bench_settings(think=think, temperature=temperature if "--temperature" in given else None,
-                                  max_tokens=max_tokens if "--max-tokens" in given else None, seed=seed)
+                                  max_tokens=max_tokens if "--max-tokens" in given else None, seed=seed,
+                                  stop_at_observation=stop_at_observation, repetition_guard=repetition_guard)
         _bench_session(from_bench, row, conflicts, model=model, load=load, out=out, as_json=as_json,
                        show_thinking=show_thinking, settings=settings)
     spec.initial_state = _read_initial_state(initial_state)

@@ -257,3 +257,24 @@ def test_from_bench_generates_as_the_official_evaluation_unless_told_otherwise(t
     assert given.returncode == 0, given.stderr
     header = json.loads(out2.read_text(encoding="utf-8").splitlines()[0])
     assert (header["think"], header["sampling"]["max_tokens"], header["sampling"]["temperature"]) == ("off", 900, 0.2)
+
+
+def test_the_session_rules_are_options_of_the_benchmark_commands(tmp_path):
+    bench = write_bench(tmp_path, domains=("terminal",))
+    two_blocks = ("<think>\nA draft first.\n</think>\n<predicted_observation>\ndraft\n</predicted_observation>\n"
+                  "<predicted_observation>\nfinal\n</predicted_observation>")
+    model = scripted_model(tmp_path, two_blocks)
+    stopped = awl("run", "--from-bench", str(bench), "--row", "1", "-m", model, "-o", str(tmp_path / "r.jsonl"), "--json",
+                  "--stop-at-observation", "--repetition-guard", home=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout.splitlines()[0])["prediction"] == "draft", "stopped at the first block"
+    header = json.loads((tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert header["sampling"]["stop_at_observation"] and header["sampling"]["repetition_guard"]
+    out = tmp_path / "p.jsonl"
+    predicted = awl("bench", "predict", str(bench), "-m", model, "-o", str(out), "--rows", "1", "--stop-at-observation",
+                    home=tmp_path)
+    assert predicted.returncode == 0, predicted.stderr
+    [line] = [json.loads(text) for text in out.read_text(encoding="utf-8").splitlines()]
+    assert "final" not in line["gen"] and line["awl_predict"]["sampling"]["stop_at_observation"]
+    assert_one_line_error(awl("run", "-m", model, "--stop-at-observation", home=tmp_path, stdin="ls\n"),
+                          "--stop-at-observation only works with --from-bench")
