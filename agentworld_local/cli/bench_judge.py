@@ -22,6 +22,7 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
 from agentworld_local.errors import AwlError, InputError, RequestRefused
+from agentworld_local.files import fit_name
 
 #: The official judge's sampling.
 JUDGE_TEMPERATURE = 0.6
@@ -71,7 +72,7 @@ def bench_judge(
         raise InputError(f"--attempts {attempts} must be at least 1.", "E.g. `--attempts 3`.")
     remote = RemoteOptions(judge_base_url, judge_model, api_key_env=judge_api_key_env, timeout_s=timeout, retries=retries)
     rows = _rows(predictions, "predictions")
-    out = out or predictions.with_name(predictions.stem + ".judged.jsonl")
+    out = out or predictions.with_name(fit_name(predictions.stem, ".judged.jsonl"))
     judge = {"model": judge_model, "endpoint": remote.endpoint}
     judged = JudgedFile.open(out, judge, source=predictions)
     err = stderr_console()
