@@ -48,7 +48,13 @@ def list_command(
     if not summaries:
         console.print(Text(f"No saved sessions in {folder} yet. Start one with `awl run` or `awl play`.", style="dim"))
         return
-    table = Table("file", "world", "model", "turns", "changed", box=None, pad_edge=False)
+    table = Table(box=None, pad_edge=False)
+    # The file name stays whole (it is what `awl run --resume` takes); the others give way.
+    table.add_column("file", no_wrap=True, min_width=max(len(s.path.name) for s in summaries))
+    table.add_column("world")
+    table.add_column("model")
+    table.add_column("turns", no_wrap=True, justify="right")
+    table.add_column("changed", no_wrap=True)
     for s in summaries:
         world = (Text(safe_for_terminal(s.scenario or s.domain)) if s.problem is None
                  else Text(f"unreadable: {safe_for_terminal(s.problem)}", style="yellow"))
