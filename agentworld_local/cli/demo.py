@@ -8,11 +8,13 @@ import typer
 from rich.console import Console
 
 from agentworld_local.cli.main import app
+from agentworld_local.cli.model_options import remote_model_options
 from agentworld_local.cli.preflight import check_ctx_value, check_writable
 from agentworld_local.cli.run import say_model_limits
 from agentworld_local.cli.session_loop import load_model, play_lines, start_runner
 from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.examples import pick_example
 from agentworld_local.session.rerun import live_plan
 from agentworld_local.session.runner import NewSession
@@ -20,6 +22,7 @@ from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay
 
 @app.command()
+@remote_model_options
 def demo(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
     domain: str = typer.Option(None, "--domain", "-d", help="Show the bundled example of this domain (default: the terminal demo).", show_default=False),
@@ -31,14 +34,16 @@ def demo(
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),
+    remote: RemoteOptions | None = None,
 ) -> None:
     """Show what awl does, without any model: a hand-written example session, replayed.
 
-    With `--model PATH`, the same scenario (task, starting state, actions) runs live on your model.
+    With `--model PATH`, the same scenario (task, starting state, actions) runs live on your model; with
+    `--backend openai --base-url URL --api-model NAME`, on a model an OpenAI-compatible server serves.
     """
     example = pick_example(domain)
     console = Console()
-    if model is None:
+    if model is None and remote is None:
         recorded = read_trajectory(example.path)
         pause = speed if speed is not None else (0.6 if console.is_terminal and not plain else 0.0)
         replay(recorded, console, plain=plain or not console.is_terminal, speed=pause)
@@ -55,7 +60,7 @@ def demo(
     new = NewSession(resolved.domain, resolved.settings, destination, plan.scenario)
     runner, log = start_runner()
     try:
-        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx), think)
+        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote), think)
         code = play_lines(runner, log, lambda: runner.open(new), plan.lines,
                           printer=TurnPrinter(as_json=False, show_thinking=False))
     finally:

@@ -9,6 +9,8 @@ import typer
 
 from agentworld_local.cli import session_options as options
 from agentworld_local.cli.main import app
+from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.errors import InputError
@@ -19,6 +21,7 @@ def has_terminal() -> bool:
 
 
 @app.command()
+@remote_model_options
 def play(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Without one, the start screen lets you choose.", show_default=False),
     domain: str = options.DOMAIN,
@@ -35,6 +38,7 @@ def play(
     ctx: int = options.CTX,
     gpu_layers: str = options.GPU_LAYERS,
     threads: int = options.THREADS,
+    remote: RemoteOptions | None = None,
 ) -> None:
     """Sit in front of a simulated world: type actions, watch the model think, undo, fork.
 
@@ -59,7 +63,7 @@ def play(
         resume = resolve_session_file(resume)
         if not resume.is_file():
             raise InputError(f"{resume} is not a saved session file.", "Give the path of a .jsonl session, e.g. from `awl sessions list`.")
-        model = plan_resume(resume, ResumeOptions(model=model)).model  # the session's model; another is refused
+        model = plan_resume(resume, ResumeOptions(model=model, remote=remote)).model  # the session's model; another is refused
     if out is not None:
         from agentworld_local.session.files import ensure_new_file
 
@@ -71,7 +75,9 @@ def play(
     from agentworld_local.cli.screens import run_screen
     from agentworld_local.tui.app import make_app
 
+    if remote is not None:
+        model = remote.spec  # what the start screen's model field shows
     start_screen = model is None
-    run_screen(make_app(model=model, domain=domain, scenario=scenario, task=task, controls=list(control or []),
+    run_screen(make_app(model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
                         prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
                         max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.defaults import DEFAULT_CTX, MIN_CTX
-from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.errors import InputError
 
@@ -32,8 +32,8 @@ def load_backend(
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
     remote: RemoteOptions | None = None,
 ) -> Any:
-    """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or, with
-    `remote`, the model an OpenAI-compatible server serves (`model` is then None).
+    """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or a
+    server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`.
 
     The context is checked against the model and this machine before the load (a refusal
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
@@ -41,6 +41,9 @@ def load_backend(
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
+    if model is not None and model != (remote.spec if remote is not None else None):
+        # A model typed in a face's one field: `openai:NAME@URL` is a server's; anything else is local.
+        remote = RemoteOptions.from_spec(model) if model.startswith(SPEC_PREFIX) else None
     if remote is not None:
         from agentworld_local.engine.remote.backend import OpenAIBackend
 

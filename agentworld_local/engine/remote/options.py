@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentworld_local.errors import InputError
@@ -16,6 +17,8 @@ from agentworld_local.errors import InputError
 LOCAL = "llama"
 OPENAI = "openai"
 BACKENDS = (LOCAL, OPENAI)
+#: A server's model written as one text, where a face has one field for the model.
+SPEC_PREFIX = "openai:"
 #: Read when no `--api-key-env` is given; local servers need no key, so it may be unset.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 #: What the official client sends when there is no key (servers without auth ignore it).
@@ -48,6 +51,21 @@ class RemoteOptions:
             raise InputError(f"--timeout {self.timeout_s:g} must be more than 0 seconds.", "E.g. `--timeout 600`.")
         if self.retries < 0:
             raise InputError(f"--retries {self.retries} cannot be negative.", "Use `--retries 0` for none.")
+
+    @property
+    def spec(self) -> str:
+        """The one-text form a model field takes (the TUI's start screen): `openai:NAME@URL`."""
+        return f"{SPEC_PREFIX}{self.api_model}@{self.endpoint}"
+
+    @classmethod
+    def from_spec(cls, text: str, **options: Any) -> "RemoteOptions":
+        """`openai:NAME@URL` (see `spec`); InputError when it is not that form."""
+        body = text[len(SPEC_PREFIX):] if text.startswith(SPEC_PREFIX) else ""
+        at = max(body.rfind("@http://"), body.rfind("@https://"))
+        if at <= 0:
+            raise InputError(f"`{text}` is not a server model.",
+                             "Write it as openai:MODEL@URL, e.g. openai:Qwen/Qwen-AgentWorld-35B-A3B@http://127.0.0.1:8000/v1.")
+        return cls(base_url=body[at + 1:], api_model=body[:at], **options)
 
     @property
     def endpoint(self) -> str:
