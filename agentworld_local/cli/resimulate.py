@@ -20,7 +20,8 @@ from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import ThinkBudget
-from agentworld_local.agentworldbench.context import choose_ctx
+from agentworld_local.agentworldbench.context import choose_ctx, unfit_reason
+from agentworld_local.errors import InputError
 from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
 from agentworld_local.agentworldbench.resimulate import sendable
 from agentworld_local.agentworldbench.rows import BenchRow, bench_messages
@@ -64,8 +65,16 @@ def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSett
 def run_bench_row(
     row: BenchRow, source: Path, backend: Any, settings: SessionSettings, *, out: Path, as_json: bool, show_thinking: bool
 ) -> int:
-    """Predict the row's turn (session/resimulate.py saves it after the ground-truth turns); print both."""
+    """Predict the row's turn (session/resimulate.py saves it after the ground-truth turns); print both.
+
+    A row whose prompt and generation room do not fit the context is refused before anything
+    is written: its history is never cut (the official run fails such a row)."""
     err = stderr_console()
+    prompt = backend.count_tokens(bench_messages(sendable(row)), settings.think)
+    reason = unfit_reason(prompt, backend.info.n_ctx, settings.sampling, settings.think)
+    if reason is not None:
+        raise InputError(f"Row {row.line} does not fit: {reason}; the official evaluation fails such a row.",
+                         "Give a larger `--ctx`, or a smaller `--max-tokens`.")
     run = RowResimulation.start(row, source, backend, settings, out=out)
     if not as_json:
         history = run.ground_truth_turns

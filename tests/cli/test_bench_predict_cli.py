@@ -278,3 +278,14 @@ def test_the_session_rules_are_options_of_the_benchmark_commands(tmp_path):
     assert "final" not in line["gen"] and line["awl_predict"]["sampling"]["stop_at_observation"]
     assert_one_line_error(awl("run", "-m", model, "--stop-at-observation", home=tmp_path, stdin="ls\n"),
                           "--stop-at-observation only works with --from-bench")
+
+
+def test_from_bench_refuses_a_row_that_does_not_fit_instead_of_cutting_its_history(tmp_path):
+    bench = write_bench(tmp_path, domains=("terminal",))
+    model, out = scripted_model(tmp_path, ANSWER), tmp_path / "row.jsonl"
+    result = awl("run", "--from-bench", str(bench), "--row", "3", "-m", model, "-o", str(out), "--ctx", "8192", home=tmp_path)
+    assert_one_line_error(result, "Row 3 does not fit", "32,768", "more than the 8,192-token context", "larger `--ctx`")
+    assert not out.exists(), "nothing is written"
+    fits = awl("run", "--from-bench", str(bench), "--row", "3", "-m", model, "-o", str(out), "--ctx", "8192",
+               "--max-tokens", "4000", home=tmp_path)
+    assert fits.returncode == 0, fits.stderr
