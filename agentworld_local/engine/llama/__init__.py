@@ -3,7 +3,8 @@
 One job per module: devices (what this build can offload to), header (does llama.cpp accept
 a GGUF), planning (GPU layers and context, said before the load), loading (progress, Ctrl+C,
 failures explained), logs (llama.cpp's log captured, never printed), checkpoints (turn
-states copied out and set back), backend (LlamaBackend: the append-only context).
+states copied out and set back), vocab (the GGUF's template and tokenizer; prompt tokens
+counted before a load), backend (LlamaBackend: the append-only context).
 """
 
 from agentworld_local.engine.llama.backend import LlamaBackend
