@@ -23,7 +23,7 @@ from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_fro
     ResumeOptions, check_backend, last_model, model_ref, resumed_settings, same_model, settings_from_header,
 )
 from agentworld_local.trajectory.reader import read_trajectory
-from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord
+from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord, stored_number
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
 #: TurnRecord.extra key: which sample of its turn a record is (0, the first, is not written).
@@ -183,7 +183,7 @@ class Session:
         if not self.history:
             raise InputError("There is no turn to regenerate yet.", "Run an action first.")
         last = self.history[-1]
-        attempt = int(last.extra.get(ATTEMPT, 0)) + 1
+        attempt = int(stored_number(last.extra, ATTEMPT) or 0) + 1  # the file may say anything there
         self.world.undo()
         yield events.Regenerated(last.turn, attempt, len(self.history), self.world.head)
         self._attempt = attempt

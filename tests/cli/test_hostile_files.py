@@ -206,3 +206,26 @@ def test_a_long_session_resumes_reading_its_file_once(tmp_path, monkeypatch):
     record = events[-1].record
     assert (record.turn, record.parent) == (turns + 1, turns)
     assert len(real(path).turns) == turns + 1
+
+
+@pytest.mark.parametrize("attempt", ['"second"', "1e400", "-3", "null"])
+def test_regenerate_after_resume_reads_a_stored_attempt_defensively(tmp_path, attempt):
+    """A turn's `attempt` is a stored number too: text there made regenerate a traceback."""
+    from agentworld_local.domains import get_domain
+    from agentworld_local.engine.scripted import ScriptedBackend
+    from agentworld_local.engine.settings import SessionSettings
+    from agentworld_local.engine.world import World
+    from agentworld_local.session.core import Session
+    from agentworld_local.testing.answers import answer
+
+    backend = ScriptedBackend([answer("thinking_then_tags").scripted()])
+    path = tmp_path / "s.jsonl"
+    session = Session.create(World(backend, get_domain("terminal"), SessionSettings()), path)
+    list(session.step("ls"))
+    session.close()
+    header, turn = path.read_text(encoding="utf-8").splitlines()
+    path.write_text(header + "\n" + turn[:-1] + f', "attempt": {attempt}}}\n', encoding="utf-8")
+    resumed = Session.resume(path, backend)
+    events = list(resumed.regenerate())
+    resumed.close()
+    assert events[-1].record.extra["attempt"] == 1 and events[-1].record.turn == 1
