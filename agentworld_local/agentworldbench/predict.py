@@ -131,16 +131,21 @@ def predict_rows(
             progress.failed += 1
             yield RowFailed(row, error, progress)
             continue
-        side = {"line": row.line, **base, **side}
-        out.append(prediction_row(row, gen, side))
-        progress.done += 1
-        progress.unfit += "failed" in side
-        tokens = side["tokens"]
-        progress.generated_tokens += tokens.get("generated", 0)
-        progress.generate_s += side.get("generate_s", 0.0)
-        progress.prompt_tokens_total += tokens.get("prompt_total", 0)
-        progress.prompt_tokens_evaluated += tokens.get("prompt_evaluated", 0)
-        yield RowPredicted(row, gen, side, progress)
+        yield write_row(row, gen, side, base, out, progress)
+
+
+def write_row(row: BenchRow, gen: str, side: dict, base: dict, out: PredictionsFile, progress: Progress) -> RowPredicted:
+    """Append a predicted row (its side record completed with `base`, the run's settings) and count it."""
+    side = {"line": row.line, **base, **side}
+    out.append(prediction_row(row, gen, side))
+    progress.done += 1
+    progress.unfit += "failed" in side
+    tokens = side["tokens"]
+    progress.generated_tokens += tokens.get("generated", 0)
+    progress.generate_s += side.get("generate_s", 0.0)
+    progress.prompt_tokens_total += tokens.get("prompt_total", 0)
+    progress.prompt_tokens_evaluated += tokens.get("prompt_evaluated", 0)
+    return RowPredicted(row, gen, side, progress)
 
 
 def share_system_prompts(backend: Backend) -> None:

@@ -25,7 +25,10 @@ from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
 from agentworld_local.agentworldbench.rows import BenchFile
 from agentworld_local.agentworldbench.selection import Malformed, select_lines, work_order
+from agentworld_local.agentworldbench.parallel import DEFAULT_CONCURRENCY, predict_rows_at_once
+from agentworld_local.cli.model_options import check_concurrency, model_or_server, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.trajectory.jsonl import dumps
 
 FORMATS = (FORMAT,)
@@ -106,9 +109,10 @@ app.add_typer(bench_app, name="bench")
 
 
 @bench_app.command("predict")
+@remote_model_options
 def bench_predict(
     file: Path = typer.Argument(..., metavar="FILE", help="AgentWorldBench rows (JSONL, any domain).", show_default=False),
-    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP, show_default=False),
+    model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Or a server: --backend openai.", show_default=False),
     out: Path = typer.Option(..., "--out", "-o", help="The predictions file; run again with the same one to go on after an interruption.", show_default=False),
     rows: str = typer.Option(None, "--rows", help="Only these lines of FILE, e.g. `1-50` or `1-10,15`.", show_default=False),
     domain: str = typer.Option(None, "--domain", "-d", help="Only rows of this domain (terminal, swe, mcp, search, web, os, android).", show_default=False),
@@ -125,6 +129,8 @@ def bench_predict(
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
+    concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_CONCURRENCY}).", show_default=False),
+    remote: RemoteOptions | None = None,
 ) -> None:
     """Predict every selected row of a benchmark file as the official evaluation generates, in its output format.
 
@@ -137,6 +143,8 @@ def bench_predict(
     from agentworld_local.cli.run import load_backend, say_model_limits
 
     check_sampling(max_tokens=max_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
+    model_or_server(model, remote, "bench predict")
+    check_concurrency(concurrency, remote)
     check_name_length(out, "--out")
     session = bench_settings(think=think, temperature=temperature, max_tokens=max_tokens, seed=seed,
                              stop_at_observation=stop_at_observation, repetition_guard=repetition_guard)
@@ -146,7 +154,10 @@ def bench_predict(
     bench = BenchFile(file)
     selection = select_lines(bench, spec=rows, domain=domain)
     PredictionsFile.check_path(out, file)
-    settings = RunSettings(model_label(model), session.sampling, session.think, seed, model_file=model_file(model))
+    if remote is None:
+        settings = RunSettings(model_label(model), session.sampling, session.think, seed, model_file=model_file(model))
+    else:  # a server's model: its name and where, compared on a rerun as a file's identity is
+        settings = RunSettings(remote.spec, session.sampling, session.think, seed)
     predictions = PredictionsFile.open(out, bench.fields(), settings, source=file)
     err = stderr_console()
     _say_malformed(selection.malformed, as_json=as_json)
@@ -163,14 +174,21 @@ def bench_predict(
         err.print(f"awl: going on in {out}: {len(order) - len(todo)} of {len(order)} selected rows are done, {len(todo)} to go.", markup=False)
     check_writable(out)
     ctx = bench_context(model, order, session, ctx)
-    backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json)
+    backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json,
+                           remote=remote)
     failed: list[RowFailed] = []
     unfit: list[RowPredicted] = []
     shown = _ProgressLine(as_json=as_json)
     last = None
     try:
         say_model_limits(backend.info, think)  # only a --think given: the default is the official evaluation's
-        for event in predict_rows(order, backend, settings, predictions):
+        if remote is None:
+            events = predict_rows(order, backend, settings, predictions)
+        else:
+            at_once = concurrency or backend.parallel or DEFAULT_CONCURRENCY
+            err.print(f"awl: up to {at_once} trajectories at once on {remote.endpoint}.", markup=False, style="dim")
+            events = predict_rows_at_once(order, backend, settings, predictions, concurrency=at_once)
+        for event in events:
             shown.show(event)
             last = event.progress
             if isinstance(event, RowFailed):

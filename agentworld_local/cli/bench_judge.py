@@ -20,6 +20,7 @@ from agentworld_local.agentworldbench.score import COLUMNS, aggregate
 from agentworld_local.cli.agentworldbench import bench_app
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
+from agentworld_local.cli.model_options import check_concurrency
 from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
 from agentworld_local.errors import AwlError, InputError, RequestRefused
 from agentworld_local.files import fit_name
@@ -66,11 +67,10 @@ def bench_judge(
 
     Example: `awl bench judge predictions.jsonl --judge-base-url http://127.0.0.1:8001/v1 --judge-model judge --prompts ~/Qwen-AgentWorld/prompts`
     """
-    if concurrency < 1:
-        raise InputError(f"--concurrency {concurrency} must be at least 1.", "E.g. `--concurrency 4`.")
     if attempts < 1:
         raise InputError(f"--attempts {attempts} must be at least 1.", "E.g. `--attempts 3`.")
     remote = RemoteOptions(judge_base_url, judge_model, api_key_env=judge_api_key_env, timeout_s=timeout, retries=retries)
+    check_concurrency(concurrency, remote)
     rows = _rows(predictions, "predictions")
     out = out or predictions.with_name(fit_name(predictions.stem, ".judged.jsonl"))
     judge = {"model": judge_model, "endpoint": remote.endpoint}

@@ -71,3 +71,14 @@ def model_or_server(model: str | None, remote: RemoteOptions | None, command: st
     if model is None and remote is None:
         raise InputError(f"awl {command} needs a model.",
                          "Add `--model PATH/TO/model.gguf`, or `--backend openai --base-url URL --api-model NAME` for a server.")
+
+
+def check_concurrency(concurrency: int | None, remote: RemoteOptions | None) -> None:
+    """`--concurrency`: at least 1, and more than 1 only on a server (a local model runs one row at a time)."""
+    if concurrency is None:
+        return
+    if concurrency < 1:
+        raise InputError(f"--concurrency {concurrency} must be at least 1.", "E.g. `--concurrency 4`.")
+    if concurrency > 1 and remote is None:
+        raise InputError("--concurrency runs several rows at once on a server; a model in this process runs one at a time.",
+                         "Drop --concurrency, or serve the model and use `--backend openai --base-url URL --api-model NAME`.")

@@ -63,6 +63,11 @@ class FakeOpenAI:
     headers: list[dict[str, str]] = field(default_factory=list)
     disconnected: threading.Event = field(default_factory=threading.Event)
     calls: int = 0
+    #: Answers being streamed right now, and the most at once so far.
+    active: int = 0
+    most_at_once: int = 0
+    #: Seconds before an answer starts (a server thinking over the prompt).
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -179,6 +184,19 @@ class FakeOpenAI:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": len(pieces), "total_tokens": 10 + len(pieces)},
             })
+        with self._lock:
+            self.active += 1
+            self.most_at_once = max(self.most_at_once, self.active)
+        try:
+            self._stream(handler, body, reply, pieces, finish)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def _stream(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: Reply,
+                pieces: list[tuple[str, str]], finish: str) -> None:
+        if self.delay:
+            time.sleep(self.delay)
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Connection", "close")

@@ -63,12 +63,12 @@ def bench(tmp_path, fake):
         answers = ANSWERS[number]
         text = answers[min(asked[number], len(answers) - 1)]
         asked[number] += 1
-        time.sleep(fake.delay)
+        time.sleep(fake.judge_delay)
         return Reply(text)
 
     fake.models[:] = ["judge"]
     fake.respond = respond
-    fake.delay = 0.0
+    fake.judge_delay = 0.0
     return predictions, pack, tmp_path / "judged.jsonl", asked
 
 
@@ -132,7 +132,7 @@ def test_judge_then_score_match_a_hand_computation(bench, fake):
 
 def test_an_interrupted_judge_goes_on_without_judging_rows_again(bench, fake):
     predictions, pack, out, asked = bench
-    fake.delay = 0.4
+    fake.judge_delay = 0.4
     process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main",
                                 *judge_args(predictions, pack, out, fake, "--concurrency", "1")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=awl_env(out.parent), cwd=REPO)
@@ -143,7 +143,7 @@ def test_an_interrupted_judge_goes_on_without_judging_rows_again(bench, fake):
     process.wait(10)
     first = {json.loads(line)["awl_judge"]["line"] for line in out.read_text().splitlines() if line.endswith("}")}
     assert 2 <= len(first) < 6
-    fake.delay = 0.0
+    fake.judge_delay = 0.0
     before = Counter(asked)
     result = awl(*judge_args(predictions, pack, out, fake, "--json"), home=out.parent)
     assert result.returncode == 0, result.stderr

@@ -15,6 +15,7 @@ conversation, and the server's prefix cache decides what it evaluates again.
 from __future__ import annotations
 
 import contextlib
+import copy
 import socket
 import threading
 import time
@@ -87,11 +88,25 @@ class OpenAIBackend:
         self._guard = GenerationGuard()
         self._closed = threading.Event()
         self._server_separates = False  # learnt from the first answer that carries a reasoning field
+        self._sibling = False
 
     def _notice(self, text: str) -> None:
         self.notices.append(text)
         if self._notice_sink is not None:
             self._notice_sink(text)
+
+    def sibling(self) -> "OpenAIBackend":
+        """The same server and connections with a generation guard of its own: one more
+        generation at once (a server decodes several requests together). Closing this
+        backend, or `stop_all`, stops its siblings' generations too."""
+        twin = copy.copy(self)
+        twin._guard = GenerationGuard()
+        twin._sibling = True
+        return twin
+
+    def stop_all(self) -> None:
+        """Stop every generation in flight on this backend and its siblings (their streams close)."""
+        self._closed.set()
 
     @property
     def parallel(self) -> int | None:
@@ -119,10 +134,12 @@ class OpenAIBackend:
             yield from self._generate(messages, sampling, think, seed, stop)
 
     def close(self) -> None:
-        """Stop a generation in flight (its stream closes) and release the connections."""
+        """Stop a generation in flight (its stream closes) and release the connections
+        (a sibling leaves them to the backend it came from)."""
         self._closed.set()
         self._guard.wait_idle(5.0)
-        self._client.close()
+        if not self._sibling:
+            self._client.close()
 
     # -- one answer -----------------------------------------------------------------
 
