@@ -208,7 +208,8 @@ def bench_predict(
         predictions.close()
         backend.close()
     shown.end()
-    _summary(last, out, failed, selection.malformed, skipped=len(order) - len(todo), unfit=unfit, as_json=as_json)
+    _summary(last, out, failed, selection.malformed, skipped=len(order) - len(todo), unfit=unfit, as_json=as_json,
+             ctx=backend.info.n_ctx)
     if failed or selection.malformed:
         raise typer.Exit(1)
 
@@ -304,7 +305,7 @@ class _ProgressLine:
 
 
 def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malformed: list[Malformed], *,
-             skipped: int, as_json: bool, unfit: list[RowPredicted] | None = None) -> None:
+             skipped: int, as_json: bool, unfit: list[RowPredicted] | None = None, ctx: int | None = None) -> None:
     unfit = unfit or []
     predicted = (progress.done if progress else 0) - len(unfit)
     total, evaluated = (progress.prompt_tokens_total, progress.prompt_tokens_evaluated) if progress else (0, 0)
@@ -312,7 +313,7 @@ def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malf
         sys.stdout.write(dumps({
             "event": "done", "out": str(out), "predicted": predicted, "unfit": [event.row.line for event in unfit],
             "failed": [event.row.line for event in failed], "malformed": [problem.line for problem in malformed],
-            "skipped": skipped, "prompt_tokens_evaluated": evaluated, "prompt_tokens_total": total,
+            "skipped": skipped, "prompt_tokens_evaluated": evaluated, "prompt_tokens_total": total, "ctx": ctx,
         }) + "\n")
         sys.stdout.flush()
         return
