@@ -243,11 +243,22 @@ _TOP_LEVEL = re.compile(r"^(?![\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.
 
 
 def _statement_start(code: str, position: int) -> int:
-    """The first line start at or after `position` where a top-level statement may begin
-    (not after a backslash continuation or a decorator); len(code) when there is none."""
+    """The first place at or after `position` where a top-level statement may begin: a line
+    start (not after a backslash continuation or a decorator), or within a long line, after a
+    `;` of a top-level line that holds no `:` or `#` (no compound statement, no comment);
+    len(code) when there is none."""
     if position >= len(code):
         return len(code)
-    for match in _TOP_LEVEL.finditer(code, code.rfind("\n", 0, position) + 1):
+    line_start = code.rfind("\n", 0, position) + 1
+    line_end = len(code) if (end := code.find("\n", position)) < 0 else end
+    if line_end - position > PIECE_CHARS and _TOP_LEVEL.match(code, line_start) and \
+            code.find(":", line_start, line_end) < 0 and code.find("#", line_start, line_end) < 0:
+        after = code.find(";", position, line_end) + 1
+        if after:
+            while after < line_end and code[after] in " \t":  # a piece must not start indented
+                after += 1
+            return after
+    for match in _TOP_LEVEL.finditer(code, line_start):
         at = match.start()
         if at < position or at == 0:
             continue

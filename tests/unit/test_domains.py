@@ -670,8 +670,15 @@ SNIPPETS = [
     "total = 1 + \\\n2\n",
     "# a comment\n\n",
     "call(a,\nb=2,\n)\n",
+    # one long line of statements: cut after a `;` only outside strings, comments, compound lines
+    "pyautogui.click(1, 2); pyautogui.write('a; b'); x = 3; y = (4,\n5); z = 6\n",
+    "a(1); b = 'x;y'; c(2); d(3); e(4); f(5); g(6)\n",
+    "if x: a(1); b(2); c(3); d(4)\n",
+    "q = {1: 2}; r(3); s(4); t(5); u(6)\n",
+    "v(1)  # a note; more; words here\n",
+    's = """a; b"""; t = "c;"; w(1); w(2)\n',
 ]
-BROKEN = ["x = (\n", "def g(:\n    pass\n", "y = 1 +\n", 'z = """\n']
+BROKEN = ["x = (\n", "def g(:\n    pass\n", "y = 1 +\n", 'z = """\n', "h(1; 2); k(3)\n", "else: m(1); n(2)\n"]
 
 
 @pytest.mark.parametrize("piece_chars", [8, 40, 200])
