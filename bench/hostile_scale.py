@@ -4,8 +4,8 @@ Prints, for inputs of 1x, 2x and 4x a base size, the seconds and the peak memory
 a fresh process, so linearity shows in the ratios (no pass/fail; issue 15 measured 14 s and
 550 MB for a 4 MiB os action, 63 s and 285 MB before the first token of a 20,000-turn resume):
 
-- os action: `parse_action` of a Python action of 1, 2 and 4 MiB (the check `awl run` makes
-  on every action before the model loads);
+- os action: `parse_action` of a Python action of 1, 2 and 4 MiB, as many lines and as one
+  line of `;`-joined statements (the check `awl run` makes on every action before the model loads);
 - resume: `awl run --resume FILE` of a terminal session of 5,000, 10,000 and 20,000 turns,
   until the first token of the next turn streams (`--json` events on stdout). The scripted
   backend by default; `--gguf` resumes on the tiny qwen35moe fixture (the llama.cpp path:
@@ -55,18 +55,22 @@ def _peak_mib(stderr: str) -> float:
     return int(kib[-1]) / 1024 if kib else float("nan")
 
 
+#: The two shapes of a long action: many lines, or one line of statements (a script line).
+OS_SHAPES = {"lines": "pyautogui.click(100, 200)  # the Save button\n", "one line": "pyautogui.click(100, 200); "}
+
+
 def bench_os(base_mib: int, workdir: Path) -> None:
-    line = "pyautogui.click(100, 200)  # the Save button\n"
     print("os action check (parse_action), a fresh process each")
-    for factor in (1, 2, 4):
-        size = factor * base_mib * 1024 * 1024
-        action = workdir / f"action-{factor}.py"
-        action.write_text(line * (size // len(line)), encoding="utf-8")
-        result = subprocess.run([sys.executable, "-c", OS_CHILD, str(action)], capture_output=True, text=True,
-                                env=_child_env(workdir / "home"), cwd=REPO, timeout=600)
-        seconds = [line.split("=", 1)[1] for line in result.stderr.splitlines() if line.startswith("seconds=")]
-        said = seconds[0] if seconds else f"failed: {result.stderr.strip().splitlines()[-1:]}"
-        print(f"  {factor * base_mib} MiB: {said} s, peak RSS {_peak_mib(result.stderr):.0f} MiB")
+    for shape, unit in OS_SHAPES.items():
+        for factor in (1, 2, 4):
+            size = factor * base_mib * 1024 * 1024
+            action = workdir / f"action-{factor}.py"
+            action.write_text(unit * (size // len(unit)), encoding="utf-8")
+            result = subprocess.run([sys.executable, "-c", OS_CHILD, str(action)], capture_output=True, text=True,
+                                    env=_child_env(workdir / "home"), cwd=REPO, timeout=600)
+            seconds = [line.split("=", 1)[1] for line in result.stderr.splitlines() if line.startswith("seconds=")]
+            said = seconds[0] if seconds else f"failed: {result.stderr.strip().splitlines()[-1:]}"
+            print(f"  {shape}, {factor * base_mib} MiB: {said} s, peak RSS {_peak_mib(result.stderr):.0f} MiB")
 
 
 def _session(path: Path, turns: int, model_ref: dict) -> None:
