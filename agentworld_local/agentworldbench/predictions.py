@@ -184,7 +184,9 @@ def _check_line(
             f"{path} holds predictions for another benchmark file: its line {number} is not row {line} of {source}.",
             "Choose another `--out` for this file.",
         )
-    if side.get("model_file") != wanted["model_file"]:
+    had_file, asked_file = side.get("model_file") or None, wanted["model_file"] or None
+    # A model file is known by its identity whatever its name; a server's model by its name.
+    if had_file != asked_file or (asked_file is None and side.get("model") != wanted["model"]):
         raise InputError(
             f"{path} was written with the model {_model_named(side)}; this run loads {_model_named(wanted)}.",
             "Give the model file it was written with to go on, or choose another `--out`.",
@@ -200,7 +202,7 @@ def _model_named(record: dict[str, Any]) -> str:
     """A model as a side record names it: its name, its file's size and the start of its hash."""
     identity = record.get("model_file")
     if not isinstance(identity, dict) or not identity:
-        return f"{_describe(record.get('model'))} (file identity unknown)"
+        return _describe(record.get("model"))
     size, digest = identity.get("size"), identity.get("sha256")
     facts = [f"{size:,} bytes" if isinstance(size, int) else None, f"sha256 {digest[:12]}" if isinstance(digest, str) else None]
     return f"{_describe(record.get('model'))} ({', '.join(fact for fact in facts if fact) or 'file identity unknown'})"

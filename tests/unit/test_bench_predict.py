@@ -242,7 +242,9 @@ def test_an_unfinished_last_line_is_cut_off_and_its_row_predicted_again(tmp_path
     ("settings", "fragment"),
     [
         (RunSettings("other.gguf", BENCH_SAMPLING, BENCH_THINK, 0, model_file={"size": 9, "sha256": "ab" * 32}),
-         "written with the model scripted (file identity unknown); this run loads other.gguf (9 bytes, sha256 abababababab)"),
+         "written with the model scripted; this run loads other.gguf (9 bytes, sha256 abababababab)"),
+        (RunSettings("openai:other-model@http://127.0.0.1:9/v1", BENCH_SAMPLING, BENCH_THINK, 0),
+         "written with the model scripted; this run loads openai:other-model@http://127.0.0.1:9/v1"),
         (RunSettings("scripted", SamplingConfig(temperature=0.7, max_tokens=32768), BENCH_THINK, 0), "written with temperature 0.6; this run asks for 0.7"),
         (RunSettings("scripted", SamplingConfig(top_k=40, max_tokens=32768), BENCH_THINK, 0), "written with top-k 20; this run asks for 40"),
         (RunSettings("scripted", BENCH_SAMPLING, ThinkBudget.parse("512"), 0), "written with think full; this run asks for 512"),
