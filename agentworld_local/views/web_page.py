@@ -14,6 +14,8 @@ import tempfile
 from html import escape
 from pathlib import Path
 
+from agentworld_local.files import writing_whole
+
 #: Nothing loads, nothing runs: inline styles only, images only from data: URLs.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _AX_LINE = re.compile(r"^(?:\[(?P<bid>[^\]]*)\]\s+)?(?P<role>[A-Za-z][\w-]*)(?:\s+(?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?(?P<rest>.*)$")
@@ -95,7 +97,8 @@ def write_web_page(state: str, *, directory: str | Path | None = None, title: st
     folder = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="awl-web-"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "page.html"
-    path.write_text(web_page_html(state, title=title, note=note), encoding="utf-8")
+    with writing_whole(path, overwrite=True) as handle:  # a browser never opens half a page
+        handle.write(web_page_html(state, title=title, note=note).encode("utf-8"))
     return path
 
 
