@@ -16,7 +16,7 @@ from typing import Any
 
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
-from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason
+from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines, reason
 from agentworld_local.trajectory.jsonl import encode_line
 
 SIDE = "awl_judge"
@@ -29,8 +29,7 @@ class JudgedFile:
         self.path = path
         self.done = done  # predictions lines already judged here
         self.cut_bytes = cut_bytes
-        self._handle: Any = None
-        self._size = 0
+        self._lines = LineAppender(path)
 
     @classmethod
     def open(cls, path: str | Path, judge: dict[str, Any], *, source: Path) -> "JudgedFile":
@@ -39,35 +38,20 @@ class JudgedFile:
             raise InputError(f"--out {path} is not a regular file.", "Give a file name, e.g. `--out judged.jsonl`.")
         if path.exists() and source.exists() and os.path.samefile(path, source):
             raise InputError(f"--out {path} is the predictions file itself.", "Write the verdicts to another file.")
-        if not path.exists() or path.stat().st_size == 0:
+        if not path.exists():
             return cls(path, set(), 0)
-        done, end = set(), 0
         try:
-            with open(path, "rb") as handle:
-                for number, raw in enumerate(handle, start=1):
-                    if not raw.endswith(b"\n"):
-                        break  # a kill mid-write: cut off below, judged again
-                    if raw.strip():
-                        done.add(_judged_line(raw, number, path, judge))
-                    end += len(raw)
+            done, cut = read_whole_lines(path, lambda raw, number: _judged_line(raw, number, path, judge))
         except OSError as error:
             raise InputError(f"Cannot read {path} ({error.strerror}).", "Check its permissions, or choose another `--out`.") from None
-        cut = path.stat().st_size - end
-        if cut:
-            os.truncate(path, end)
-        return cls(path, done, cut)
+        return cls(path, set(done), cut)
 
     def append(self, row: dict[str, Any]) -> None:
         """Write one judged row and push it to the disk (a failed write is cut back, one error line)."""
-        if self._handle is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open_unbuffered(self.path, "ab")
-                self._size = self._handle.seek(0, os.SEEK_END)
-            except OSError as error:
-                raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
         try:
-            self._size = append_line(self._handle, encode_line(row), self._size)
+            self._lines.append(encode_line(row))
+        except OSError as error:
+            raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
         except AppendFailed as failed:
             raise TrajectoryError(
                 f"could not save a verdict to {self.path}: {failed.reason}; every verdict saved before it is intact.",
@@ -75,12 +59,7 @@ class JudgedFile:
             ) from None
 
     def close(self) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            try:
-                handle.close()
-            except OSError:
-                pass
+        self._lines.close()
 
 
 def side_record(line: int, judge: dict[str, Any]) -> dict[str, Any]:

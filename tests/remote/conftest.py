@@ -5,6 +5,7 @@ engine path), and a fake one whose answers the test writes (the answer path, the
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -14,11 +15,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.helpers import REPO, awl_env
 from tests.remote.fake_openai import FakeOpenAI
 
 #: The name the llama-cpp-python server serves the fixture under.
 SERVED = "tiny-world"
 _READY_S = 90.0
+
+
+def killed_after_lines(args: list[str], out: Path, lines: int, home: Path, side: str) -> set[int]:
+    """Run `awl ARGS`, SIGKILL it once `out` holds `lines` whole lines (as a crash would), and
+    return the input lines its rows name (the `side` record's `line`)."""
+    process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main", *args], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=awl_env(home), cwd=REPO)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < lines):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    return {json.loads(line)[side]["line"] for line in out.read_text().splitlines() if line.endswith("}")}
 
 
 def free_port() -> int:

@@ -4,15 +4,12 @@ trajectory in order, and a killed run goes on without predicting finished rows a
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
 from agentworld_local.testing.answers import answer
-from tests.cli.helpers import REPO, assert_one_line_error, awl, awl_env
+from tests.cli.helpers import assert_one_line_error, awl
+from tests.remote.conftest import killed_after_lines
 from tests.remote.fake_openai import Reply
 
 ITEM = answer("thinking_then_tags")
@@ -80,14 +77,7 @@ def test_concurrency_given_wins_and_a_local_model_cannot_take_more_than_one(benc
 def test_a_killed_run_goes_on_without_predicting_rows_again(bench, fake):
     path, out = bench
     fake.delay = 0.3
-    process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main", *predict_args(path, out, fake, "--concurrency", "2")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=awl_env(out.parent), cwd=REPO)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < 3):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
-    first = {json.loads(line)["awl_predict"]["line"] for line in out.read_text().splitlines() if line.endswith("}")}
+    first = killed_after_lines(predict_args(path, out, fake, "--concurrency", "2"), out, 3, out.parent, "awl_predict")
     assert 3 <= len(first) < 2 * TRAJECTORIES
     fake.delay = 0.0
     sent_before = len(fake.requests)

@@ -4,15 +4,13 @@ the test writes; the scores are checked against a hand computation on the same v
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
 import pytest
 
-from tests.cli.helpers import REPO, assert_one_line_error, awl, awl_env
+from tests.cli.helpers import assert_one_line_error, awl
+from tests.remote.conftest import killed_after_lines
 from tests.remote.fake_openai import Reply
 
 SYSTEM = {"terminal": "You judge simulated terminals (test pack).", "mcp": "You judge simulated tool calls (test pack)."}
@@ -133,15 +131,7 @@ def test_judge_then_score_match_a_hand_computation(bench, fake):
 def test_an_interrupted_judge_goes_on_without_judging_rows_again(bench, fake):
     predictions, pack, out, asked = bench
     fake.judge_delay = 0.4
-    process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main",
-                                *judge_args(predictions, pack, out, fake, "--concurrency", "1")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=awl_env(out.parent), cwd=REPO)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < 2):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
-    first = {json.loads(line)["awl_judge"]["line"] for line in out.read_text().splitlines() if line.endswith("}")}
+    first = killed_after_lines(judge_args(predictions, pack, out, fake, "--concurrency", "1"), out, 2, out.parent, "awl_judge")
     assert 2 <= len(first) < 6
     fake.judge_delay = 0.0
     before = Counter(asked)
