@@ -104,12 +104,10 @@ def model_to_load(ref: ModelRef | None, path: Path) -> str:
     """The `--model` value that loads the model a session was made with."""
     if ref is None:
         raise InputError(f"{path} does not say which model made it.", "Give the model with `--model`.")
-    if _served(ref):
-        endpoint = ref.extra.get("endpoint") or "URL"
-        raise InputError(
-            f"{path} was made with the server model {ref.name} at {endpoint}.",
-            f"Give the server again: `--backend {ref.extra.get('backend')} --base-url {endpoint} --api-model {ref.name}`.",
-        )
+    if _served(ref):  # the one-text form of a server model (`openai:NAME@URL`); a key comes from the environment
+        from agentworld_local.engine.remote.options import SPEC_PREFIX
+
+        return f"{SPEC_PREFIX}{ref.name}@{ref.extra['endpoint']}"
     if ref.name.startswith(SCRIPTED) and ref.path:
         return SCRIPTED + ref.path
     if ref.path and Path(ref.path).expanduser().is_file():
@@ -128,8 +126,13 @@ def check_model_file(ref: ModelRef | None, model: str, path: Path) -> None:
     load in no time, by their hash once read)."""
     if ref is None:
         return
-    if _served(ref):
-        raise _other_model(ref, model, path)
+    from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
+
+    if model.startswith(SPEC_PREFIX) or _served(ref):
+        served = RemoteOptions.from_spec(model).api_model if model.startswith(SPEC_PREFIX) else None
+        if not (_served(ref) and served == ref.name):
+            raise _other_model(ref, f"the server model {served}" if served else model, path)
+        return
     if model.startswith(SCRIPTED):
         from agentworld_local.engine.scripted import ScriptedBackend
 

@@ -170,10 +170,10 @@ def test_a_session_made_on_a_server_resumes_on_that_server_model_only(tmp_path):
     session = Session.create(World(served_backend(), get_domain("terminal"), SessionSettings()), path)
     list(session.step("ls"))
     session.close()
-    with pytest.raises(InputError) as no_model:
-        plan_resume(path)
-    assert "the server model qwen-aw at http://127.0.0.1:9/v1" in no_model.value.message
-    assert "--backend openai --base-url http://127.0.0.1:9/v1 --api-model qwen-aw" in no_model.value.hint
+    assert plan_resume(path).model == "openai:qwen-aw@http://127.0.0.1:9/v1"  # the server model's one-text form
+    assert plan_resume(path, ResumeOptions(model="openai:qwen-aw@http://127.0.0.1:8000/v1")).model  # moved: same model
+    with pytest.raises(InputError, match="the server model other is another model"):
+        plan_resume(path, ResumeOptions(model="openai:other@http://127.0.0.1:9/v1"))
     same = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="qwen-aw")
     assert plan_resume(path, ResumeOptions(remote=same)).model is None
     other = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="other")
