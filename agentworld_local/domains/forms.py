@@ -54,3 +54,12 @@ def action_forms_summary() -> list[str]:
         f"{name.ljust(width)}  {', '.join(friendly)}; raw ({words}): {raw}"
         for name, (friendly, raw, words) in ACTION_FORMS.items()
     ]
+
+
+def session_action_examples(domain: object) -> tuple[str, ...]:
+    """Friendly examples for a domain as built for one session: a tool-call domain names only
+    the tools that session has (a scenario may bring its own server); others, ACTION_FORMS's."""
+    examples = getattr(domain, "example_actions", None)
+    if examples is not None:
+        return tuple(examples())
+    return ACTION_FORMS.get(getattr(domain, "name", ""), ((), "", ""))[0]

@@ -255,15 +255,22 @@ class ToolCallDomain:
     def shortcuts(self) -> dict[str, Shortcut]:
         return {}
 
+    def action_words(self) -> list[str]:
+        """The words an action may start with: the session's tool names and the shortcuts."""
+        return [*self._by_name, *self.shortcuts()]
+
+    def example_actions(self) -> list[str]:
+        """Friendly examples for the tools this session has (a scenario may bring its own
+        server): the domain's own where they fit, else one per tool, from its required arguments."""
+        words = set(self.action_words())
+        examples = [e for e in self.friendly_examples if e.split(" ", 1)[0] in words]
+        return examples or [" ".join([spec.name, *(f"{key}=<{key}>" for key in spec.required)]) for spec in self.specs[:2]]
+
     def action_help(self) -> str:
         first = self.specs[0]
         example_args = {key: f"<{key}>" for key in first.required}
         raw = json.dumps({"name": first.name, "arguments": example_args})
-        # Only examples for tools this session has (a scenario may bring its own server).
-        words = {*self._by_name, *self.shortcuts()}
-        examples = [e for e in self.friendly_examples if e.split(" ", 1)[0] in words]
-        examples = examples or [" ".join([first.name, *(f"{key}=<{key}>" for key in first.required)])]
-        friendly = ", ".join(f"`{example}`" for example in examples)
+        friendly = ", ".join(f"`{example}`" for example in self.example_actions())
         return (
             f"Accepted forms: a tool name with key=value arguments or with free text for its main "
             f"argument ({friendly}), or a JSON tool call (`{raw}`). "

@@ -108,7 +108,8 @@ class Timeline(Tree[int]):
         add_line(self.root, None)
         self.root.expand_all()
         if self.root.children:
-            self.move_cursor(self.root.children[-1])
+            # After the refresh: before it, the new lines have no position and the cursor stays on turn 1.
+            self.call_after_refresh(self.move_cursor, self.root.children[-1])
 
 
 class FilePanel(Tree[str]):

@@ -8,21 +8,14 @@ from __future__ import annotations
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.events import ContextTrimmed, TurnFinished
 from agentworld_local.engine.llama import LlamaBackend
-from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
-
-N_CTX = 1024
-ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls"]
+from tests.engine.test_context_window_llama import ACTIONS, N_CTX, small_turns
 
 
 def test_after_a_resume_a_context_cut_restores_the_turn_one_checkpoint(qwen_gguf):
     backend = LlamaBackend(qwen_gguf, n_ctx=N_CTX, gpu_layers=0, notice=lambda text: None)
     try:
-        settings = SessionSettings(
-            sampling=SamplingConfig(temperature=0.8, max_tokens=24), think=ThinkBudget.parse("4"), seed=3,
-            task="find why the build fails", system_prompt="You simulate a Linux terminal.",
-        )
+        settings = small_turns(seed=3)
         saved = World(backend, get_domain("terminal"), settings)
         for action in ACTIONS[:3]:
             saved.run_turn(action)

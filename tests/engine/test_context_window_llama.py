@@ -16,14 +16,18 @@ ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "g
 SMALL_CONSTANT = 4
 
 
+def small_turns(seed: int) -> SessionSettings:
+    """Short turns with a little thinking: a 1,024-token context fills within 30 of them."""
+    return SessionSettings(
+        sampling=SamplingConfig(temperature=0.8, max_tokens=24), think=ThinkBudget.parse("4"), seed=seed,
+        task="find why the build fails", system_prompt="You simulate a Linux terminal.",
+    )
+
+
 def test_a_session_runs_past_the_context_size_and_the_turn_after_the_cut_is_incremental(qwen_gguf):
     backend = LlamaBackend(qwen_gguf, n_ctx=N_CTX, gpu_layers=0, notice=lambda text: None)
     try:
-        settings = SessionSettings(
-            sampling=SamplingConfig(temperature=0.8, max_tokens=24), think=ThinkBudget.parse("4"), seed=1,
-            task="find why the build fails", system_prompt="You simulate a Linux terminal.",
-        )
-        world = World(backend, get_domain("terminal"), settings)
+        world = World(backend, get_domain("terminal"), small_turns(seed=1))
         cuts, bases = [], {}
         for number in range(1, 31):
             for event in world.step(ACTIONS[number % len(ACTIONS)]):

@@ -138,3 +138,25 @@ def test_the_status_bar_names_the_device_as_the_user_knows_it():
     assert device_label(-1) == "GPU all"  # llama.cpp's "every layer"
     assert device_label(20) == "GPU 20 layers"
     assert device_label(0) == "CPU" and device_label(None) == "CPU"
+
+
+def test_the_terminal_view_is_a_scrollback_with_each_command_after_its_prompt():
+    from agentworld_local.domains import get_domain
+    from agentworld_local.views.terminal_scrollback import scrollback
+
+    terminal = get_domain("terminal")
+    ls, interrupt = terminal.parse_action("ls"), terminal.parse_action("C-c")
+    shown = scrollback("Welcome\nme@box:~$ ", [(ls.payload, "notes.txt\nme@box:~$ "),
+                                              (interrupt.payload, "\nme@box:~$ ")])
+    assert shown == "Welcome\nme@box:~$ ls\nnotes.txt\nme@box:~$ ^C\n\nme@box:~$ "
+
+
+def test_a_whole_screen_from_the_prompt_on_is_not_doubled_and_ctrl_l_clears():
+    from agentworld_local.domains import get_domain
+    from agentworld_local.views.terminal_scrollback import scrollback
+
+    terminal = get_domain("terminal")
+    pwd, clear = terminal.parse_action("pwd"), terminal.parse_action("C-l")
+    shown = scrollback("me@box:~$ ", [(pwd.payload, "me@box:~$ pwd\n/home/me\nme@box:~$ ")])
+    assert shown == "me@box:~$ pwd\n/home/me\nme@box:~$ "
+    assert scrollback("me@box:~$ ", [(pwd.payload, "/home/me\nme@box:~$ "), (clear.payload, "me@box:~$ ")]) == "me@box:~$ "
