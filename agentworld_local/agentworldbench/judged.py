@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.agentworldbench.predictions import side_of_line
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines, reason
 from agentworld_local.trajectory.jsonl import encode_line
 
@@ -68,14 +68,10 @@ def side_record(line: int, judge: dict[str, Any]) -> dict[str, Any]:
 
 def _judged_line(raw: bytes, number: int, path: Path, judge: dict[str, Any]) -> int:
     where = f"{path} line {number}"
-    try:
-        data = load_json(raw.decode("utf-8"))
-    except (UnicodeDecodeError, SyntaxProblem):
-        raise InputError(f"{where} is not a JSON row.", "Choose another `--out`; awl only goes on in a file it wrote.") from None
-    side = data.get(SIDE) if isinstance(data, dict) else None
-    line = side.get("line") if isinstance(side, dict) else None
-    if not isinstance(line, int) or isinstance(line, bool):
+    found = side_of_line(raw, where, SIDE)
+    if found is None:
         raise InputError(f"{where} was not written by `awl bench judge`.", "Choose another `--out`; awl only goes on in a file it wrote.")
+    _, side, line = found
     if side.get("version") != SIDE_VERSION:
         raise InputError(f"{where} has a side record of version {side.get('version')!r}; this awl writes {SIDE_VERSION}.", _OTHER)
     if side.get("judge") != judge:

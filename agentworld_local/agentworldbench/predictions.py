@@ -162,17 +162,13 @@ def _check_line(
 ) -> int:
     """The input line an existing output line predicted; InputError when it does not belong here."""
     where = f"{path} line {number}"
-    try:
-        data = load_json(raw.decode("utf-8"))
-    except (UnicodeDecodeError, SyntaxProblem):
-        raise InputError(f"{where} is not a JSON row.", "Choose another `--out`; awl only goes on in a file it wrote.") from None
-    side = data.get(SIDE) if isinstance(data, dict) else None
-    line = side.get("line") if isinstance(side, dict) else None
-    if not isinstance(line, int) or isinstance(line, bool) or GEN not in data:
+    found = side_of_line(raw, where, SIDE)
+    if found is None or GEN not in found[0]:
         raise InputError(
             f"{path} is not a file of `awl bench predict` (line {number} has no `{SIDE}` record).",
             "Choose another `--out`; awl only goes on in a file it wrote.",
         )
+    data, side, line = found
     if side.get("version") != SIDE_VERSION:
         raise InputError(
             f"{where}: its `{SIDE}` record has version {side.get('version')!r}; this awl reads version {SIDE_VERSION}.",
@@ -196,6 +192,20 @@ def _check_line(
             name, had, asked = _first_difference(key, side.get(key), wanted[key])
             raise InputError(f"{path} was written with {name} {had}; this run asks for {asked}.", GO_ON_HINT)
     return line
+
+
+def side_of_line(raw: bytes, where: str, key: str) -> tuple[dict[str, Any], dict[str, Any], int] | None:
+    """(the row, its side record `key`, the input line that record names) from a line of a results
+    file awl writes; None when the line has no such record; InputError when it is not JSON."""
+    try:
+        data = load_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, SyntaxProblem):
+        raise InputError(f"{where} is not a JSON row.", "Choose another `--out`; awl only goes on in a file it wrote.") from None
+    side = data.get(key) if isinstance(data, dict) else None
+    line = side.get("line") if isinstance(side, dict) else None
+    if not isinstance(line, int) or isinstance(line, bool):
+        return None
+    return data, side, line
 
 
 def _model_named(record: dict[str, Any]) -> str:
