@@ -144,9 +144,9 @@ def check_model_file(ref: ModelRef | None, model: str, path: Path) -> None:
     file = resolve_model(model).path
     size = file.stat().st_size
     if ref.file_size is not None and size != ref.file_size:
-        raise _other_model(ref, f"{file} ({format_bytes(size)})", path)
+        raise _other_model(ref, f"{file} ({format_bytes(size)})", path, changed=str(file) == ref.path)
     if ref.sha256 and ref.sha256_scope != "none" and file_identity(file).sha256 != ref.sha256:
-        raise _other_model(ref, f"{file} (same size, different content)", path)
+        raise _other_model(ref, f"{file} (same size, different content)", path, changed=str(file) == ref.path)
 
 
 def same_model(ref: ModelRef | None, info: Any) -> bool:
@@ -181,7 +181,8 @@ def _served(ref: ModelRef | None) -> bool:
     return ref is not None and bool(ref.extra.get("endpoint"))
 
 
-def _other_model(ref: ModelRef | None, given: str, path: Path) -> InputError:
+def _other_model(ref: ModelRef | None, given: str, path: Path, *, changed: bool = False) -> InputError:
+    """`changed`: the file is where the session's model was, but it is another one now."""
     if ref is None:
         return InputError(f"{path} does not say which model made it.", "Give the model with `--model`.")
     if _served(ref):
@@ -191,10 +192,10 @@ def _other_model(ref: ModelRef | None, given: str, path: Path) -> InputError:
         made = ref.path or ref.name
         made += f", {format_bytes(ref.file_size)}" if ref.file_size else ""
         same = f"`--model {ref.path or ref.name}`"
+    back = "Put the session's model back at that path" if changed else f"Resume with {same}"
     return InputError(
         f"{path} was made with {made}; {given} is another model.",
-        f"Resume with {same}, or add `{ALLOW_OTHER_MODEL}` to go on with this one on purpose "
-        "(each new turn then records its model).",
+        f"{back}, or add `{ALLOW_OTHER_MODEL}` to go on with this one on purpose (each new turn then records its model).",
     )
 
 

@@ -117,6 +117,14 @@ def test_a_different_gguf_is_refused_before_it_loads(tmp_path, qwen_gguf):
     twin.write_bytes(bytes(data))
     assert_one_line_error(awl("run", "--resume", str(out), "-m", str(twin), "--ctx", "4096", home=tmp_path, stdin="pwd\n"),
                           "same size, different content")
+    # The session's own file, replaced by another: no --model given, refused with what to do.
+    moved = tmp_path / "moved.gguf"
+    shutil.copy(qwen_gguf, moved)
+    made = awl("run", "-m", str(moved), *LLAMA, "-o", str(tmp_path / "m.jsonl"), home=tmp_path, stdin="ls\n")
+    assert made.returncode == 0, made.stderr
+    shutil.copy(twin, moved)
+    assert_one_line_error(awl("run", "--resume", str(tmp_path / "m.jsonl"), "--ctx", "4096", home=tmp_path, stdin="pwd\n"),
+                          "same size, different content", "Put the session's model back at that path")
     # The same file under another path is the same model.
     copy = tmp_path / "copy.gguf"
     shutil.copy(qwen_gguf, copy)
