@@ -201,11 +201,14 @@ class TurnPrinter:
     def _untagged(self, text: str) -> None:
         """Answer text without the observation tag (small models write none): shown as it
         streams, dim and marked, on stderr; the observation the turn records follows."""
+        if not self._untagged_open and not text.strip():
+            return  # the blank line between `</think>` and the observation tag is no untagged answer
         self._end_thoughts()
         if not self._untagged_open:
             self.live.stop()
             self._thoughts_out.write("\x1b[2m(untagged answer) ")
             self._untagged_open = True
+            text = text.lstrip()
         self._thoughts.write(text)
 
     def _end_thoughts(self) -> None:

@@ -35,15 +35,12 @@ def test_the_load_bar_reaches_the_end_and_each_notice_starts_its_own_line(llama_
 def _played(raw: str, **printer_options) -> str:
     """One turn of a realistic raw answer (streamed one character a token), printed as at a
     terminal with stdout and stderr on the same screen."""
-    import threading
-
-    from agentworld_local.cli.turn_output import LiveLine, TurnPrinter, play
+    from agentworld_local.cli.turn_output import LiveLine, TurnPrinter
     from agentworld_local.domains import get_domain
     from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
     from agentworld_local.engine.settings import SessionSettings
     from agentworld_local.engine.world import World
     from agentworld_local.session.core import Session
-    from agentworld_local.session.script import parse_script_line
 
     screen = io.StringIO()
     world = World(ScriptedBackend([ScriptedAnswer(raw, chunk=1)]), get_domain("terminal"), SessionSettings())
@@ -51,7 +48,8 @@ def _played(raw: str, **printer_options) -> str:
     printer = TurnPrinter(as_json=False, out=screen, thoughts=screen, live=True, **printer_options)
     old, LiveLine.INTERVAL_S = LiveLine.INTERVAL_S, 0.0  # every token redraws: the test sees each state
     try:
-        play(session, parse_script_line(get_domain("terminal"), "ls", 1, "stdin"), printer, threading.Event())
+        for event in session.step("ls"):
+            printer.show(event)
     finally:
         LiveLine.INTERVAL_S = old
         session.close()
@@ -73,6 +71,8 @@ def test_a_live_line_says_the_phase_tokens_and_speed_until_the_observation_shows
     assert re.search(r"answering… \d+ tokens, [\d.]+ tok/s, \d+s", before)
     assert before.endswith("\r\x1b[2K")  # erased before the observation is written
     assert "…" not in after  # once text flows, the line is gone for the turn
+    # The newline between `</think>` and the tag is no "(untagged answer)" (it was printed on every turn).
+    assert "untagged" not in screen
 
 
 def test_with_show_thinking_the_thoughts_stream_and_the_line_waits_below_them():
