@@ -16,7 +16,8 @@ from typing import Any
 
 from agentworld_local.agentworldbench.predictions import side_of_line
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines, reason
+from agentworld_local.files import os_error_text
+from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines
 from agentworld_local.trajectory.jsonl import encode_line
 
 SIDE = "awl_judge"
@@ -51,7 +52,7 @@ class JudgedFile:
         try:
             self._lines.append(encode_line(row))
         except OSError as error:
-            raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
+            raise TrajectoryError(f"cannot write {self.path}: {os_error_text(error)}.", "Choose a writable `--out`.") from None
         except AppendFailed as failed:
             raise TrajectoryError(
                 f"could not save a verdict to {self.path}: {failed.reason}; every verdict saved before it is intact.",

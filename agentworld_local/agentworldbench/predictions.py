@@ -32,8 +32,9 @@ from typing import Any
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError, TrajectoryError
+from agentworld_local.files import os_error_text
 from agentworld_local.safe_parse import SyntaxProblem, load_json
-from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines, reason
+from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines
 from agentworld_local.trajectory.jsonl import dumps, encode_line
 
 GEN = "gen"
@@ -130,7 +131,7 @@ class PredictionsFile:
             with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
                 self._lines.append(line)
         except OSError as error:
-            raise TrajectoryError(f"cannot write {self.path}: {reason(error)}.", "Choose a writable `--out`.") from None
+            raise TrajectoryError(f"cannot write {self.path}: {os_error_text(error)}.", "Choose a writable `--out`.") from None
         except AppendFailed as failed:
             kept = "it was cut back to its last whole row" if failed.cut_back else "its last line is unfinished (a rerun cuts it off)"
             raise TrajectoryError(

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from agentworld_local.files import os_error_text
+
 T = TypeVar("T")
 
 
@@ -42,7 +44,7 @@ def append_line(handle: BinaryIO, line: bytes, size: int) -> int:
         handle.flush()
         os.fsync(handle.fileno())
     except OSError as error:
-        raise AppendFailed(reason(error), cut_back(handle, size)) from None
+        raise AppendFailed(os_error_text(error), cut_back(handle, size)) from None
     return size + len(line)
 
 
@@ -67,11 +69,6 @@ def write_all(handle: BinaryIO, data: bytes) -> None:
         view = view[written:]
 
 
-def reason(error: OSError) -> str:
-    """Why a write failed, in a user's words."""
-    if error.errno == errno.ENOSPC:
-        return "the disk is full"
-    return error.strerror or str(error) or type(error).__name__
 
 
 def read_whole_lines(path: Path, check: Callable[[bytes, int], T]) -> tuple[list[T], int]:

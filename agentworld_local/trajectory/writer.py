@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.files import os_error_text, writing_whole
-from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, reason, write_all
+from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, write_all
 from agentworld_local.trajectory.jsonl import encode_line
 from agentworld_local.trajectory.reader import CONTROL, FORK, UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
@@ -55,7 +55,7 @@ class TrajectoryWriter:
                 f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
             ) from None
         except OSError as error:
-            raise TrajectoryError(f"cannot create {path}: {reason(error)}.", "Choose a writable location.") from None
+            raise TrajectoryError(f"cannot create {path}: {os_error_text(error)}.", "Choose a writable location.") from None
         writer = cls(path, handle, {})
         try:
             writer._write(encode_line(header.to_dict()))
@@ -98,7 +98,7 @@ class TrajectoryWriter:
                 write_all(handle, b"\n")  # a hand-edited file may lack the final newline
                 size += 1
         except OSError as error:
-            raise TrajectoryError(f"cannot open {path} for appending: {reason(error)}.", "Check its permissions.") from None
+            raise TrajectoryError(f"cannot open {path} for appending: {os_error_text(error)}.", "Check its permissions.") from None
         return cls(
             path, handle, {t.id: t.turn for t in traj.turns},
             parent_of={t.id: t.parent for t in traj.turns}, head=traj.head or 0, size=size,
