@@ -386,7 +386,8 @@ def row_turns(row: BenchRow, limit: int | None = None) -> list[TurnRecord]:
     return turns
 
 
-def _trajectory_key(row: BenchRow) -> tuple[Any, ...]:
+def same_turns(row: BenchRow) -> tuple[Any, ...]:
+    """Rows with this key carry the very same trajectory (task, id, system prompt and turns)."""
     return (row.task, str(row.id), row.system_str, tuple(row.prompts), tuple(row.responses))
 
 
@@ -418,7 +419,7 @@ def import_bench(path: str | Path, out_dir: str | Path) -> list[Path]:
     check_name_length(out_dir, "--out-dir")
     groups: dict[tuple[Any, ...], list[BenchRow]] = {}
     for row in read_bench_rows(path):
-        groups.setdefault(_trajectory_key(row), []).append(row)
+        groups.setdefault(same_turns(row), []).append(row)
     targets: list[tuple[Path, list[BenchRow]]] = []
     used: set[str] = set()
     for rows in groups.values():

@@ -24,7 +24,7 @@ from agentworld_local.agentworldbench.context import choose_ctx, unfit_reason
 from agentworld_local.errors import InputError
 from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
 from agentworld_local.agentworldbench.resimulate import sendable
-from agentworld_local.agentworldbench.rows import BenchRow, bench_messages
+from agentworld_local.agentworldbench.rows import BenchRow, bench_messages, same_turns
 from agentworld_local.session.events import Saved, ThinkingDelta, TurnCancelled
 from agentworld_local.session.resimulate import RowResimulation
 from agentworld_local.trajectory.jsonl import dumps
@@ -51,9 +51,11 @@ def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSett
         return ctx
     from agentworld_local.session.loading import ctx_ceiling, prompt_counter
 
+    # A trajectory's later turns carry its earlier ones: only each trajectory's last selected row can be the longest.
+    last = {same_turns(row): row for row in sorted(rows, key=lambda row: row.turn_idx)}
     counter = prompt_counter(model)
     try:
-        longest = max(counter.count_tokens(bench_messages(sendable(row)), settings.think) for row in rows)
+        longest = max(counter.count_tokens(bench_messages(sendable(row)), settings.think) for row in last.values())
     finally:
         counter.close()
     ceiling, why = ctx_ceiling(model)
