@@ -173,7 +173,7 @@ def run(
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
                      "--control": control or None, "--out": out}
         given = set(_given(context, ("seed", "--seed"), ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
-        options = ResumeOptions(model=model, allow_other_model=allow_other_model, think=think,
+        options = ResumeOptions(model=model, remote=remote, allow_other_model=allow_other_model, think=think,
                                 temperature=temperature if "--temperature" in given else None,
                                 max_tokens=max_tokens if "--max-tokens" in given else None,
                                 seed=seed if "--seed" in given else None)
