@@ -74,3 +74,13 @@ def test_the_benchmark_sampling_is_the_official_evaluations():
     assert BENCH_SAMPLING.temperature == 0.6 and BENCH_SAMPLING.max_tokens == 32768
     assert BENCH_SAMPLING.max_tokens_counts_thinking and not BENCH_SAMPLING.stop_at_observation
     assert not BENCH_SAMPLING.repetition_guard
+
+
+def test_a_saved_header_keeps_the_rules_and_refuses_one_that_is_not_true_or_false():
+    from agentworld_local.errors import TrajectoryError
+    from agentworld_local.session.sampling import saved_settings
+
+    sampling, _ = saved_settings(BENCH_SAMPLING.to_dict(), "full")
+    assert sampling == BENCH_SAMPLING, "a benchmark session resumes with its own rules"
+    with pytest.raises(TrajectoryError, match=r"`sampling.stop_at_observation` 'yes' is not true or false"):
+        saved_settings({**BENCH_SAMPLING.to_dict(), "stop_at_observation": "yes"}, "full")
