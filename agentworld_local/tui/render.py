@@ -141,13 +141,27 @@ def render_html(text: str) -> Text:
     return parser.out
 
 
+_BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+
+
+def bounds_centre(bounds: str | None) -> tuple[int, int] | None:
+    """The centre of an Android `bounds="[x1,y1][x2,y2]"`: where `tap X Y` hits the element."""
+    match = _BOUNDS.fullmatch((bounds or "").strip())
+    if match is None:
+        return None
+    x1, y1, x2, y2 = map(int, match.groups())
+    return (x1 + x2) // 2, (y1 + y2) // 2
+
+
 class _UiTree(HTMLParser):
-    """An Android UI hierarchy as an indented tree: class, text, id, and what can be tapped."""
+    """An Android UI hierarchy as an indented tree: class, text, id, where a tap hits it, and a
+    number of its own (document order; the hierarchy's `index` repeats under every parent)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.out = Text(end="")
         self.depth = 0
+        self.count = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._node(tag, dict(attrs))
@@ -173,10 +187,13 @@ class _UiTree(HTMLParser):
         ident = (attr.get("resource-id") or "").rsplit("/", 1)[-1]
         if ident:
             self.out.append(f" #{ident}", style="dim")
+        centre = bounds_centre(attr.get("bounds"))
         if attr.get("clickable") == "true":
-            self.out.append(" ⏵tap", style="green")
-        if attr.get("index") is not None:
-            self.out.append(f" [{attr['index']}]", style="dim")
+            self.out.append(f" ⏵tap {centre[0]} {centre[1]}" if centre else " ⏵tap", style="green")
+        elif centre:
+            self.out.append(f" at {centre[0]} {centre[1]}", style="dim")
+        self.out.append(f" [{self.count}]", style="dim")
+        self.count += 1
 
 
 def render_ui_hierarchy(text: str) -> RenderableType:

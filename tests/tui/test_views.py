@@ -160,3 +160,16 @@ def test_a_whole_screen_from_the_prompt_on_is_not_doubled_and_ctrl_l_clears():
     shown = scrollback("me@box:~$ ", [(pwd.payload, "me@box:~$ pwd\n/home/me\nme@box:~$ ")])
     assert shown == "me@box:~$ pwd\n/home/me\nme@box:~$ "
     assert scrollback("me@box:~$ ", [(pwd.payload, "/home/me\nme@box:~$ "), (clear.payload, "me@box:~$ ")]) == "me@box:~$ "
+
+
+def test_android_shows_where_to_tap_each_element_and_numbers_them_once():
+    """`tap X Y` can be typed from the screen (the centre of each element's bounds), and the
+    numbers no longer repeat (the hierarchy's `index` starts at 0 under every parent)."""
+    import re
+
+    view = shown(render_state("android", "xml", get_domain("android").initial_state()))
+    assert "TextView “Apps” #title ⏵tap 245 1170" in view  # bounds [189,1141][301,1199]
+    assert "TextView “Settings” #homepage_title at 540 349" in view  # not clickable: where it is
+    numbers = re.findall(r"\[(\d+)\]$", view, flags=re.MULTILINE)
+    assert len(numbers) == len(view.strip().splitlines()) and len(set(numbers)) == len(numbers)
+    assert get_domain("android").parse_action("tap 245 1170").payload == {"action_type": "click", "x": 245, "y": 1170}
