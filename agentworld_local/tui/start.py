@@ -90,7 +90,7 @@ class StartScreen(Screen[None]):
                                  [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
                                          disabled=True)], id="models")
                 yield Input(value=self.request.model or (self.models[0] if self.models else ""),
-                            placeholder="name, .gguf, scripted:FILE, openai:MODEL@URL", id="model", compact=True)
+                            placeholder="name, .gguf, openai:M@URL", id="model", compact=True)
                 yield Label("Thinking budget")
                 yield Input(value=self.request.think or "", placeholder=f"off, full or N ({DEFAULT_THINK})",
                             id="think", compact=True)

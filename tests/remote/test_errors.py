@@ -106,6 +106,12 @@ def test_a_conversation_longer_than_the_servers_context_is_one_line(answering, t
     assert_turn_error(result, "longer than the context", "maximum context length", "--max-model-len")
 
 
+def test_a_server_that_does_not_answer_in_time_is_one_line(answering, tmp_path):
+    answering.delay = 3.0  # before the answer's first byte
+    result, _ = run_remote(answering.base_url, tmp_path, "--timeout", "0.5", "--retries", "0")
+    assert_turn_error(result, "did not answer within 0.5 seconds", "--timeout")
+
+
 def test_no_server_at_the_address_is_one_line(tmp_path):
     result, _ = run_remote(f"http://127.0.0.1:{free_port()}/v1", tmp_path, "--retries", "0")
     assert_one_line_error(result, "Cannot reach the server", "--base-url")
