@@ -98,6 +98,18 @@ def test_a_server_that_refuses_to_continue_is_named(fake):
     assert "--think full" in caught.value.hint
 
 
+def test_on_llama_server_a_budget_is_said_not_honoured_and_thinking_runs_to_its_end(fake):
+    item = answer("thinking_then_tags")
+    fake.replies[:] = [Reply(item.raw, separate=True)]
+    fake.continue_supported = False
+    fake.props = {"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}  # as llama-server says it
+    backend = remote(fake)
+    assert any("not honoured" in text for text in backend.notices)
+    thinking, shown, record = play(World(backend, DOMAIN, SessionSettings(think=ThinkBudget.parse("4"))), "ls")
+    assert len(fake.requests) == 1 and record.observation == item.observation
+    assert record.thinking.strip() == thinking.strip() and record.tokens["thinking"] > 4
+
+
 def test_the_messages_are_the_local_backends_turn_after_turn(fake):
     """Same session on the scripted backend and on a server: the same messages, in the official layout."""
     raws = [a.raw for a in ANSWERS[:3]]

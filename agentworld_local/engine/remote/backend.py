@@ -85,6 +85,9 @@ class OpenAIBackend:
             sha256_scope="none", n_ctx=context, gpu_layers=0, chat_template_source="server",
             template_thinks=True, backend=BACKEND_NAME, endpoint=options.endpoint,
         )
+        if not self.facts.continues_answers:
+            self._notice(f"The server at {options.endpoint} (llama-server) cannot continue an answer while the model "
+                         "thinks, so a thinking budget (--think N) is not honoured there: thinking runs to its end.")
         self._guard = GenerationGuard()
         self._closed = threading.Event()
         self._server_separates = False  # learnt from the first answer that carries a reasoning field
@@ -174,6 +177,8 @@ class OpenAIBackend:
     def _generate(self, messages: list[dict[str, str]], sampling: SamplingConfig, think: ThinkBudget,
                   seed: int, cancel: Any) -> Iterator[GenerationEvent]:
         started = time.perf_counter()
+        if think.mode == "budget" and not self.facts.continues_answers:
+            think = ThinkBudget("full")  # said once at load: this server cannot stop and continue
         stats = GenerationStats(prompt_tokens_total=estimate_tokens(messages))
         stats.prompt_tokens_evaluated = stats.prompt_tokens_total
         answer = AnswerStream(think=think, sampling=sampling, stats=stats, server_separates=self._server_separates)

@@ -40,6 +40,8 @@ class ServerFacts:
     n_ctx: int | None
     #: Requests it decodes at once (llama-server slots, SGLang's running-request limit).
     parallel: int | None
+    #: It continues an assistant message while thinking is on (False: llama-server refuses to).
+    continues_answers: bool = True
 
 
 def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
@@ -66,7 +68,10 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
         info = _get_json(options, "/get_server_info") or {}  # SGLang
         n_ctx = n_ctx or _positive(info.get("context_length"))
         parallel = parallel or _positive(info.get("max_running_requests"))
-    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel)
+    # Only llama-server answers /props with generation settings; it refuses an assistant
+    # prefill while thinking is on, so a thinking budget cannot stop and continue there.
+    llama_server = bool(props.get("default_generation_settings"))
+    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server)
 
 
 def _positive(value: Any) -> int | None:
