@@ -145,7 +145,8 @@ def _publish(temporary: Path, path: Path, overwrite: bool) -> None:
                 raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
             os.rename(temporary, path)
         else:
-            temporary.unlink()
+            with suppress(OSError):  # published: a leftover temporary name is no failure
+                temporary.unlink()
     with suppress(OSError):  # the new name survives a power cut only once its directory is synced
         directory = os.open(path.parent, os.O_RDONLY)
         try:

@@ -36,3 +36,38 @@ def test_the_rule_sees_an_in_place_write():
     assert IN_PLACE.search('with open(out, "x", encoding="utf-8") as handle:')
     assert IN_PLACE.search("os.replace(temporary, ref)")
     assert not IN_PLACE.search('with open(path, "rb") as handle:')
+
+
+def test_writing_whole_publishes_only_a_complete_file(tmp_path):
+    import pytest
+
+    from agentworld_local.files import writing_whole
+
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(RuntimeError):
+        with writing_whole(target) as handle:
+            handle.write(b"half")
+            raise RuntimeError("killed part-way")
+    assert list(tmp_path.iterdir()) == []
+    with writing_whole(target) as handle:
+        handle.write(b"whole\n")
+    assert target.read_bytes() == b"whole\n" and list(tmp_path.iterdir()) == [target]
+    with pytest.raises(FileExistsError):
+        with writing_whole(target) as handle:
+            handle.write(b"other\n")
+    with writing_whole(target, overwrite=True) as handle:
+        handle.write(b"new\n")
+    assert target.read_bytes() == b"new\n" and list(tmp_path.iterdir()) == [target]
+
+
+def test_a_file_that_appears_meanwhile_is_not_replaced(tmp_path):
+    import pytest
+
+    from agentworld_local.files import writing_whole
+
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(FileExistsError):
+        with writing_whole(target) as handle:
+            handle.write(b"mine\n")
+            target.write_bytes(b"someone else's\n")  # another process took the name meanwhile
+    assert target.read_bytes() == b"someone else's\n" and list(tmp_path.iterdir()) == [target]
