@@ -22,7 +22,7 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.cli.model_options import check_concurrency
 from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
-from agentworld_local.errors import AwlError, InputError, RequestRefused
+from agentworld_local.errors import AwlError, Cancelled, InputError, RequestRefused
 from agentworld_local.files import fit_name
 
 #: The official judge's sampling.
@@ -103,7 +103,7 @@ def _judge_all(rows: dict[int, dict[str, Any]], todo: list[int], judged: JudgedF
 
     def ask(messages: list[dict[str, str]]) -> str:
         if stop.is_set():
-            raise InputError("stopped", "")  # the run is ending: no new request
+            raise Cancelled("The judge run is stopping.", "")  # no new request once it ends
         assert client is not None
         return client.complete(messages, temperature=temperature, max_tokens=max_tokens)
 
@@ -127,11 +127,14 @@ def _judge_all(rows: dict[int, dict[str, Any]], todo: list[int], judged: JudgedF
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            problems = [f.exception() for f in finished if f.exception() is not None]
             for future in finished:
-                row = future.result()  # a server failure (AwlError) ends the run here
-                judged.append(row)
-                done += 1
-                failed += row.get("failed") != 0.0
+                if future.exception() is None:
+                    judged.append(future.result())
+                    done += 1
+                    failed += future.result().get("failed") != 0.0
+            if problems:
+                raise problems[0]  # a server failure ends the run; the verdicts before it are saved
             for line in queue:
                 pending.add(executor.submit(one, line))
                 if len(pending) >= concurrency * 2:
@@ -147,10 +150,10 @@ def _judge_all(rows: dict[int, dict[str, Any]], todo: list[int], judged: JudgedF
         raise
     finally:
         stop.set()
+        if client is not None:
+            client.close()  # requests in flight end now instead of running to their timeout
         executor.shutdown(wait=True, cancel_futures=True)
         judged.close()
-        if client is not None:
-            client.close()
     err.print(f"awl: judged {done} rows ({failed} failed) into {judged.path}.", markup=False)
 
 

@@ -156,3 +156,15 @@ def test_an_unknown_judge_model_is_one_line(bench, fake):
     predictions, pack, out, _ = bench
     fake.models[:] = ["other"]
     assert_one_line_error(awl(*judge_args(predictions, pack, out, fake), home=out.parent), "--judge-model other")
+
+
+def test_a_failing_judge_server_stops_the_run_on_one_line_and_the_rerun_finishes(bench, fake):
+    predictions, pack, out, asked = bench
+    fake.errors[:] = [(503, "judge overloaded")]
+    result = awl(*judge_args(predictions, pack, out, fake, "--retries", "0", "--concurrency", "1"), home=out.parent)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
+    assert len(errors) == 1 and "HTTP 503" in errors[0] and "the same command goes on" in errors[0]
+    again = awl(*judge_args(predictions, pack, out, fake, "--json"), home=out.parent)
+    assert again.returncode == 0, again.stderr
+    check_scores(json.loads(again.stdout))
