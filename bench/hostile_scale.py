@@ -9,7 +9,9 @@ a fresh process, so linearity shows in the ratios (no pass/fail; issue 15 measur
 - resume: `awl run --resume FILE` of a terminal session of 5,000, 10,000 and 20,000 turns,
   until the first token of the next turn streams (`--json` events on stdout). The scripted
   backend by default; `--gguf` resumes on the tiny qwen35moe fixture (the llama.cpp path:
-  the next turn's prompt is the context window's, so only reading the history grows).
+  the turns record their context window as a long session's do, so the next prompt is the
+  window's and only reading the history grows; without those notes the window is searched
+  again over the whole history, which engine/context_window.py does by tokenizing it).
 
     .venv/bin/python bench/hostile_scale.py [--only os|resume] [--base-mib 1] [--base-turns 5000] [--gguf]
 """
@@ -73,6 +75,10 @@ def bench_os(base_mib: int, workdir: Path) -> None:
             print(f"  {shape}, {factor * base_mib} MiB: {said} s, peak RSS {_peak_mib(result.stderr):.0f} MiB")
 
 
+#: Turns a synthetic session's records say the model still saw (engine/context_window.py).
+WINDOW = 40
+
+
 def _session(path: Path, turns: int, model_ref: dict) -> None:
     from agentworld_local.trajectory import Header, TurnRecord, write_new
     from agentworld_local.trajectory.schema import ModelRef
@@ -86,6 +92,8 @@ def _session(path: Path, turns: int, model_ref: dict) -> None:
                 action=f"ls dir{n}", observation=observation, action_payload=[{"keystrokes": f"ls dir{n}\n", "duration": 1.0}],
                 prompt=f"### Turn {n}\n**Action:**\nls dir{n}", raw_output=f"<predicted_observation>\n{observation}\n</predicted_observation>",
                 parse_method="tag", tokens={"prompt_total": 100, "generated": 50}, timings={"total_s": 1.0},
+                # As a long session records it: the model's window holds the last WINDOW turns.
+                context={"omitted_turns": {"first": 2, "last": n - WINDOW}} if n > WINDOW + 1 else None,
             )
 
     header = Header(domain="terminal", initial_state="user@box:~$ ", sampling={"temperature": 0.6, "max_tokens": 8},
