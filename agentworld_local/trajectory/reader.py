@@ -102,8 +102,8 @@ def read_trajectory(path: str | Path) -> Trajectory:
     path = Path(path)
     size = check_regular_file(path, "trajectory", TrajectoryError)
     if size > MAX_TRAJECTORY_BYTES:
-        raise TrajectoryError(f"{path} is {size:,} bytes; awl reads trajectories of at most {MAX_TRAJECTORY_BYTES:,}.",
-                              "Fork the part you need from a copy cut with an editor.")
+        raise TrajectoryError(f"The trajectory {path} is {size:,} bytes; awl reads at most {MAX_TRAJECTORY_BYTES:,}.",
+                              "Pass a smaller file.")
     try:
         with open(path, "rb") as handle:
             return _read(path, handle)
