@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -57,12 +58,15 @@ class TerminalStream:
 
 class LiveLine:
     """One line on a terminal's stderr, redrawn in place while a turn has shown nothing yet:
-    the phase (thinking, answering), the tokens so far and the speed. A model can think for
-    minutes before the first character of the observation; without this the terminal is
-    silent all that time. It is erased before anything else is written."""
+    the phase (reading the prompt, thinking, answering), the tokens so far and the speed. A
+    model can read a long prompt and think for minutes before the first character of the
+    observation; without this the terminal is silent all that time. It is erased before
+    anything else is written."""
 
     #: The shortest time between two redraws.
     INTERVAL_S = 0.1
+    #: While the prompt is read no token comes: the seconds still move, once a second.
+    TICK_S = 1.0
 
     def __init__(self, stream: IO[str] | None) -> None:
         self.stream = stream
@@ -70,14 +74,33 @@ class LiveLine:
         self._drawn = False
         self._tokens = 0
         self._started = self._first = self._drawn_at = 0.0
+        self._lock = threading.Lock()  # the ticker and the printer draw on the same line
+        self._ticker: threading.Thread | None = None
+        self._turn = 0  # which start() the ticker belongs to
 
     def start(self) -> None:
         """A turn began: the line shows until text flows (`stop`)."""
-        self._active = self.stream is not None
-        self._tokens = 0
-        self._started = time.monotonic()
-        self._first = 0.0
-        self._draw("waiting for the model (reading the prompt)", force=True)
+        with self._lock:
+            self._active = self.stream is not None
+            self._tokens = 0
+            self._started = time.monotonic()
+            self._first = 0.0
+            self._turn += 1
+        self._draw(self._reading(), force=True)
+        if self._active:
+            self._ticker = threading.Thread(target=self._tick, args=(self._turn,), name="awl-live-line", daemon=True)
+            self._ticker.start()
+
+    def _reading(self) -> str:
+        return f"reading the prompt… {time.monotonic() - self._started:.0f}s"
+
+    def _tick(self, turn: int) -> None:
+        while True:
+            time.sleep(self.TICK_S)
+            with self._lock:
+                if not self._active or self._first or self._turn != turn:
+                    return  # tokens come (each redraws), or the line is gone
+            self._draw(self._reading(), force=True)
 
     def count(self, phase: str, *, shown: bool = False) -> None:
         """One more token in `phase`; `shown`: its text is on screen, so the line stays away."""
@@ -91,26 +114,29 @@ class LiveLine:
         self._draw(f"{phase}… {count(self._tokens, 'token')}{speed}, {now - self._started:.0f}s")
 
     def _draw(self, text: str, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self._active or (not force and now - self._drawn_at < self.INTERVAL_S):
-            return
-        assert self.stream is not None
-        width = shutil.get_terminal_size((80, 24)).columns - 1
-        self.stream.write(f"\r\x1b[2K\x1b[2m  {text[:width - 2]}\x1b[0m")
-        self.stream.flush()
-        self._drawn, self._drawn_at = True, now
+        with self._lock:
+            now = time.monotonic()
+            if not self._active or (not force and now - self._drawn_at < self.INTERVAL_S):
+                return
+            assert self.stream is not None
+            width = shutil.get_terminal_size((80, 24)).columns - 1
+            self.stream.write(f"\r\x1b[2K\x1b[2m  {text[:width - 2]}\x1b[0m")
+            self.stream.flush()
+            self._drawn, self._drawn_at = True, now
 
     def clear(self) -> None:
         """Erase the line (other output follows); it is drawn again on the next token."""
-        if self._drawn and self.stream is not None:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self._drawn, self._drawn_at = False, 0.0
+        with self._lock:
+            if self._drawn and self.stream is not None:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+                self._drawn, self._drawn_at = False, 0.0
 
     def stop(self) -> None:
         """Text flows (or the turn ended): no live line until the next turn."""
         self.clear()
-        self._active = False
+        with self._lock:
+            self._active = False
 
 
 class TurnPrinter:

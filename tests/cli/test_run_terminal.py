@@ -65,7 +65,7 @@ def test_a_live_line_says_the_phase_tokens_and_speed_until_the_observation_shows
     not the observation; now a line on stderr moves with every token until the text comes."""
     screen = _played(THOUGHT + ANSWER, show_thinking=False)
     before, _, after = screen.partition("total 0")
-    assert "waiting for the model" in before
+    assert "reading the prompt… 0s" in before
     thinking = [int(n) for n in re.findall(r"thinking… (\d+) tokens?", before)]
     assert thinking and thinking == sorted(thinking) and thinking[-1] >= 60  # one character, one token
     assert re.search(r"answering… \d+ tokens, [\d.]+ tok/s, \d+s", before)
@@ -114,3 +114,27 @@ def test_the_action_prompt_edits_lines_and_recalls_actions_from_the_last_session
         term.keys("C-d")
         screen = term.wait_for("RUN-EXITED-0")
     assert [turn.action for turn in read_trajectory(second).turns] == ["pwd"]
+
+
+def test_while_the_prompt_is_read_the_seconds_move_and_nothing_is_drawn_after_the_line_stops(monkeypatch):
+    """No token comes while a long prompt is read: a ticker redraws the seconds. Once the line
+    stops (text flows), the ticker never draws again; start/stop is run many times."""
+    import time
+
+    from agentworld_local.cli.turn_output import LiveLine
+
+    monkeypatch.setattr(LiveLine, "TICK_S", 0.01)
+    screen = io.StringIO()
+    line = LiveLine(screen)
+    line.start()
+    time.sleep(0.1)
+    assert screen.getvalue().count("reading the prompt…") >= 3  # the first draw and the ticks
+    for _ in range(50):
+        line.stop()
+        stopped = len(screen.getvalue())
+        time.sleep(0.02)
+        assert len(screen.getvalue()) == stopped  # nothing after stop
+        line.start()
+        line.count("thinking")  # a token: the ticker leaves the line to the tokens
+    line.stop()
+    assert screen.getvalue().endswith("\r\x1b[2K")
