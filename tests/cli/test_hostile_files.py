@@ -94,6 +94,12 @@ def test_import_shortens_a_name_it_derives_from_a_long_row_id(tmp_path):
     assert len(files) == 2 and all(len(f.name.encode()) <= 255 and f.suffix == ".jsonl" for f in files)
     assert files[0].name != files[1].name and all(f.name.startswith("terminal-xxxx") for f in files)
     assert all(len(read_trajectory(f).turns) == 5 for f in files)
+    # Without --out-dir the folder is named after the file: `bench-` + a 250-byte stem is too long.
+    named = bench.rename(tmp_path / ("b" * 250 + ".jl"))
+    result = awl("import", str(named), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [folder] = (tmp_path / "data" / "sessions").iterdir()
+    assert folder.name.startswith("bench-bbbb") and len(folder.name.encode()) == 255 and len(list(folder.iterdir())) == 2
 
 
 def test_fit_name_cuts_at_a_character_boundary_and_keeps_short_names():
