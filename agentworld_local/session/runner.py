@@ -77,6 +77,8 @@ class SessionView:
     path: Path
     domain: Domain
     header: Header
+    #: The settings new turns use (a resume may change the sampling the header states).
+    settings: SessionSettings
     initial_state: str
     #: The file's turns in file order (abandoned branches included) and the current branch's head.
     trajectory: Trajectory
@@ -325,7 +327,7 @@ class SessionRunner:
             Trajectory(header=session.header, turns=[], path=session.path, head=0)
         return SessionView(
             id=sid, path=session.path, domain=session.world.domain, header=session.header,
-            initial_state=session.world.initial_state, trajectory=trajectory, branch=tuple(session.history),
+            settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory, branch=tuple(session.history),
             pending_controls=tuple(session.world.pending_controls), model=session.world.backend.info,
             forked=session.forked,
         )

@@ -1,8 +1,11 @@
 """The TUI application: `make_app(...)` builds it for the CLI and for the tests.
 
-The app owns the backend (loaded in a thread worker, with progress) and the one error
-boundary: every AwlError, and any unexpected error, becomes a dialog with the message and
-the next step, while the session and its file stay as they were.
+The app holds the runner (session/runner.py), the one owner of the model and its sessions:
+screens send it commands (load, open, step, undo, fork, cancel, ...) and render the events
+it emits, which reach the UI thread as messages (tui/messages.py). No screen holds the
+backend or a Session. The app is also the one error boundary: every AwlError, and any
+unexpected error, becomes a dialog with the message and the next step, while the session
+and its file stay as they were.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.session.loading import load_backend
+from agentworld_local.session.runner import NewSession, SessionRunner, SessionView
 from agentworld_local.tui import messages
 from agentworld_local.tui.dialogs import ErrorDialog
 
@@ -52,32 +55,45 @@ class AwlApp(App[None]):
         self, *, request: SessionRequest, backend: Any = None, sessions_dir: Path | None = None,
         replay_path: Path | None = None, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
         timings: bool = True, files_each_turn: bool = False, start_screen: bool = False,
-        models: list[str] | None = None,
+        models: list[str] | None = None, remote: Any = None,
     ) -> None:
+        """`backend`: a model loaded already (tests); the runner owns it from here on.
+        `remote`: a server's model (RemoteOptions), loaded when the model chosen is `remote.spec`."""
         super().__init__()
         self.request = request
-        self.backend = backend
-        self.backend_model = request.model if backend is not None else None
+        self._bridge = messages.RunnerBridge(self.post_message)
+        self.runner = SessionRunner(self._bridge, backend=backend, model=request.model if backend is not None else None)
         self.sessions_dir = sessions_dir
         self.replay_path = replay_path
-        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads)
+        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads, remote=remote)
         self.timings = timings
         self.files_each_turn = files_each_turn
         self.start_screen = start_screen
         self.models = models  # the start screen's model list (None: the registry's downloaded models)
-        self.session: Any = None
+        #: The session the session screen shows (its id in the runner), None before one opens.
+        self.session_id: str | None = None
+        #: A session the user asked for is on its way (a load, an open, a fork).
+        self._waiting = False
+        #: A session that opened after the user stopped waiting for it: closed once the runner is free.
+        self._orphan: str | None = None
+        #: What to say when the session the user waits for opens (a fork, a save-as).
+        self._opened_note = ""
 
     # -- start -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        self.set_interval(5 * messages.FRAME_S, self._bridge.flush)  # a paused model's last text shows
         if self.replay_path is not None:
             self.open_replay(self.replay_path)
-        elif not self.start_screen and (self.backend is not None or self.request.model):
+        elif not self.start_screen and (self.runner.model is not None or self.request.model):
             self.begin(self.request)
         else:
-            from agentworld_local.tui.start import StartScreen
+            self._show_start()
 
-            self.push_screen(StartScreen(self.request, sessions=self.sessions_folder(), models=self.models))
+    def _show_start(self) -> None:
+        from agentworld_local.tui.start import StartScreen
+
+        self.push_screen(StartScreen(self.request, sessions=self.sessions_folder(), models=self.models))
 
     def sessions_folder(self) -> Path:
         if self.sessions_dir is not None:
@@ -87,8 +103,9 @@ class AwlApp(App[None]):
         return sessions_dir()
 
     def begin(self, request: SessionRequest) -> None:
-        """Open the session `request` asks for, loading its model first if needed."""
-        if request.resume is not None and (request.model or self.backend is None):
+        """Open the session `request` asks for, loading its model first if needed (on the
+        runner's thread, with the loading screen meanwhile)."""
+        if request.resume is not None and (request.model or self.runner.model is None):
             # The session's own model, or a refusal before the load (session/resume_rules.py); a
             # model loaded already is checked by Session.resume, at no cost.
             from agentworld_local.session.resume_rules import ResumeOptions, plan_resume
@@ -100,73 +117,112 @@ class AwlApp(App[None]):
                 return  # refused: the error is on screen
             request = replace(request, model=planned)
         self.request = request
-        if self.backend is not None and (request.model is None or request.model == self.backend_model):
-            with self.guarded():
-                self._show_session(self._open_session(request))
+        if not request.model and self.runner.model is None:
+            self.show_error(InputError("No model was chosen.", "Pick a downloaded model, or type a .gguf path, scripted:FILE, or openai:MODEL@URL for a server."))
             return
-        if not request.model:
-            self.show_error(InputError("No model was chosen.", "Pick a downloaded model, or type a .gguf path or scripted:FILE."))
-            return
-        from agentworld_local.tui.start import LoadingScreen
-
-        loading = LoadingScreen(request.model)
-        self.push_screen(loading)
-        self._load(request.model, loading)
-
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, model: str, screen: Screen[Any]) -> None:
-        def progress(fraction: float) -> None:
-            screen.post_message(messages.LoadProgress(fraction))
-
-        def notice(text: str) -> None:
-            self.post_message(messages.LoadNotice(text))
-
-        try:
-            backend = load_backend(model, progress=progress, notice=notice, **self.load_options)
-        except Exception as error:
-            self.post_message(messages.WorkFailed(error))
-            return
-        self.post_message(messages.ModelReady(backend, model))
-
-    def on_model_ready(self, message: messages.ModelReady) -> None:
-        from agentworld_local.tui.start import LoadingScreen
-
-        if self.backend is not None and self.session is None:
-            self.backend.close()
-        self.backend = message.backend
-        self.backend_model = message.model
-        if not isinstance(self.screen, LoadingScreen):  # the user went back meanwhile
-            self.notify(f"{message.model} is loaded.")
-            return
-        self.pop_screen()
+        loads = bool(request.model) and request.model != self.runner.model
+        accepted = False
         with self.guarded():
-            self._show_session(self._open_session(self.request))
+            accepted = self._send_open(request)
+        if not accepted:
+            return
+        self._waiting, self._opened_note = True, ""
+        if loads:
+            from agentworld_local.tui.start import LoadingScreen
 
-    def on_load_notice(self, message: messages.LoadNotice) -> None:
-        self.notify(message.text, timeout=8)
+            self.push_screen(LoadingScreen(request.model or ""))
 
-    def on_work_failed(self, message: messages.WorkFailed) -> None:
+    def _send_open(self, request: SessionRequest) -> bool:
+        """runner.open or runner.resume for `request`; mistakes in it are raised here, before
+        anything loads."""
+        load = dict(model=request.model, load_options=self.load_options, replaces=self.session_id)
+        if request.resume is not None:  # sampling given now applies to the new turns, which record it
+            from agentworld_local.session.resume_rules import ResumeOptions
+
+            going_on = ResumeOptions(think=request.think, max_tokens=request.max_tokens, temperature=request.temperature)
+            return self.runner.resume(request.resume, options=going_on, **load)
+        from agentworld_local.session.files import ensure_new_file
+        from agentworld_local.tui.opening import session_spec
+
+        resolved = session_spec(request).resolve()
+        out = request.out or self.sessions_folder() / f"{datetime.now():%Y%m%d-%H%M%S}-{request.domain or 'session'}.jsonl"
+        ensure_new_file(out)
+        return self.runner.open(NewSession.from_spec(resolved, out), **load)
+
+    def cancel_load(self) -> None:
+        """Back from the loading screen: the load stops (llama.cpp's progress callback), and a
+        session that opened meanwhile is closed (a new one leaves no file)."""
+        self._waiting = False
+        self.runner.cancel()
+
+    # -- the runner's events -------------------------------------------------------------
+
+    def on_runner_event(self, message: messages.RunnerEvent) -> None:
+        from agentworld_local.tui.start import LoadingScreen
+
+        event = message.event
+        if isinstance(event, events.SessionOpened):
+            if self._waiting:
+                self._waiting = False
+                self._drop_loading_screen()
+                self._show_session(event.view)
+                if self._opened_note:
+                    self.notify(self._opened_note)
+            else:
+                self._orphan = message.session  # the user went back meanwhile
+            return
+        if isinstance(event, events.Ready) and self._orphan is not None:
+            orphan, self._orphan = self._orphan, None
+            self.runner.close_session(orphan)
+        if isinstance(event, (events.ErrorEvent, events.Refused)) and message.session is None:
+            self._waiting = False
+            if isinstance(self.screen, LoadingScreen):
+                self._drop_loading_screen()
+        screen = self._session_screen(message.session)
+        if screen is not None:
+            screen.on_session_event(event)
+        if isinstance(event, events.ErrorEvent):
+            self.show_error(event.error if isinstance(event.error, BaseException) else AwlError(event.message, event.hint))
+        elif isinstance(event, events.Refused):
+            self.notify(f"{event.message} {event.hint}".strip(), severity="warning")
+        elif isinstance(event, events.Notice) and message.session is None:
+            self.notify(event.text, timeout=8)
+
+    def on_stream_updated(self, message: messages.StreamUpdated) -> None:
+        screen = self._session_screen(message.session)
+        if screen is not None:
+            screen.on_stream(message)
+
+    def on_load_progress(self, message: messages.LoadProgress) -> None:
         from agentworld_local.tui.start import LoadingScreen
 
         if isinstance(self.screen, LoadingScreen):
-            self.pop_screen()
-        self.show_error(message.error)
+            self.screen.show_progress(message.fraction)
 
-    def _open_session(self, request: SessionRequest) -> Any:
-        from agentworld_local.tui.opening import open_session
-
-        out = request.out
-        if out is None and request.resume is None:
-            out = self.sessions_folder() / f"{datetime.now():%Y%m%d-%H%M%S}-{request.domain or 'session'}.jsonl"
-        return open_session(self.backend, replace(request, out=out))
-
-    def _show_session(self, session: Any) -> None:
+    def _session_screen(self, session: str | None) -> Any:
         from agentworld_local.tui.session_screen import SessionScreen
 
-        if self.session is not None:
-            self.session.close()
-        self.session = session
-        screen = SessionScreen(session, timings=self.timings, files_each_turn=self.files_each_turn)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen) and session is not None and screen.view.id == session:
+                return screen
+        return None
+
+    def _drop_loading_screen(self) -> None:
+        """Off the loading screen; never onto a blank one (a failed `awl play -m FILE` goes to
+        the start screen, with the model filled in)."""
+        from agentworld_local.tui.start import LoadingScreen, StartScreen
+
+        if isinstance(self.screen, LoadingScreen):
+            if len(self.screen_stack) > 2:
+                self.pop_screen()
+            else:
+                self.switch_screen(StartScreen(self.request, sessions=self.sessions_folder(), models=self.models))
+
+    def _show_session(self, view: SessionView) -> None:
+        from agentworld_local.tui.session_screen import SessionScreen
+
+        self.session_id = view.id
+        screen = SessionScreen(view, timings=self.timings, files_each_turn=self.files_each_turn)
         if isinstance(self.screen, SessionScreen):
             self.switch_screen(screen)
         else:
@@ -174,15 +230,16 @@ class AwlApp(App[None]):
 
     # -- session files -----------------------------------------------------------------
 
-    def fork_session(self, screen: Screen[Any], turn: int, out: Path) -> None:
+    def fork_session(self, turn: int, out: Path, *, save_as: bool = False) -> None:
         """A new file with the first `turn` turns of this session (the session core's fork,
         which records the fork point in this file); the session goes on in the new file."""
-        self._show_session(self.session.fork(turn, out))
-        self.notify(f"Forked at turn {turn}: {out}")
+        if self.session_id is not None and self.runner.fork(self.session_id, turn, out):
+            self._waiting = True
+            self._opened_note = f"Saved as {out}" if save_as else f"Forked at turn {turn}: {out}"
 
     def open_saved(self, path: Path) -> None:
         """Continue a saved session in its own file."""
-        self._show_session(self._open_session(SessionRequest(resume=path)))
+        self.begin(SessionRequest(resume=path))
 
     def open_replay(self, path: Path) -> None:
         from agentworld_local.tui.replay import ReplayScreen
@@ -191,24 +248,20 @@ class AwlApp(App[None]):
             self.push_screen(ReplayScreen(path))
 
     async def action_quit(self) -> None:
-        """Quit; a running turn is cancelled first (it stops at the next token and saves
-        nothing), so the file is closed with every finished turn and nothing half-written."""
-        from agentworld_local.tui.session_screen import SessionScreen
+        """Quit: the runner cancels what runs (a turn stops at its next token and saves
+        nothing; a load stops), waits for it and closes the files with every finished turn,
+        off the UI thread; then the app exits."""
+        import asyncio
 
-        for screen in self.screen_stack:
-            if isinstance(screen, SessionScreen):
-                screen.action_cancel_turn()
-        await self.workers.wait_for_complete()
+        self._waiting = False
+        await asyncio.to_thread(self.runner.close)
         self.exit()
 
     def on_unmount(self) -> None:
         from agentworld_local.tui.browser import remove_web_pages
 
         remove_web_pages()
-        if self.session is not None:
-            self.session.close()
-        if self.backend is not None:
-            self.backend.close()
+        self.runner.close()  # a second close does nothing
 
     # -- the error boundary ------------------------------------------------------------
 
@@ -238,7 +291,7 @@ class AwlApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterator[SystemCommand]:
         yield from super().get_system_commands(screen)
         for binding in getattr(screen, "BINDINGS", []):
-            if isinstance(binding, Binding) and binding.description:
+            if isinstance(binding, Binding) and binding.description and screen.check_action(binding.action, ()):
                 action = getattr(screen, f"action_{binding.action}", None)
                 if action is not None:
                     yield SystemCommand(binding.description, f"{binding.description} ({binding.key})", action)
@@ -251,7 +304,7 @@ def make_app(
     gpu_layers: str = "auto", threads: int | None = None, timings: bool = True, files_each_turn: bool = False,
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
     temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
-    prompts: str | Path | None = None,
+    prompts: str | Path | None = None, remote: Any = None,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
@@ -263,4 +316,4 @@ def make_app(
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,
-                  start_screen=bool(start_screen), models=models)
+                  start_screen=bool(start_screen), models=models, remote=remote)

@@ -1,83 +1,57 @@
-"""Every message a worker thread sends to the screens, in one place.
+"""How the runner's events reach the screens, in one place.
 
-Workers never touch widgets: they post these, and the screen's handlers (on the UI
-thread) update the widgets. Stream messages carry the whole text so far, so a newer one
-can replace an older one still in the queue (`can_replace`) without losing a token: a
-fast model cannot flood the queue, the screen shows the latest state at its own pace.
+The runner (session/runner.py) owns the model and the sessions and emits events on its own
+thread; `RunnerBridge` is its emit for the app. It never touches a widget: it posts
+messages, and the handlers (on the UI thread, in order) update the widgets. The stream of
+a turn is merged into `StreamUpdated`, which carries the whole text so far, so a newer one
+can replace an older one still in the queue (`can_replace`) without losing a token: a fast
+model cannot flood the queue, the screen shows the latest state at its own pace.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from textual.message import Message
 
-from agentworld_local.session import events
-from agentworld_local.trajectory.schema import TurnRecord
+from agentworld_local.engine import events
+
+#: The shortest time between two stream updates (about one frame at 60 Hz).
+FRAME_S = 1 / 60
 
 
-class TurnBegan(Message):
-    """A turn (or a regenerated turn) started with this action."""
+class RunnerEvent(Message):
+    """One event of the runner, for the session `session` (None: the runner itself)."""
 
-    def __init__(self, turn: int, action: str) -> None:
+    def __init__(self, session: str | None, event: events.SessionEvent) -> None:
         super().__init__()
-        self.turn = turn
-        self.action = action
+        self.session = session
+        self.event = event
 
 
 class StreamUpdated(Message):
-    """Thinking and observation of the running turn, as far as they have streamed."""
+    """Thinking and observation of the running turn, as far as they have streamed; `untagged`:
+    the answer's text while no observation block has opened (small models write none)."""
 
-    def __init__(self, turn: int, thinking: str, observation: str, chunks: int, elapsed_s: float) -> None:
+    def __init__(self, session: str | None, turn: int, thinking: str, observation: str, untagged: str, chunks: int,
+                 elapsed_s: float) -> None:
         super().__init__()
+        self.session = session
         self.turn = turn
         self.thinking = thinking
         self.observation = observation
+        self.untagged = untagged
         self.chunks = chunks  # thinking and answer chunks so far (one chunk: one token)
         self.elapsed_s = elapsed_s
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, StreamUpdated) and message.turn == self.turn
-
-
-class TurnSaved(Message):
-    """The turn finished and is saved in the file."""
-
-    def __init__(self, record: TurnRecord) -> None:
-        super().__init__()
-        self.record = record
-
-
-class TurnStopped(Message):
-    """The turn was cancelled: nothing was saved, the session is as before it."""
-
-    def __init__(self, turn: int) -> None:
-        super().__init__()
-        self.turn = turn
-
-
-class SessionNotice(Message):
-    """A session event the screen tells the user about (a context cut, an undo)."""
-
-    def __init__(self, event: events.SessionEvent) -> None:
-        super().__init__()
-        self.event = event
-
-
-class WorkFinished(Message):
-    """The worker is done (however it ended): input is accepted again."""
-
-
-class WorkFailed(Message):
-    """An error in a worker; the app's error boundary shows it."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__()
-        self.error = error
+        return isinstance(message, StreamUpdated) and message.session == self.session and message.turn == self.turn
 
 
 class LoadProgress(Message):
-    """How far the model load is (0..1)."""
+    """How far the model load is (0..1), for the loading screen."""
 
     def __init__(self, fraction: float) -> None:
         super().__init__()
@@ -87,26 +61,62 @@ class LoadProgress(Message):
         return isinstance(message, LoadProgress)
 
 
-class ModelReady(Message):
-    """The backend is loaded."""
+class RunnerBridge:
+    """The runner's emit for the app (called on the runner's thread): stream events merged
+    into at most one StreamUpdated a frame, every other event posted as it is. The app calls
+    `flush` on a timer too, so the text that came last before the model paused is shown."""
 
-    def __init__(self, backend: Any, model: str) -> None:
-        super().__init__()
-        self.backend = backend
-        self.model = model
+    def __init__(self, post: Any) -> None:
+        self._post = post
+        self._lock = threading.Lock()  # the runner's thread and the app's timer both flush
+        self._reset(None, 0)
 
+    def _reset(self, session: str | None, turn: int) -> None:
+        self._session, self._turn = session, turn
+        self._thinking = self._observation = self._untagged = ""
+        self._chunks = 0
+        self._started = self._posted = time.monotonic()
+        self._pending = False
 
-class LoadNotice(Message):
-    """Something the loader wants the user to know (instead of printing to stderr)."""
+    def __call__(self, session: str | None, event: events.SessionEvent) -> None:
+        with self._lock:
+            self._take(session, event)
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+    def _take(self, session: str | None, event: events.SessionEvent) -> None:
+        if isinstance(event, events.ThinkingDelta):
+            self._thinking += event.text
+            self._chunks += 1
+        elif isinstance(event, events.AnswerDelta):
+            self._chunks += 1
+        elif isinstance(event, events.UntaggedDelta):
+            self._untagged += event.text
+        elif isinstance(event, events.ObservationDelta):
+            self._observation += event.text
+        elif isinstance(event, events.ObservationReplaced):
+            self._observation = event.text
+        elif isinstance(event, events.LoadProgress):
+            self._post(LoadProgress(event.fraction))
+            return
+        else:
+            self._flush()
+            if isinstance(event, events.TurnStarted):
+                self._reset(session, event.turn)
+            self._post(RunnerEvent(session, event))
+            return
+        self._pending = True
+        # At most one update a frame: a queue that never empties would starve the repaint
+        # (a fast model posts thousands a second); can_replace merges the rest.
+        if time.monotonic() - self._posted >= FRAME_S:
+            self._flush()
 
+    def flush(self) -> None:
+        """Post what streamed since the last update (the app's timer, on the UI thread)."""
+        with self._lock:
+            self._flush()
 
-class FileTreeReady(Message):
-    """A file-system listing probed on a throwaway fork."""
-
-    def __init__(self, tree: Any) -> None:
-        super().__init__()
-        self.tree = tree
+    def _flush(self) -> None:
+        if self._pending:
+            now = time.monotonic()
+            self._post(StreamUpdated(self._session, self._turn, self._thinking, self._observation, self._untagged,
+                                     self._chunks, now - self._started))
+            self._posted, self._pending = now, False

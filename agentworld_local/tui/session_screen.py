@@ -1,29 +1,30 @@
 """The session screen: the world view, thinking, timeline, file tree, action line, status.
 
-Turns run in a thread worker (`@work(thread=True, exclusive=True)`); the worker only posts
-messages (tui/messages.py) and the handlers here update the widgets. Keys keep working
-while a turn streams; Escape cancels it through the event the session checks between tokens.
+The screen holds no Session: it sends commands to the app's runner (session/runner.py) and
+shows the events that come back (tui/messages.py brings them to the UI thread, in order).
+What it shows is the runner's snapshot of the session when it opened (`SessionView`), kept
+current by the events, each of which says where the session is (`turns`, `head`). Keys
+keep working while a turn streams; Escape cancels it (the runner stops it at its next token).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Static
-from textual.worker import get_current_worker
+from textual.suggester import SuggestFromList
+from textual.widgets import Collapsible, Footer, Static, Tree
 
+from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.session import events
+from agentworld_local.files import fit_name
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
@@ -31,26 +32,29 @@ from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
-from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.schema import TurnRecord
-from agentworld_local.views.file_tree import probe_file_tree
+from agentworld_local.views.terminal_scrollback import scrollback, typed_text
 
 if TYPE_CHECKING:
-    from agentworld_local.session.core import Session
+    from agentworld_local.session.runner import SessionRunner, SessionView
     from agentworld_local.tui.app import AwlApp
 
-#: The shortest time between two stream updates (about one frame at 60 Hz).
-FRAME_S = 1 / 60
+#: The action line's own commands (session/script.py).
+SESSION_COMMANDS = (":undo", ":regenerate", ":control ")
 
-#: Produces a turn's events given the cancel event (a step, or a regenerate).
-TurnRun = Callable[[threading.Event], Iterator[events.SessionEvent]]
 
-def placeholder(domain: str) -> str:
-    """The domain's action forms (domains/forms.py, each tested to parse) and the session commands."""
-    from agentworld_local.domains.forms import ACTION_FORMS
+def placeholder(domain: Any) -> str:
+    """Action forms for the domain as this session built it (a tool-call domain names only its
+    own tools; domains/forms.py) and the session commands."""
+    from agentworld_local.domains.forms import session_action_examples
 
-    friendly = ACTION_FORMS.get(domain, ((), "", ""))[0]
-    return " · ".join([*friendly, ":undo", ":regenerate", ":control TEXT"])
+    return " · ".join([*session_action_examples(domain), ":undo", ":regenerate", ":control TEXT"])
+
+
+def action_suggester(domain: Any) -> SuggestFromList:
+    """Completion for the first word: the session's tool names and shortcuts, and the commands."""
+    words = getattr(domain, "action_words", None)
+    return SuggestFromList([*(words() if words else []), *SESSION_COMMANDS], case_sensitive=True)
 
 
 class SessionScreen(Screen[None]):
@@ -60,8 +64,9 @@ class SessionScreen(Screen[None]):
         Binding("ctrl+z", "undo", "Undo", priority=True),
         Binding("ctrl+r", "regenerate", "Regenerate", priority=True),
         Binding("ctrl+f", "fork", "Fork at turn", priority=True),
-        Binding("ctrl+n", "control", "Control", priority=True),
+        Binding("ctrl+n", "control", "Control", show=False, priority=True),  # F1 and :control TEXT say it; 80 columns are short
         Binding("ctrl+t", "files", "Files", priority=True),
+        Binding("f2", "focus_timeline", "Timeline"),
         Binding("ctrl+e", "pick_element", "Elements", show=False, priority=True),
         Binding("ctrl+b", "open_in_browser", "Open page in browser", show=False, priority=True),
         Binding("ctrl+y", "files_each_turn", "Files each turn", show=False, priority=True),
@@ -71,32 +76,40 @@ class SessionScreen(Screen[None]):
         Binding("f1", "help", "Help"),
     ]
 
-    def __init__(self, session: Session, *, timings: bool = True, files_each_turn: bool = False) -> None:
+    def __init__(self, view: SessionView, *, timings: bool = True, files_each_turn: bool = False) -> None:
         super().__init__()
-        self.session = session
+        self.view = view
+        #: The current branch, as the runner's events tell it (never read from a Session or the file).
+        self.branch: list[TurnRecord] = list(view.branch)
         self.timings = timings
         self.files_each_turn = files_each_turn
-        self.busy = ""  # what the worker is doing ("turn", "files"), "" when idle
-        self._cancel: threading.Event | None = None
+        self.busy = ""  # what the runner does for this screen ("turn", "files"), "" when idle
         self._live: messages.StreamUpdated | None = None
         self._turn_action = ""
-        self._timeline_traj: Trajectory | None = None  # the file as read once, then kept up to date
+        self._timeline_traj = view.trajectory  # the file's turns as the runner read them at open
+        self._stream_base: str | None = None  # a terminal's scrollback before the streaming observation
+        self._picked_turn: int | None = None  # the timeline turn the user moved to (None: the last)
 
     @property
     def awl_app(self) -> AwlApp:
         return self.app  # type: ignore[return-value]
 
     @property
+    def runner(self) -> SessionRunner:
+        return self.awl_app.runner
+
+    @property
     def domain_name(self) -> str:
-        return self.session.world.domain.name
+        return self.view.domain.name
 
     @property
     def has_files(self) -> bool:
-        return bool(getattr(self.session.world.domain, "shows_file_system", False))
+        return bool(getattr(self.view.domain, "shows_file_system", False))
 
     # -- layout ------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        yield Static(self._title_text(), id="session-title")
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 with VerticalScroll(id="world-scroll"):
@@ -109,12 +122,12 @@ class SessionScreen(Screen[None]):
                 if self.has_files:
                     yield FilePanel(id="files")
         yield Static(id="action-error")
-        yield ActionInput(placeholder=placeholder(self.domain_name), id="action")
+        yield ActionInput(placeholder=placeholder(self._domain()), suggester=action_suggester(self._domain()), id="action")
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#world-scroll").border_title = self.session.world.domain.title or self.domain_name
+        self.query_one("#world-scroll").border_title = self.view.domain.title or self.domain_name
         self.query_one("#timeline").border_title = "Timeline"
         if self.has_files:
             self.query_one("#files").border_title = "Files"
@@ -124,42 +137,76 @@ class SessionScreen(Screen[None]):
         self._refresh_timeline()
         self._refresh_status()
         self.query_one("#action-error", Static).display = False
+        self.query_one("#session-title", Static).display = bool(self._title_text().plain)
         self.query_one(ActionInput).focus()
+
+    # -- session facts (one helper each, so where they come from can change in one place) --
+
+    def _domain(self) -> Any:
+        """The domain as this session built it (its tools, its state format)."""
+        return self.view.domain
+
+    def _model_info(self) -> Any:
+        return self.view.model
+
+    def _thinking_on(self) -> bool:
+        """Whether the model thinks in this session: not with `off`, nor with a template without thinking."""
+        return self.view.settings.think.mode != "off" and bool(self._model_info().template_thinks)
+
+    def _think_label(self) -> str:
+        return self.view.settings.think.label() if self._thinking_on() else "off"
+
+    def _title_text(self) -> Text:
+        """The scenario's title, else the agent's task: what this session is about."""
+        header = self.view.header
+        scenario = header.scenario if isinstance(header.scenario, dict) else {}
+        title = str(scenario.get("title") or "")
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        if title:
+            text.append(f"◆ {_plain(title)}", style="bold")
+        if header.task:
+            text.append(("  task: " if title else "task: ") + _plain(header.task), style="dim")
+        return text
 
     # -- what the widgets show ---------------------------------------------------------
 
     def _state_text(self) -> str:
-        history = self.session.history
-        return history[-1].observation if history else self.session.world.initial_state
+        history = self.branch
+        return history[-1].observation if history else self.view.initial_state
 
     def _show_world(self, text: str, title: str) -> None:
-        domain = self.session.world.domain
+        domain = self.view.domain
         self.query_one("#world", Static).update(render_state(domain.name, domain.state_lexer, text))
         self.query_one("#world-scroll").border_subtitle = title
+        if domain.name == "terminal":  # a scrollback: the newest lines are at the bottom
+            self.query_one("#world-scroll", VerticalScroll).scroll_end(animate=False)
+
+    def _world_text(self) -> str:
+        """What the world view shows: the terminal's whole scrollback, else the latest state."""
+        if self.domain_name != "terminal":
+            return self._state_text()
+        turns = [(record.action_payload, record.observation) for record in self.branch]
+        return scrollback(self.view.initial_state, turns)
 
     def _show_state(self) -> None:
-        history = self.session.history
+        history = self.branch
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
-        self._show_world(self._state_text(), _safe_title(title))
+        self._show_world(self._world_text(), _safe_title(title))
         self.query_one("#thinking", Static).update(Text(history[-1].thinking if history else "", style="dim"))
 
-    def _refresh_timeline(self, saved: TurnRecord | None = None, *, reread: bool = False) -> None:
-        """The file is read once; after that the timeline follows what the session saves
-        (`saved`, a new turn) and its current branch, so a very large session file is not
-        read again after every turn. After a failure it is read again (a cut-back write)."""
+    def _refresh_timeline(self, saved: TurnRecord | None = None) -> None:
+        """The runner read the file once, when the session opened; after that the timeline
+        follows the events: a saved turn is added, and the branch's head is the events' own."""
         traj = self._timeline_traj
-        if traj is None or reread:
-            traj = self._timeline_traj = read_trajectory(self.session.path)
-        else:
-            if saved is not None and saved.id not in {turn.id for turn in traj.turns[-1:]}:
-                traj.turns.append(saved)
-            history = self.session.history
-            traj.head = history[-1].id if history else 0
+        if saved is not None and saved.id not in {turn.id for turn in traj.turns[-1:]}:
+            traj.turns.append(saved)
+        traj.head = self.branch[-1].id if self.branch else 0
+        self._picked_turn = None  # the timeline is rebuilt: Ctrl+F means the last turn again
         self.query_one(Timeline).show(traj)
 
     def _refresh_status(self, live: messages.StreamUpdated | None = None) -> None:
-        info = self.session.world.backend.info
-        history = self.session.history
+        info = self._model_info()
+        history = self.branch
         last = history[-1] if history else None
         speed = None
         used = None
@@ -172,8 +219,8 @@ class SessionScreen(Screen[None]):
         self.query_one(StatusBar).show(
             model=info.name, gpu_layers=info.gpu_layers, tokens_per_s=speed if self.timings else None,
             # Context use moves with the prompts' wording: hidden with the timings (snapshots).
-            context_used=used if self.timings else None, n_ctx=info.n_ctx, think=str(self.session.header.think or "default"),
-            turn=len(history), path=self.session.path.name, busy=busy)
+            context_used=used if self.timings else None, n_ctx=info.n_ctx, think=self._think_label(),
+            turn=len(history), path=self.view.path.name, busy=busy)
 
     def _say_inline(self, text: str) -> None:
         error = self.query_one("#action-error", Static)
@@ -193,10 +240,10 @@ class SessionScreen(Screen[None]):
         field = self.query_one(ActionInput)
         try:
             if text.startswith(":"):
-                line = parse_script_line(self.session.world.domain, text, 1, "action")
+                line = parse_script_line(self.view.domain, text, 1, "action")
                 action = line.action if line is not None else None  # `: > build.log` is an action
             else:
-                action = self.session.world.domain.parse_action(text)
+                action = self.view.domain.parse_action(text)
                 line = None
         except AwlError as error:
             self._say_inline(_inline(error))  # the session is untouched
@@ -205,7 +252,7 @@ class SessionScreen(Screen[None]):
         field.remember(text)
         field.value = ""
         if action is not None:
-            self._start_turn(lambda cancel: self.session.step(action, cancel))
+            self._start("turn", lambda: self.runner.step(self.view.id, action))
         elif line is not None and line.command == UNDO:
             self.action_undo()
         elif line is not None and line.command == REGENERATE:
@@ -213,114 +260,83 @@ class SessionScreen(Screen[None]):
         elif line is not None and line.command == CONTROL:
             self._add_control(line.text)
 
-    # -- turns in a worker -------------------------------------------------------------
+    # -- what the runner says --------------------------------------------------------------
 
-    def _start_turn(self, run: TurnRun) -> None:
-        self.busy = "turn"
-        self._cancel = threading.Event()
-        self._refresh_status()
-        self._run_turn(run, self._cancel)
+    def _start(self, busy: str, send: Callable[[], bool]) -> None:
+        """Send a command that takes a while; the screen is busy until the runner's Ready."""
+        if send():
+            self.busy = busy
+            self._refresh_status()
 
-    @work(thread=True, exclusive=True, group="session", exit_on_error=False)
-    def _run_turn(self, run: TurnRun, cancel: threading.Event) -> None:
-        worker = get_current_worker()
-        turn, thinking, observation, chunks = 0, "", "", 0
-        started = posted = time.monotonic()
-        pending = False
-
-        def flush() -> None:
-            nonlocal posted, pending
-            if pending:
-                self.post_message(messages.StreamUpdated(turn, thinking, observation, chunks, time.monotonic() - started))
-                posted, pending = time.monotonic(), False
-
-        try:
-            for event in run(cancel):
-                if worker.is_cancelled:
-                    cancel.set()
-                if isinstance(event, events.ThinkingDelta):
-                    thinking += event.text
-                    chunks += 1
-                elif isinstance(event, events.AnswerDelta):
-                    chunks += 1
-                elif isinstance(event, events.ObservationDelta):
-                    observation += event.text
-                elif isinstance(event, events.ObservationReplaced):
-                    observation = event.text
-                else:
-                    flush()
-                    self.post_message(self._message_for(event))
-                    if isinstance(event, events.TurnStarted):
-                        turn, thinking, observation, chunks = event.turn, "", "", 0
-                        started = time.monotonic()
-                    continue
-                pending = True
-                # At most one update a frame: a queue that never empties would starve the
-                # repaint (a fast model posts thousands a second); can_replace merges the rest.
-                if time.monotonic() - posted >= FRAME_S:
-                    flush()
-        except Exception as error:  # shown by the app's error boundary; the file is intact
-            self.post_message(messages.WorkFailed(error))
-        finally:
-            self.post_message(messages.WorkFinished())
-
-    @staticmethod
-    def _message_for(event: events.SessionEvent) -> Any:
+    def on_session_event(self, event: events.SessionEvent) -> None:
+        """One event of this screen's session (the app routes them here, in order)."""
         if isinstance(event, events.TurnStarted):
-            return messages.TurnBegan(event.turn, event.action)
-        if isinstance(event, events.TurnFinished):
-            return messages.TurnSaved(event.record)
-        if isinstance(event, events.TurnCancelled):
-            return messages.TurnStopped(event.turn)
-        return messages.SessionNotice(event)
+            self._turn_began(event.turn, event.action)
+        elif isinstance(event, events.TurnFinished):
+            self.branch = [*self.branch[: event.turns - 1], event.record]
+            self._live = None
+            self._show_state()
+            self._refresh_timeline(event.record)
+            if self.files_each_turn and self.has_files:
+                self.call_after_refresh(self.action_files)
+        elif isinstance(event, events.TurnCancelled):
+            del self.branch[event.turns:]
+            self._live = None
+            self._show_state()
+            self.notify(f"Turn {event.turn} cancelled; nothing was saved.", timeout=4)
+        elif isinstance(event, (events.Undone, events.Regenerated)):
+            del self.branch[event.turns:]
+            self._show_state()
+            self._refresh_timeline()
+        elif isinstance(event, events.ControlAdded):
+            self.notify(f"Control for the next turn: {event.text}")
+        elif isinstance(event, events.ContextTrimmed):
+            self.notify(f"The context is full: turns {event.first}-{event.last} leave the model's view "
+                        "(the file keeps them).", severity="warning", timeout=8)
+        elif isinstance(event, events.FilesListed):
+            self.query_one(FilePanel).show_tree(event.tree)
+        elif isinstance(event, events.Notice):
+            self.notify(event.text)
+        elif isinstance(event, events.ErrorEvent):
+            self._live = None  # the app shows the error; the session is as it was before the command
+            self._show_state()
+        elif isinstance(event, events.Ready):
+            self.busy = ""
+        self._refresh_status(self._live)
 
-    def on_turn_began(self, message: messages.TurnBegan) -> None:
-        self._turn_action = message.action
+    def _turn_began(self, turn: int, action: str) -> None:
+        self._turn_action = action
         self._live = None
+        self._stream_base = self._streaming_base(turn, action)
         self.query_one("#thinking", Static).update("")
-        self.query_one("#world-scroll").border_subtitle = _safe_title(f"turn {message.turn}: {message.action} · thinking…")
+        phase = "thinking…" if self._thinking_on() else "answering…"
+        self.query_one("#world-scroll").border_subtitle = _safe_title(f"turn {turn}: {action} · {phase}")
 
-    def on_stream_updated(self, message: messages.StreamUpdated) -> None:
+    def _streaming_base(self, turn: int, action: str) -> str | None:
+        """The terminal's scrollback up to the prompt of `turn` and the command typed there
+        (the observation streams after it); None for other domains."""
+        if self.domain_name != "terminal":
+            return None
+        earlier = [(record.action_payload, record.observation) for record in self.branch[: turn - 1]]
+        try:
+            payload = self._domain().parse_action(action).payload
+        except AwlError:
+            payload = [{"keystrokes": action}]
+        return scrollback(self.view.initial_state, earlier) + typed_text(payload)
+
+    def on_stream(self, message: messages.StreamUpdated) -> None:
         self._live = message
         self.query_one("#thinking", Static).update(Text(message.thinking, style="dim"))
         self.query_one("#thinking-scroll", VerticalScroll).scroll_end(animate=False)
         if message.observation:
-            # The observation so far replaces the previous state: it is shown once.
-            self._show_world(message.observation, _safe_title(f"turn {message.turn}: {self._turn_action} · streaming"))
+            # The observation so far replaces the previous state (a terminal's follows its scrollback): shown once.
+            self._show_world((self._stream_base or "") + message.observation,
+                             _safe_title(f"turn {message.turn}: {self._turn_action} · streaming"))
+        elif message.untagged.strip():  # a blank line before the tag is no untagged answer
+            # No observation tag (yet): the model's text as it comes, marked; the turn's parse decides.
+            self._show_world(message.untagged,
+                             _safe_title(f"turn {message.turn}: {self._turn_action} · untagged answer (no observation tag)"))
         self._refresh_status(message)
-
-    def on_turn_saved(self, message: messages.TurnSaved) -> None:
-        self._live = None
-        self._show_state()
-        self._refresh_timeline(message.record)
-        if self.files_each_turn and self.has_files:
-            self.call_after_refresh(self.action_files)
-
-    def on_turn_stopped(self, message: messages.TurnStopped) -> None:
-        self._show_state()
-        self.notify(f"Turn {message.turn} cancelled; nothing was saved.", timeout=4)
-
-    def on_session_notice(self, message: messages.SessionNotice) -> None:
-        event = message.event
-        if isinstance(event, events.ContextTrimmed):
-            self.notify(f"The context is full: turns {event.first}-{event.last} leave the model's view "
-                        "(the file keeps them).", severity="warning", timeout=8)
-        elif isinstance(event, events.Undone):
-            self._show_state()
-            self._refresh_timeline()
-        elif isinstance(event, events.Notice):
-            self.notify(event.text)
-
-    def on_work_finished(self, message: messages.WorkFinished) -> None:
-        self.busy = ""
-        self._cancel = None
-        self._refresh_status()
-
-    def on_work_failed(self, message: messages.WorkFailed) -> None:
-        message.stop()  # shown once, here; not again by the app
-        self._show_state()
-        self._refresh_timeline(reread=True)
-        self.awl_app.show_error(message.error)
 
     # -- actions ---------------------------------------------------------------------------
 
@@ -330,29 +346,26 @@ class SessionScreen(Screen[None]):
         return bool(self.busy)
 
     def action_cancel_turn(self) -> None:
-        """The session stops at the next token and the worker ends normally (TurnStopped).
-        A worker cancelled by Textual (the app closing) sets the same event from its loop."""
-        if self._cancel is not None:
-            self._cancel.set()
+        """The runner stops the turn at its next token (TurnCancelled, then Ready)."""
+        if self.busy:
+            self.runner.cancel()
 
     def action_undo(self) -> None:
-        if self._refuse_while_busy():
-            return
-        with self.awl_app.guarded():
-            self.session.undo()
-            self._show_state()
-            self._refresh_timeline()
-            self._refresh_status()
+        if not self._refuse_while_busy():
+            self.runner.undo(self.view.id)  # a refusal (nothing to undo) comes back as an error
 
     def action_regenerate(self) -> None:
         if self._refuse_while_busy():
             return
-        if not self.session.history:
+        if not self.branch:
             self.awl_app.show_error(InputError("There is no turn to regenerate yet.", "Run an action first."))
             return
-        self._start_turn(lambda cancel: self.session.regenerate(cancel))
+        self._start("turn", lambda: self.runner.regenerate(self.view.id))
 
     def action_control(self) -> None:
+        if self._refuse_while_busy():
+            return
+
         def added(text: str | None) -> None:
             if text:
                 self._add_control(text)
@@ -361,26 +374,37 @@ class SessionScreen(Screen[None]):
                                           "e.g. the disk is full"), added)
 
     def _add_control(self, text: str) -> None:
-        with self.awl_app.guarded():
-            event = self.session.add_control(text)
-            self.notify(f"Control for the next turn: {event.text}")
+        # The runner refuses it while a turn runs (the dialog may outlive the idle moment it opened in).
+        if not self._refuse_while_busy():
+            self.runner.control(self.view.id, text)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        """A turn the user moves to in the timeline is the one Ctrl+F forks at."""
+        if event.control.id == "timeline" and event.control.has_focus:
+            self._picked_turn = event.node.data
+
+    def action_focus_timeline(self) -> None:
+        self.query_one(Timeline).focus()
 
     def action_fork(self) -> None:
+        """Fork at the turn picked in the timeline, else at the last turn."""
         if self._refuse_while_busy():
             return
-        node = self.query_one(Timeline).cursor_node
-        turn = node.data if node is not None else None
-        if not turn:
-            self.notify("Select a turn of the current branch in the timeline first.", severity="warning")
+        turn = self._picked_turn if self._picked_turn is not None else len(self.branch)
+        if turn == 0 and self._picked_turn is not None:
+            self.notify("That turn is not on the current branch; pick one of its turns to fork at.", severity="warning")
             return
-        self._ask_path(f"Fork at turn {turn} into a new file", lambda path: self.awl_app.fork_session(self, turn, path))
+        if turn == 0:
+            self.notify("There is no turn to fork at yet: run an action first.", severity="warning")
+            return
+        self._ask_path(f"Fork at turn {turn} into a new file", lambda path: self.awl_app.fork_session(turn, path))
 
     def action_save_as(self) -> None:
         if self._refuse_while_busy():
             return
-        turns = len(self.session.history)
+        turns = len(self.branch)
         self._ask_path("Save as (the session goes on in the new file)",
-                       lambda path: self.awl_app.fork_session(self, turns, path))
+                       lambda path: self.awl_app.fork_session(turns, path, save_as=True))
 
     def action_open(self) -> None:
         if self._refuse_while_busy():
@@ -388,7 +412,7 @@ class SessionScreen(Screen[None]):
         self._ask_path("Open a saved session (it goes on in that file)", self.awl_app.open_saved, suggest=False)
 
     def _ask_path(self, title: str, then: Callable[[Path], Any], *, suggest: bool = True) -> None:
-        value = str(self.session.path.with_name(self.session.path.stem + "-fork.jsonl")) if suggest else ""
+        value = str(self.view.path.with_name(fit_name(self.view.path.stem + "-fork", ".jsonl"))) if suggest else ""
 
         def chosen(text: str | None) -> None:
             if text:
@@ -403,23 +427,8 @@ class SessionScreen(Screen[None]):
             return
         if self._refuse_while_busy():
             return
-        self.busy = "files"
-        self._cancel = threading.Event()
-        self._refresh_status()
-        self._probe_files(self._cancel)
-
-    @work(thread=True, exclusive=True, group="session", exit_on_error=False)
-    def _probe_files(self, cancel: threading.Event) -> None:
-        try:
-            # A hidden turn on a throwaway fork: never in the history or the file.
-            self.post_message(messages.FileTreeReady(probe_file_tree(self.session.world, cancel=cancel)))
-        except Exception as error:
-            self.post_message(messages.WorkFailed(error))
-        finally:
-            self.post_message(messages.WorkFinished())
-
-    def on_file_tree_ready(self, message: messages.FileTreeReady) -> None:
-        self.query_one(FilePanel).show_tree(message.tree)
+        # A hidden turn on a throwaway fork: never in the history or the file (FilesListed).
+        self._start("files", lambda: self.runner.list_files(self.view.id))
 
     def action_pick_element(self) -> None:
         """Web: choose an element of the page; `click ID` (or `fill ID `) goes to the action line."""
@@ -428,7 +437,7 @@ class SessionScreen(Screen[None]):
         if self.domain_name != "web":
             self.notify("Elements can be chosen in the web domain.", severity="warning")
             return
-        elements = web_elements(self._state_text(), self.session.world.domain.state_lexer)
+        elements = web_elements(self._state_text(), self.view.domain.state_lexer)
         if not elements:
             self.notify("The page shows no element ids.", severity="warning")
             return
@@ -447,9 +456,9 @@ class SessionScreen(Screen[None]):
         if self.domain_name != "web":
             self.notify("Only web sessions have a page to open in the browser.", severity="warning")
             return
-        history = self.session.history
+        history = self.branch
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
-        page = open_web_page(self._state_text(), f"awl session {self.session.path.name}, {title}")
+        page = open_web_page(self._state_text(), f"awl session {self.view.path.name}, {title}")
         self.notify(page.message(), severity="information" if page.opened else "warning", timeout=4 if page.opened else 15)
 
     def action_files_each_turn(self) -> None:
@@ -460,8 +469,34 @@ class SessionScreen(Screen[None]):
         box = self.query_one("#thinking-box", Collapsible)
         box.collapsed = not box.collapsed
 
+    def _applies(self, action: str) -> bool:
+        """Whether this domain has what the action works on (F1 lists only those)."""
+        if action in ("files", "files_each_turn"):
+            return self.has_files
+        if action in ("pick_element", "open_in_browser"):
+            return self.domain_name == "web"
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys for what this domain lacks are not offered (footer, command palette); Escape
+        shows in the footer while there is a turn to cancel (a narrow footer keeps its room)."""
+        if action == "cancel_turn":
+            return bool(self.busy)
+        return self._applies(action)
+
+    @property
+    def busy(self) -> str:
+        return self._busy
+
+    @busy.setter
+    def busy(self, value: str) -> None:
+        self._busy = value
+        if self.is_mounted:
+            self.refresh_bindings()  # the footer offers Escape only while busy
+
     def action_help(self) -> None:
-        rows = [(binding.key, binding.description) for binding in self.BINDINGS if isinstance(binding, Binding)]
+        rows = [(binding.key, binding.description) for binding in self.BINDINGS
+                if isinstance(binding, Binding) and self._applies(binding.action)]
         rows += [("ctrl+p", "Command palette"), ("ctrl+q", "Quit (every finished turn is saved)")]
         self.app.push_screen(HelpScreen(rows))
 
@@ -469,6 +504,11 @@ class SessionScreen(Screen[None]):
 def _inline(error: AwlError) -> str:
     message = error.message.removeprefix("action:1: ")
     return f"{message} {error.hint}".strip()
+
+
+def _plain(text: str) -> str:
+    """Model or user text for one line: no control bytes, no colour."""
+    return " ".join(safe_for_terminal(text, keep_colour=False).split())
 
 
 def _safe_title(text: str) -> str:

@@ -21,7 +21,6 @@ from agentworld_local.domains import domain_names, get_domain
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.listing import session_paths
 from agentworld_local.terminal_text import safe_for_terminal
-from agentworld_local.tui import messages
 
 if TYPE_CHECKING:
     from agentworld_local.tui.app import AwlApp, SessionRequest
@@ -175,7 +174,7 @@ class StartScreen(Screen[None]):
 
 
 class LoadingScreen(Screen[None]):
-    """The model loads in a worker; Escape goes back to the start screen meanwhile."""
+    """The model loads on the runner's thread; Escape stops the load and goes back."""
 
     BINDINGS = [Binding("escape", "back", "Back")]
     CSS_PATH = "start.tcss"
@@ -187,17 +186,18 @@ class LoadingScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="loading-box"):
             yield Label(Text.assemble("Loading ", (safe_for_terminal(self.model, keep_colour=False), "bold"), " …"))
-            yield ProgressBar(total=1.0, show_eta=False, id="load-progress")
+            # A pulse until llama.cpp reports: it does only while placing the weights, the load's last moment.
+            yield ProgressBar(total=None, show_eta=False, id="load-progress")
         yield Footer()
 
-    def on_load_progress(self, message: messages.LoadProgress) -> None:
-        self.query_one(ProgressBar).update(progress=message.fraction)
+    def show_progress(self, fraction: float) -> None:
+        self.query_one(ProgressBar).update(total=1.0, progress=fraction)
 
     def action_back(self) -> None:
-        """Back to the start screen; the load finishes in the background (llama.cpp cannot
-        stop half-way) and its model is kept for the next start."""
+        """Back to the start screen: the runner stops the load (no model of it stays), and
+        nothing is opened for it."""
         app: AwlApp = self.app  # type: ignore[assignment]
-        app.request = replace(app.request, model=None)  # nobody waits for this model now
+        app.cancel_load()
         if len(app.screen_stack) > 2:
             app.pop_screen()
         else:

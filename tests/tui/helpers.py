@@ -26,8 +26,17 @@ def session_app(tmp_path: Path, backend: Any, domain: str = "terminal", **option
     return make_app(backend=backend, domain=domain, sessions_dir=tmp_path, timings=False, **options)
 
 
+async def session_opened(pilot: Pilot[Any]) -> None:
+    """Until the session screen is up: the runner opens the session on its own thread."""
+    from agentworld_local.tui.session_screen import SessionScreen
+
+    await wait_for(lambda: isinstance(pilot.app.screen, SessionScreen))
+    await pilot.pause()
+
+
 async def type_action(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
     """Type `text` into the action line as keys, press Enter, and (by default) let the turn finish."""
+    await session_opened(pilot)
     field = pilot.app.screen.query_one("#action")
     field.focus()
     field.value = ""
@@ -37,7 +46,9 @@ async def type_action(pilot: Pilot[Any], text: str, *, wait: bool = True) -> Non
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    await pilot.app.workers.wait_for_complete()
+    """Until the runner has done what it was asked and the screen has shown all it said."""
+    app = pilot.app
+    await wait_for(lambda: not app.runner.busy and not getattr(app.screen, "busy", ""), timeout_s=30)
     await pilot.pause()
     await pilot.pause()
 

@@ -79,6 +79,9 @@ def test_play_takes_the_session_options_of_run(tmp_path):
                    exited_marker="PLAY-EXITED") as term:
         screen = term.wait_for("Timeline")
         assert "/4,096" in screen, screen  # the context asked for
+        term.keys("pwd", literal=True)
+        term.keys("Enter")
+        term.wait_for("turn 1")  # a session is kept once it has a turn
         term.keys("C-q")
         assert "PLAY-EXITED-0" in term.wait_for("PLAY-EXITED-")
     header = read_trajectory(out).header

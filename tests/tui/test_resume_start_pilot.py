@@ -54,7 +54,7 @@ async def test_resume_with_another_model_is_refused_and_without_one_uses_the_ses
         await pilot.click("#resume")
         await wait_for(lambda: isinstance(app.screen, (ErrorDialog, SessionScreen)))
         assert isinstance(app.screen, ErrorDialog)
-        assert f"was made with {made_with}" in app.screen.message and app.backend is None  # nothing loaded
+        assert f"was made with {made_with}" in app.screen.message and app.runner.model is None  # nothing loaded
     assert len(read_trajectory(tmp_path / "s1.jsonl").current_branch()) == 2
 
 

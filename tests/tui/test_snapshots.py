@@ -71,7 +71,7 @@ def test_session_screen_after_one_turn(domain, snap_compare, tmp_path):
     async def run_turn(pilot) -> None:
         await type_action(pilot, action)
         await settle(pilot)
-        history = app.screen.session.history
+        history = app.screen.branch
         assert len(history) == 1, app.screen
         # The observation is on screen once (the timeline shows only its first line).
         screen = screen_text(app)

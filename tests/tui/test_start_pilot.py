@@ -56,7 +56,7 @@ async def test_start_a_bundled_scenario_with_a_scripted_model(tmp_path):
         assert widget_text(app, "#world") == scenario.initial_state.rstrip("\n") or \
             widget_text(app, "#world") == scenario.initial_state
         await type_action(pilot, "ls -la")
-        path = app.screen.session.path
+        path = app.screen.view.path
     traj = read_trajectory(path)
     assert path.parent == tmp_path
     assert traj.header.scenario["name"] == scenario.name
@@ -71,8 +71,8 @@ async def test_max_tokens_set_on_the_start_screen_reach_the_session(tmp_path):
         app.screen.query_one("#max-tokens", Input).value = "777"
         await start_with(pilot, world="domain:terminal", model=f"scripted:{answer_file(tmp_path, 'thinking_then_tags')}")
         assert isinstance(app.screen, SessionScreen)
-        path = app.screen.session.path
-    assert read_trajectory(path).header.sampling["max_tokens"] == 777
+        path = app.screen.view.path
+        assert read_trajectory(path).header.sampling["max_tokens"] == 777
 
 
 async def test_a_bad_max_tokens_is_refused_before_loading(tmp_path):
@@ -140,7 +140,9 @@ async def test_resume_a_recent_session_from_the_start_screen(tmp_path):
         await pilot.click("#resume")
         await wait_for(lambda: isinstance(app.screen, SessionScreen))
         await pilot.pause()
-        assert widget_text(app, "#world") == answer("thinking_then_tags").observation
+        # The terminal's scrollback: the starting screen, `ls -la` after its prompt, what it printed.
+        assert widget_text(app, "#world") == (app.screen.view.initial_state + "ls -la\n"
+                                              + answer("thinking_then_tags").observation)
         await type_action(pilot, "pwd")
     traj = read_trajectory(tmp_path / "s1.jsonl")
     assert [record.action for record in traj.current_branch()] == ["ls -la", "pwd"]
@@ -170,13 +172,15 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
 
     from textual.widgets import ProgressBar
 
-    from agentworld_local.tui import app as app_module
+    from agentworld_local.session import loading
     from agentworld_local.tui.start import LoadingScreen
 
     release = threading.Event()
     reported = threading.Event()
+    planning = threading.Event()  # the load's first part, before llama.cpp reports any progress
 
     def slow_load(model, *, progress, notice, **options):  # a load that takes as long as the test wants
+        planning.wait(10)
         progress(0.4)
         notice("offloading 0 of 8 layers: no GPU")
         reported.set()
@@ -185,10 +189,13 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
 
         return ScriptedBackend([answer("thinking_then_tags").scripted()])
 
-    monkeypatch.setattr(app_module, "load_backend", slow_load)
+    monkeypatch.setattr(loading, "load_backend", slow_load)
     app = make_app(model="some-model", domain="terminal", sessions_dir=tmp_path, out=tmp_path / "s.jsonl",
                    timings=False)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(app.screen, LoadingScreen))
+        assert app.screen.query_one(ProgressBar).total is None  # a pulse, not a bar stuck at 0%
+        planning.set()
         await wait_for(reported.is_set)
         await wait_for(lambda: isinstance(app.screen, LoadingScreen)
                        and app.screen.query_one(ProgressBar).progress == 0.4)
@@ -199,31 +206,50 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
     assert len(read_trajectory(tmp_path / "s.jsonl").turns) == 1
 
 
-async def test_going_back_during_the_load_keeps_the_start_screen_and_the_loaded_model(tmp_path, monkeypatch):
+async def test_going_back_during_a_load_stops_it_and_the_next_start_runs_on_the_model_chosen_then(tmp_path, monkeypatch):
+    """Start model A, press Escape during its load, start model B: the session runs on B, and A
+    is stopped and closed (before the runner, the session ran on A with B's request and both
+    stayed loaded). Raced many times: the Escape lands at a different moment each time."""
+    import random
     import threading
 
     from agentworld_local.engine.scripted import ScriptedBackend
-    from agentworld_local.tui import app as app_module
+    from agentworld_local.errors import Cancelled
+    from agentworld_local.session import loading
 
-    release = threading.Event()
-    loads = []
+    class Closing(ScriptedBackend):
+        closed = False
 
-    def slow_load(model, **options):
-        loads.append(model)
-        release.wait(10)
-        return ScriptedBackend([answer("thinking_then_tags").scripted()])
+        def close(self) -> None:
+            self.closed = True
 
-    monkeypatch.setattr(app_module, "load_backend", slow_load)
-    app = make_app(sessions_dir=tmp_path, models=[], timings=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await start_with(pilot, world="domain:terminal", model="slow-model", wait=False)
-        await wait_for(lambda: bool(loads))
-        await pilot.press("escape")  # keys work while the model loads
-        await wait_for(lambda: isinstance(app.screen, StartScreen))
-        release.set()
-        await wait_for(lambda: app.backend is not None)
-        await pilot.pause()
-        assert isinstance(app.screen, StartScreen)  # no session opened behind the user's back
-        await start_with(pilot, world="domain:terminal", model="slow-model")
-        assert isinstance(app.screen, SessionScreen)
-    assert loads == ["slow-model"]  # the loaded model was used, not loaded again
+    made: list = []
+
+    def slow_load(model, *, progress=None, **options):
+        # Model A loads until it is stopped (each progress report is a chance to stop); B at once.
+        for step in range(2000 if model == "model-a" else 3):
+            if progress is not None and progress(step / 2000) is False:
+                raise Cancelled("The model load was cancelled.", "Start it again.")
+            threading.Event().wait(0.005)
+        backend = Closing([answer("thinking_then_tags").scripted()], name=model)
+        made.append(backend)
+        return backend
+
+    monkeypatch.setattr(loading, "load_backend", slow_load)
+    for attempt in range(8):
+        made.clear()
+        app = make_app(sessions_dir=tmp_path / str(attempt), models=[], timings=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await start_with(pilot, world="domain:terminal", model="model-a", wait=False)
+            await pilot.pause(random.random() / 50)
+            await pilot.press("escape")  # keys work while the model loads
+            await wait_for(lambda: isinstance(app.screen, StartScreen))
+            await start_with(pilot, world="domain:terminal", model="model-b")
+            await wait_for(lambda: isinstance(app.screen, SessionScreen))
+            assert app.screen.view.model.name == "model-b"
+            await type_action(pilot, "ls")
+            assert app.screen.branch[-1].observation
+        assert [backend.info.name for backend in made if not backend.closed] == []  # the app closed them all on exit
+        assert all(backend.closed for backend in made if backend.info.name == "model-a")
+        sessions = list((tmp_path / str(attempt)).glob("*.jsonl"))
+        assert len(sessions) == 1  # model A's start left no file

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
 
+from agentworld_local.engine import events
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.scripted import ScriptedAnswer
 from agentworld_local.trajectory.reader import read_trajectory
@@ -19,7 +20,7 @@ from agentworld_local.tui import messages
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.widgets import FilePanel
 
-from tests.tui.helpers import SIZE, scripted, session_app, settle, tree_labels, type_action
+from tests.tui.helpers import SIZE, session_opened, scripted, session_app, settle, tree_labels, type_action
 
 #: Every async test runs on anyio's plugin. Marked at collection (not in a hook), so the
 #: items keep their ids and the snapshot report can find them.
@@ -75,12 +76,35 @@ def test_tool_results_are_pretty_printed_json():
 
 
 def test_stream_messages_of_a_turn_replace_each_other_and_nothing_else():
-    older = messages.StreamUpdated(1, "a", "", 1, 0.1)
-    newer = messages.StreamUpdated(1, "ab", "x", 2, 0.2)
+    older = messages.StreamUpdated("s", 1, "a", "", "", 1, 0.1)
+    newer = messages.StreamUpdated("s", 1, "ab", "x", "", 2, 0.2)
     assert older.can_replace(newer) and newer.can_replace(older)
-    assert not older.can_replace(messages.StreamUpdated(2, "", "", 1, 0.1))
-    assert not older.can_replace(messages.TurnSaved(None))  # type: ignore[arg-type]
-    assert not messages.TurnSaved(None).can_replace(older)  # type: ignore[arg-type]
+    assert not older.can_replace(messages.StreamUpdated("s", 2, "", "", "", 1, 0.1))
+    assert not older.can_replace(messages.StreamUpdated("other", 1, "a", "", "", 1, 0.1))
+    saved = messages.RunnerEvent("s", events.TurnCancelled(1))
+    assert not older.can_replace(saved) and not saved.can_replace(older)
+
+
+def test_the_bridge_merges_a_fast_stream_and_passes_every_other_event_in_order():
+    """The runner's events reach the UI thread as messages: a model streaming thousands of
+    tokens a second becomes at most one StreamUpdated a frame (each with the whole text so
+    far), and nothing else is merged, dropped or reordered."""
+    posted = []
+    bridge = messages.RunnerBridge(posted.append)
+    bridge("s", events.TurnStarted(1, "ls"))
+    for n in range(2000):
+        bridge("s", events.ThinkingDelta(1, "t"))
+    for n in range(2000):
+        bridge("s", events.ObservationDelta(1, "o"))
+    bridge("s", events.ControlAdded("x", 1))
+    kinds = [type(message).__name__ for message in posted]
+    assert kinds[0] == "RunnerEvent" and kinds[-1] == "RunnerEvent" and kinds[-2] == "StreamUpdated"
+    assert kinds.count("StreamUpdated") < 200  # merged (2,000 tokens in far less than 200 frames)
+    last = posted[-2]
+    assert (last.thinking, last.observation, last.chunks) == ("t" * 2000, "o" * 2000, 2000)
+    bridge("s", events.ObservationDelta(1, "p"))
+    bridge.flush()  # the app's timer: the last text before a pause is shown
+    assert posted[-1].observation.endswith("op")
 
 
 LISTING = "/\n/app/\n/app/README.md\n/app/src/\n/app/src/main.py\n"
@@ -95,6 +119,7 @@ async def test_the_file_panel_lists_files_on_a_throwaway_fork_and_marks_new_ones
     backend = scripted(listing_answer(LISTING), "thinking_then_tags", listing_answer(LISTING_AFTER))
     app = session_app(tmp_path, backend)
     async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
         await pilot.press("ctrl+t")
         await settle(pilot)
         panel = app.screen.query_one(FilePanel)
@@ -116,6 +141,7 @@ async def test_the_file_panel_can_refresh_after_each_turn(tmp_path):
     backend = scripted("thinking_then_tags", listing_answer(LISTING))
     app = session_app(tmp_path, backend, files_each_turn=True)
     async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
         await type_action(pilot, "ls -la")
         await pilot.pause()
         await settle(pilot)
@@ -126,6 +152,7 @@ async def test_the_file_panel_can_refresh_after_each_turn(tmp_path):
 async def test_domains_without_a_file_system_have_no_file_panel(tmp_path):
     app = session_app(tmp_path, scripted("mcp_tool_result"), domain="mcp")
     async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
         assert not app.screen.query(FilePanel)
         await pilot.press("ctrl+t")
         await pilot.pause()

@@ -15,7 +15,7 @@ from llama_cpp import Llama
 
 from agentworld_local.engine.llama.devices import llama_cpp_version
 from agentworld_local.engine.llama.logs import LOGS
-from agentworld_local.errors import AwlError, ModelLoadError
+from agentworld_local.errors import AwlError, Cancelled, ModelLoadError
 
 
 @functools.cache
@@ -35,7 +35,8 @@ def _extra_buffers_safe() -> bool:
 
 @contextlib.contextmanager
 def load_progress(progress: Callable[[float], object] | None) -> Iterator[None]:
-    """Hand llama.cpp a progress callback (Llama() has no hook) that also lets Ctrl+C stop the load.
+    """Hand llama.cpp a progress callback (Llama() has no hook) that also lets Ctrl+C stop the load,
+    and the caller too: `progress` returning False stops it (raising Cancelled).
 
     An exception cannot leave a C callback (Python prints and ignores it, and the load went
     on), so while loading SIGINT and SIGTERM only set a flag; the callback then answers
@@ -47,12 +48,14 @@ def load_progress(progress: Callable[[float], object] | None) -> Iterator[None]:
     bindings = llama_cpp.llama_cpp
     original = bindings.llama_model_default_params
     caught: list[int] = []
+    cancelled: list[bool] = []
 
     def report(value: float, user_data: Any) -> bool:
-        if caught:
+        if caught or cancelled:
             return False
-        if progress is not None:
-            progress(float(value))
+        if progress is not None and progress(float(value)) is False:
+            cancelled.append(True)  # the caller cancelled the load (the runner's cancel)
+            return False
         return True
 
     callback = llama_cpp.llama_progress_callback(report)
@@ -73,9 +76,9 @@ def load_progress(progress: Callable[[float], object] | None) -> Iterator[None]:
     try:
         yield
     except Exception:
-        if not caught:
+        if not caught and not cancelled:
             raise
-        stopped = True  # llama.cpp's "failed to load" only says that it obeyed the signal
+        stopped = True  # llama.cpp's "failed to load" only says that it obeyed the signal or the cancel
     finally:
         bindings.llama_model_default_params = original
         for number, handler in previous.items():
@@ -84,6 +87,8 @@ def load_progress(progress: Callable[[float], object] | None) -> Iterator[None]:
         signal.raise_signal(caught[0])  # the caller's handler decides (KeyboardInterrupt, exit)
         if stopped:
             raise KeyboardInterrupt()
+    if cancelled and stopped:
+        raise Cancelled("The model load was cancelled.", "Start it again when you want the model.")
 
 
 def explain_load_failure(path: Path, log: str) -> AwlError:
