@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import re
 import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -17,16 +15,17 @@ from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
+from agentworld_local.cli.session_loop import raise_failure
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import ThinkBudget
-from agentworld_local.agentworldbench.context import choose_ctx, unfit_reason
-from agentworld_local.errors import InputError
+from agentworld_local.agentworldbench.context import choose_ctx
 from agentworld_local.agentworldbench.predict import BENCH_SAMPLING, BENCH_THINK
 from agentworld_local.agentworldbench.resimulate import sendable
 from agentworld_local.agentworldbench.rows import BenchRow, bench_messages, same_turns
-from agentworld_local.session.events import Saved, ThinkingDelta, TurnCancelled
-from agentworld_local.session.resimulate import RowResimulation
+from agentworld_local.engine import events
+from agentworld_local.engine.events import Saved
+from agentworld_local.session.runner import EventLog, SessionRunner
 from agentworld_local.trajectory.jsonl import dumps
 
 
@@ -65,37 +64,39 @@ def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSett
 
 
 def run_bench_row(
-    row: BenchRow, source: Path, backend: Any, settings: SessionSettings, *, out: Path, as_json: bool, show_thinking: bool
+    runner: SessionRunner, log: EventLog, row: BenchRow, source: Path, settings: SessionSettings, *, out: Path,
+    as_json: bool, show_thinking: bool,
 ) -> int:
-    """Predict the row's turn (session/resimulate.py saves it after the ground-truth turns); print both.
-
-    A row whose prompt and generation room do not fit the context is refused before anything
-    is written: its history is never cut (the official run fails such a row)."""
+    """Predict the row's turn on the runner (session/resimulate.py saves it after the
+    ground-truth turns); print both. A row whose prompt and generation room do not fit the
+    context is refused before anything is written: its history is never cut."""
     err = stderr_console()
-    prompt = backend.count_tokens(bench_messages(sendable(row)), settings.think)
-    reason = unfit_reason(prompt, backend.info.n_ctx, settings.sampling, settings.think)
-    if reason is not None:
-        raise InputError(f"Row {row.line} does not fit: {reason}; the official evaluation fails such a row.",
-                         "Give a larger `--ctx`, or a smaller `--max-tokens`.")
-    run = RowResimulation.start(row, source, backend, settings, out=out)
-    if not as_json:
-        history = run.ground_truth_turns
-        err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
-                  f"(after {history} ground-truth {'turn' if history == 1 else 'turns'})[/dim]")
+    runner.resimulate(row, source, settings, out)
+    ground_truth, record, cancelled = 0, None, False
     try:
-        for event in run.predict(threading.Event()):
-            if isinstance(event, ThinkingDelta) and show_thinking:
+        for _, event in log.until_ready():
+            if isinstance(event, events.SessionOpened):
+                ground_truth = event.turns
+                if not as_json:
+                    err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
+                              f"(after {ground_truth} ground-truth {'turn' if ground_truth == 1 else 'turns'})[/dim]")
+            elif isinstance(event, events.ThinkingDelta) and show_thinking:
                 sys.stderr.write(safe_for_terminal(event.text))
                 sys.stderr.flush()
-            elif isinstance(event, TurnCancelled):
-                err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
-                return 130
+            elif isinstance(event, events.TurnFinished):
+                record = event.record
+            elif isinstance(event, events.TurnCancelled):
+                cancelled = True
+            else:
+                raise_failure(event)
     except KeyboardInterrupt as interrupt:  # Ctrl+C or SIGTERM (exit 130 or 143)
+        runner.close()  # the prediction stops at its next token; the ground truth stays saved
         err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
-        _say_saved(out, run.ground_truth_turns, as_json=as_json)
+        _say_saved(out, ground_truth, as_json=as_json)
         return exit_code(interrupt)
-    record = run.record
-    assert record is not None
+    if cancelled or record is None:
+        err.print("\n[yellow]cancelled; the prediction was not saved[/yellow]")
+        return 130
     if show_thinking:
         sys.stderr.write("\n")
     if as_json:
@@ -104,7 +105,7 @@ def run_bench_row(
             "prediction": record.observation, "ground_truth": row.ground_truth, "record": record.to_dict(),
         }
         sys.stdout.write(dumps(payload) + "\n")
-        _say_saved(out, run.ground_truth_turns, as_json=True)
+        _say_saved(out, ground_truth + 1, as_json=True)  # the ground truth and the prediction
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
         err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")

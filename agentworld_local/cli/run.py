@@ -29,7 +29,6 @@ from agentworld_local.cli.resimulate import bench_context, bench_settings, run_b
 from agentworld_local.domains.base import Domain
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
-from agentworld_local.engine.types import SamplingConfig
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import InputError
 from agentworld_local.files import read_text
@@ -163,10 +162,9 @@ def run(
     spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
                        state_format=state_format, temperature=temperature, max_tokens=max_tokens,
                        think=think, seed=seed, prompts=prompts)
-    budget = spec.check()
+    spec.check()
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    sampling = SamplingConfig(temperature=temperature, max_tokens=max_tokens)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote)
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
@@ -285,9 +283,13 @@ def _bench_session(
     ensure_new_file(out)
     check_writable(out)
     load = {**load, "ctx": bench_context(model, [bench_row], settings, load["ctx"])}
-    backend = load_backend(model, **load)
-    code = run_bench_row(bench_row, path, backend, settings, out=out, as_json=as_json, show_thinking=show_thinking)
-    backend.close()
+    runner, log = start_runner()
+    try:
+        load_model(runner, log, model, **load)
+        code = run_bench_row(runner, log, bench_row, path, settings, out=out, as_json=as_json,
+                             show_thinking=show_thinking)
+    finally:
+        runner.close()
     raise typer.Exit(code)
 
 

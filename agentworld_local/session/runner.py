@@ -44,11 +44,13 @@ _VERBS = {
     "load": "load a model", "open": "open a session", "resume": "resume a session", "step": "run an action",
     "regenerate": "regenerate the turn", "undo": "undo", "control": "add a control instruction",
     "fork": "fork the session", "files": "list the files", "close_session": "close the session",
+    "resimulate": "re-simulate a benchmark row",
 }
 #: What a running command is called in a refusal.
 _RUNNING = {
     "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
     "regenerate": "a turn runs", "files": "the file list is read", "fork": "the session forks",
+    "resimulate": "a benchmark row is predicted",
 }
 
 
@@ -135,6 +137,12 @@ class SessionRunner:
         """Continue the saved session in `path` (Session.resume; `options` go to it)."""
         return self._submit("resume", None,
                             lambda command: self._resume(command, Path(path), model, load_options, replaces, options))
+
+    def resimulate(self, row: Any, source: Path, settings: SessionSettings, out: Path) -> bool:
+        """Re-simulate one AgentWorldBench row in the new file `out` (`awl run --from-bench`):
+        the ground-truth turns, then the model's prediction (session/resimulate.py)."""
+        return self._submit("resimulate", None,
+                            lambda command: self._resimulate(command, row, Path(source), settings, Path(out)))
 
     def step(self, session: str, action: str) -> bool:
         return self._submit("step", session, lambda command: self._turn(command, "step", action))
@@ -337,6 +345,29 @@ class SessionRunner:
         turn: Iterator[events.SessionEvent] = (
             session.regenerate(command.cancel) if kind == "regenerate" else session.step(action or "", command.cancel))
         for event in turn:
+            self._emit(command.session, event)
+
+    def _resimulate(self, command: _Command, row: Any, source: Path, settings: SessionSettings, out: Path) -> None:
+        from agentworld_local.agentworldbench.context import unfit_reason
+        from agentworld_local.agentworldbench.resimulate import sendable
+        from agentworld_local.agentworldbench.rows import bench_messages
+        from agentworld_local.session.resimulate import RowResimulation
+
+        backend = self._backend
+        if backend is None:
+            raise InputError("No model is loaded.", "Give one with `--model`.")
+        # A row that does not fit is refused before anything is written: its history is
+        # never cut (the official evaluation fails such a row).
+        prompt = backend.count_tokens(bench_messages(sendable(row)), settings.think)
+        reason = unfit_reason(prompt, backend.info.n_ctx, settings.sampling, settings.think)
+        if reason is not None:
+            raise InputError(f"Row {row.line} does not fit: {reason}; the official evaluation fails such a row.",
+                             "Give a larger `--ctx`, or a smaller `--max-tokens`.")
+        run = RowResimulation.start(row, source, backend, settings, out=out)
+        command.session = str(out)
+        turns = run.ground_truth_turns
+        self._emit(command.session, events.SessionOpened(str(out), row.domain, turns, run.world.head, False, run))
+        for event in run.predict(command.cancel):
             self._emit(command.session, event)
 
     def _fork(self, command: _Command, turn: int, out: Path, switch: bool) -> None:
