@@ -151,3 +151,18 @@ def test_awl_fork_then_resume_continues_the_copy_with_its_pending_control(tmp_pa
     result = awl("run", "--resume", str(copy), "-m", model, home=tmp_path, stdin="pwd\n")
     assert result.returncode == 0, result.stderr
     assert read_trajectory(copy).current_branch()[-1].controls_added == ["the disk is full"]
+
+
+def test_untagged_text_streams_in_json_as_it_does_on_screen(tmp_path):
+    """A model that writes no observation tag (small models often do) is not silent: its text
+    streams as `untagged` events, and the turn records the parser's observation of it."""
+    answer_text = "total 0\ndrwxr-xr-x 2 dev dev 4096 .\n<predicted_obs"  # ends with what could become a tag
+    raw = "<think>\nno tags today\n</think>\n" + answer_text
+    result = awl("run", "-m", scripted_model(tmp_path, raw, chunk=2), "-o", str(tmp_path / "s.jsonl"), "--json",
+                 home=tmp_path, stdin="ls\n")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    untagged = "".join(e["text"] for e in lines if e["event"] == "untagged")
+    assert untagged == "\ntotal 0\ndrwxr-xr-x 2 dev dev 4096 .\n"  # held back: the start of a tag
+    done = next(e for e in lines if e["event"] == "turn_done")
+    assert done["record"]["observation"].startswith("total 0") and done["record"]["parse_method"] == "cleaned"
