@@ -110,3 +110,18 @@ def test_a_server_killed_mid_turn_loses_nothing_and_says_one_line(qwen_gguf, tmp
     assert "1 completed" in errors[0]  # the finished turn is said to be kept
     saved = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [line.get("type") for line in saved[1:]] == ["turn"] and saved[1]["action"] == "ls"
+
+
+def test_a_fork_goes_on_from_its_turn_on_the_server(llama_server, tmp_path):
+    out, fork = tmp_path / "s.jsonl", tmp_path / "fork.jsonl"
+    server = ("--backend", "openai", "--base-url", llama_server.base_url, "--api-model", SERVED)
+    pack = str(short_prompt_pack(tmp_path / "prompts"))
+    made = awl("run", *server, "--prompts", pack, "--think", "off", "--max-tokens", "8", "--out", str(out),
+               home=tmp_path, stdin="ls\npwd\n", timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert awl("fork", str(out), "--turn", "1", "--out", str(fork), home=tmp_path).returncode == 0
+    going_on = awl("run", "--resume", str(fork), *server, home=tmp_path, stdin="whoami\n", timeout=300)
+    assert going_on.returncode == 0, going_on.stderr
+    turns = [json.loads(line) for line in fork.read_text(encoding="utf-8").splitlines()[1:]]
+    assert [t["action"] for t in turns if t.get("type") == "turn"] == ["ls", "whoami"]
+    assert json.loads(fork.read_text(encoding="utf-8").splitlines()[0])["model"]["endpoint"] == llama_server.base_url
