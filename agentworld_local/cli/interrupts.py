@@ -14,8 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 #: A second Ctrl+C this soon after the first quits, wherever the session is.
 QUIT_WINDOW_S = 2.0
@@ -68,9 +67,9 @@ class SessionSignals:
     during a turn cancels only that turn (reloading a 20 GB model costs minutes); a second
     one in the same turn or within `QUIT_WINDOW_S` quits, and so does Ctrl+C at the prompt.
     SIGTERM always quits. Quitting also sets `cancel`, so the turn stops between tokens
-    even if the exception is lost (an exception raised inside a C callback is ignored), and
-    `check()` raises it again after the turn. While a turn is being saved, a signal waits
-    until the line is written.
+    even if the exception is lost, and `check()` raises it again after the turn. Files are
+    written on the runner's thread (session/runner.py), which a signal never interrupts: a
+    quit there is `runner.close()`, which lets the line being saved finish.
     """
 
     def __init__(self, cancel: threading.Event, *, interactive: bool) -> None:
@@ -78,7 +77,6 @@ class SessionSignals:
         self.interactive = interactive
         self.quit: KeyboardInterrupt | None = None
         self._in_turn = False
-        self._saving = False
         self._last_ctrl_c = float("-inf")
         self._wakeup: int | None = None  # read end of the signal wakeup pipe while installed
 
@@ -109,8 +107,7 @@ class SessionSignals:
         if cancels_turn:
             return
         self.quit = KeyboardInterrupt() if ctrl_c else Terminated()
-        if not self._saving:
-            raise type(self.quit)()
+        raise type(self.quit)()
 
     def check(self) -> None:
         """Raise the quit a signal asked for, if it was lost or deferred."""
@@ -149,19 +146,3 @@ class SessionSignals:
         finally:
             self._in_turn = False
         self.check()
-
-    def saving(self, write: Callable[..., Any]) -> Callable[..., Any]:
-        """`write` with signals held back until it returns, so a saved line is never cut.
-
-        A signal that arrived meanwhile is raised by `turn()` once the turn is over: raised
-        here, it would leave a saved turn out of the session's history.
-        """
-
-        def shielded(*args: Any, **kwargs: Any) -> Any:
-            self._saving = True
-            try:
-                return write(*args, **kwargs)
-            finally:
-                self._saving = False
-
-        return shielded

@@ -29,9 +29,6 @@ from agentworld_local.trajectory.writer import TrajectoryWriter
 #: TurnRecord.extra key: which sample of its turn a record is (0, the first, is not written).
 ATTEMPT = "attempt"
 
-Shield = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-
 def turn_seed(session_seed: int, turn: int, attempt: int) -> int:
     """The sampling seed of one turn: the same session seed replays the whole session, and
     each regenerate (a new attempt) draws a new sample. Attempt 0 keeps the seed every
@@ -45,20 +42,17 @@ def turn_seed(session_seed: int, turn: int, attempt: int) -> int:
 class Session:
     """One session. Not thread-safe: call it from one thread at a time.
 
-    `shield` wraps every write to the file (the CLI holds Ctrl+C back meanwhile, so a saved
-    line is never cut).
+    The runner (session/runner.py) calls it from its one thread; faces never do.
     """
 
-    def __init__(self, world: World, writer: TrajectoryWriter, header: Header, *, shield: Shield | None = None) -> None:
+    def __init__(self, world: World, writer: TrajectoryWriter, header: Header) -> None:
         self.world = world
         self.writer = writer
         self.header = header
-        shield = shield or (lambda write: write)
-        self._shield = shield
-        world.on_turn = shield(self._save_turn)
-        world.on_undo = shield(self._wrote(writer.record_undo))
-        self._record_control = shield(self._wrote(writer.record_control))
-        self._record_fork = shield(self._wrote(writer.record_fork))
+        world.on_turn = self._save_turn
+        world.on_undo = self._wrote(writer.record_undo)
+        self._record_control = self._wrote(writer.record_control)
+        self._record_fork = self._wrote(writer.record_fork)
         self._attempt = 0  # the attempt the next turn is
         #: What each new turn records when it differs from the header (a resume's options).
         self._turn_settings: dict[str, Any] = {}
@@ -71,17 +65,16 @@ class Session:
     @classmethod
     def create(
         cls, world: World, path: str | Path, *, scenario: dict[str, Any] | None = None, note: str = "",
-        shield: Shield | None = None,
     ) -> Session:
         """A new session in a new file (an existing file is refused, never overwritten)."""
         header = header_for(world, scenario=scenario, note=note)
-        session = cls(world, TrajectoryWriter.create(path, header), header, shield=shield)
+        session = cls(world, TrajectoryWriter.create(path, header), header)
         session.unused = True
         return session
 
     @classmethod
     def resume(
-        cls, path: str | Path, backend: Any, *, shield: Shield | None = None, options: ResumeOptions | None = None,
+        cls, path: str | Path, backend: Any, *, options: ResumeOptions | None = None,
     ) -> Session:
         """Continue a saved session on the branch it was on, appending to the same file.
 
@@ -109,7 +102,7 @@ class Session:
         world = World(backend, domain, settings, history=traj.current_branch(), next_id=writer.last_id + 1)
         for control in traj.pending_controls:  # given after the last turn, or handed back by an undo
             world.add_control(control)
-        session = cls(world, writer, header, shield=shield)
+        session = cls(world, writer, header)
         session._turn_settings = turn_settings
         if not same_model(header.model, backend.info):
             session._turn_model = model_ref(backend.info)
@@ -170,7 +163,7 @@ class Session:
         settings = self.world.settings
         going_on = ResumeOptions(allow_other_model=True, temperature=settings.sampling.temperature,
                                  max_tokens=settings.sampling.max_tokens, think=settings.think.label(), seed=settings.seed)
-        session = Session.resume(out, self.world.backend, shield=self._shield, options=going_on)
+        session = Session.resume(out, self.world.backend, options=going_on)
         session.forked = forked
         return session
 
