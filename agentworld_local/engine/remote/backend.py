@@ -219,27 +219,31 @@ class OpenAIBackend:
         finish = "stop"
         first = True
         with _closed_on(cancel, stream):
-            try:
-                for chunk in stream:
-                    if first and not continuation:
-                        stats.prompt_s = time.perf_counter() - started
-                    first = False
+            chunks = iter(stream)
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    break
+                except Exception as error:  # noqa: BLE001 - reading the stream: the transport's errors vary
                     if cancel.is_set():
                         return "cancelled"
-                    _count_usage(chunk, stats, continuation)
-                    for choice in chunk.choices[:1]:
-                        yield from self._take(choice.delta, answer)
-                        if choice.finish_reason:
-                            finish = "length" if choice.finish_reason == "length" else "stop"
-                        rules = answer.rules
-                        if rules is not None and rules.finish:
-                            return rules.finish
-                        if rules is not None and rules.budget_spent and not continuation:
-                            return "budget"
-            except Exception as error:  # noqa: BLE001 - the transport's errors vary; each becomes one line
+                    raise self._broken(error) from None
+                if first and not continuation:
+                    stats.prompt_s = time.perf_counter() - started
+                first = False
                 if cancel.is_set():
                     return "cancelled"
-                raise self._broken(error) from None
+                _count_usage(chunk, stats, continuation)
+                for choice in chunk.choices[:1]:
+                    yield from self._take(choice.delta, answer)
+                    if choice.finish_reason:
+                        finish = "length" if choice.finish_reason == "length" else "stop"
+                    rules = answer.rules
+                    if rules is not None and rules.finish:
+                        return rules.finish
+                    if rules is not None and rules.budget_spent and not continuation:
+                        return "budget"
         return "cancelled" if cancel.is_set() else finish
 
     def _take(self, delta: Any, answer: AnswerStream) -> Iterator[GenerationEvent]:
