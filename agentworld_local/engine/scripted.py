@@ -2,7 +2,7 @@
 
 Random-weight test models never write `<think>`, `<predicted_observation>` or the
 observation marker; the real model does on every turn. `ScriptedBackend` plays given raw
-answers through the same events as the llama backend (ThinkingDelta / AnswerDelta under
+answers through the same events as the llama backend (ThinkingChunk / AnswerChunk under
 the same per-token rules, engine/answer_rules.py, then GenerationDone with realistic
 stats), so every face (CLI, TUI, server) can be tested on the answers users really get.
 One chunk stands for one sampled token.

@@ -83,11 +83,6 @@ class AnswerChunk:
     text: str
 
 
-# Old names of the two chunks, kept while backends move to the new ones.
-ThinkingDelta = ThinkingChunk
-AnswerDelta = AnswerChunk
-
-
 @dataclass
 class GenerationStats:
     prompt_tokens_total: int = 0
