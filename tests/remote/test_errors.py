@@ -132,3 +132,12 @@ def test_options_that_cannot_work_are_one_line(tmp_path, args, fragment):
 def test_a_bad_option_is_refused_before_connecting():
     with pytest.raises(InputError, match="--timeout"):
         RemoteOptions("http://127.0.0.1:1/v1", "world", timeout_s=0)
+
+
+def test_a_connection_dropped_mid_answer_is_one_line_and_the_finished_turns_stay(fake, tmp_path):
+    raw = answer("thinking_then_tags").raw
+    fake.replies[:] = [Reply(raw, separate=True), Reply(raw, separate=True, die_after=6)]
+    result, out = run_remote(fake.base_url, tmp_path, stdin="ls\npwd\n")
+    assert_turn_error(result, "stopped mid-answer", "was not saved", "1 completed")
+    saved = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line.get("action") for line in saved[1:]] == ["ls"]

@@ -216,7 +216,7 @@ class OpenAIBackend:
             raise describe_error(error, self.options, models=self.facts.models) from None
         except openai.OpenAIError as error:
             raise describe_error(error, self.options, models=self.facts.models) from None
-        finish = "stop"
+        finish = None  # set by the server's finish_reason: a stream that ends without one was cut
         first = True
         with _closed_on(cancel, stream):
             chunks = iter(stream)
@@ -224,6 +224,8 @@ class OpenAIBackend:
                 try:
                     chunk = next(chunks)
                 except StopIteration:
+                    if finish is None and not cancel.is_set():
+                        raise self._broken(EOFError("the answer ended before the server finished it")) from None
                     break
                 except Exception as error:  # noqa: BLE001 - reading the stream: the transport's errors vary
                     if cancel.is_set():
