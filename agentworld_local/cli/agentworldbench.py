@@ -157,7 +157,8 @@ def bench_predict(
     if remote is None:
         settings = RunSettings(model_label(model), session.sampling, session.think, seed, model_file=model_file(model))
     else:  # a server's model: its name and where, compared on a rerun as a file's identity is
-        settings = RunSettings(remote.spec, session.sampling, session.think, seed)
+        identity = {"served": remote.api_model, "endpoint": remote.endpoint}
+        settings = RunSettings(remote.spec, session.sampling, session.think, seed, model_file=identity)
     predictions = PredictionsFile.open(out, bench.fields(), settings, source=file)
     err = stderr_console()
     _say_malformed(selection.malformed, as_json=as_json)

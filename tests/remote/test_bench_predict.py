@@ -87,3 +87,12 @@ def test_a_killed_run_goes_on_without_predicting_rows_again(bench, fake):
     lines = [json.loads(line)["awl_predict"]["line"] for line in out.read_text().splitlines()]
     assert sorted(lines) == list(range(1, 2 * TRAJECTORIES + 1))
     assert len(again) == 2 * TRAJECTORIES - len(first)  # only the rows that were not written
+
+
+def test_a_rerun_with_another_server_model_is_refused(bench, fake):
+    path, out = bench
+    assert awl(*predict_args(path, out, fake, "--rows", "1"), home=out.parent).returncode == 0
+    fake.models[:] = ["world", "other"]
+    args = ["bench", "predict", str(path), "--backend", "openai", "--base-url", fake.base_url, "--api-model", "other",
+            "--out", str(out)]
+    assert_one_line_error(awl(*args, home=out.parent), "other")
