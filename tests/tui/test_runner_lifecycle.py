@@ -115,17 +115,19 @@ async def test_closing_the_app_during_a_turn_on_the_real_model_never_crashes(tmp
     from agentworld_local.session.loading import load_backend
 
     for attempt in range(4):
-        backend = load_backend(str(qwen_gguf), gpu_layers="0", ctx=8192)
+        real = load_backend(str(qwen_gguf), gpu_layers="0", ctx=8192)
+        # Held mid-decode (a few tokens in) until the quit cancels it: the close surely meets a generation.
+        backend = GatedBackend(real, after=3 + attempt)
         app = make_app(backend=backend, domain="terminal", think="off", max_tokens=3000, sessions_dir=tmp_path,
                        out=tmp_path / f"c{attempt}.jsonl", timings=False)
         async with app.run_test(size=SIZE) as pilot:
             await session_opened(pilot)
             await type_action(pilot, "cat /var/log/syslog", wait=False)
-            await wait_for(lambda: app.screen.busy == "turn")
+            await wait_for(backend.holding.is_set)
             await pilot.pause(random.random() / 10)
             await pilot.press("ctrl+q")
             await wait_for(lambda: not app.is_running, timeout_s=30)
-        assert backend._freed
+        assert real._freed and not (tmp_path / f"c{attempt}.jsonl").exists()
 
 
 async def test_untagged_text_streams_into_the_pane_marked_and_the_turn_records_it(tmp_path):
