@@ -205,6 +205,8 @@ class TurnPrinter:
             self.err.print(f"[dim]── regenerate turn {event.turn} (sample {event.attempt + 1})[/dim]")
         elif isinstance(event, events.UntaggedDelta):
             self._untagged(event.text)
+        elif isinstance(event, events.Notice):
+            self.notice(safe_for_terminal(event.text))
         if isinstance(event, events.TurnFinished):
             self.live.stop()
             self._finished(event.turn, event.record)
@@ -284,7 +286,7 @@ class TurnPrinter:
 #: The events TurnPrinter writes something for (people's text; --json writes every event).
 _SHOWN = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.ContextTrimmed,
           events.TurnCancelled, events.ControlAdded, events.Undone, events.Regenerated, events.UntaggedDelta,
-          events.TurnFinished)
+          events.Notice, events.TurnFinished)
 
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {

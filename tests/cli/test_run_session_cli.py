@@ -166,3 +166,15 @@ def test_untagged_text_streams_in_json_as_it_does_on_screen(tmp_path):
     assert untagged == "\ntotal 0\ndrwxr-xr-x 2 dev dev 4096 .\n"  # held back: the start of a tag
     done = next(e for e in lines if e["event"] == "turn_done")
     assert done["record"]["observation"].startswith("total 0") and done["record"]["parse_method"] == "cleaned"
+
+
+def test_a_notice_during_a_session_is_said_on_stderr(capsys):
+    """Notices reach the CLI as events from the runner (a model's log with --verbose, a remote
+    server's note); people see each on stderr, programs get it as a JSON line."""
+    from agentworld_local.cli.turn_output import TurnPrinter
+    from agentworld_local.engine.events import Notice
+
+    TurnPrinter(as_json=False, show_thinking=False, live=False).show(Notice("llama.cpp says hello"))
+    assert "awl: llama.cpp says hello" in capsys.readouterr().err
+    TurnPrinter(as_json=True, show_thinking=False).show(Notice("x"))
+    assert json.loads(capsys.readouterr().out) == {"event": "notice", "text": "x"}
