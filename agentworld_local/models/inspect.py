@@ -26,6 +26,8 @@ _BLOCK = re.compile(r"^blk\.(\d+)\.(.+)$")
 # Tensor names that mark a layer with a recurrent state (Mamba / Gated DeltaNet `ssm_*`, RWKV `time_mix_*`).
 _RECURRENT_PREFIXES = ("ssm_", "time_mix_")
 _ATTENTION_PREFIXES = ("attn_q.", "attn_k.", "attn_v.", "attn_qkv.", "attn_q_a.", "attn_kv_a_mqa.")
+# The routed experts' tensors (llama.cpp's LLM_FFN_EXPS_REGEX): what `--cpu-moe` keeps in RAM.
+_EXPERT_TENSOR = re.compile(r"^ffn_(up|down|gate|gate_up)_(ch|)exps")
 _INPUT_TENSORS = ("token_embd.", "token_types.", "position_embd.", "token_embd_norm.")
 _OUTPUT_TENSORS = ("output.", "output_norm.")
 
@@ -90,6 +92,7 @@ class LayerInfo:
     kind: str  # "attention" | "recurrent" | "mtp" (llama.cpp skips it) | "other" (no cache, e.g. FFN-only)
     weight_bytes: int
     kv_heads: int = 0  # attention layers: KV heads (GQA)
+    expert_bytes: int = 0  # the routed experts' share of weight_bytes
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,7 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
     value_length = meta.int("attention.value_length", key_length)
 
     layer_bytes: Counter[int] = Counter()
+    expert_bytes: Counter[int] = Counter()
     layer_names: dict[int, list[str]] = {}
     by_type: Counter[str] = Counter()
     input_bytes = output_bytes = n_params = 0
@@ -278,6 +282,8 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
         if match:
             index = int(match.group(1))
             layer_bytes[index] += int(tensor.n_bytes)
+            if _EXPERT_TENSOR.match(match.group(2)):
+                expert_bytes[index] += int(tensor.n_bytes)
             layer_names.setdefault(index, []).append(match.group(2))
         elif tensor.name.startswith(_INPUT_TENSORS):
             input_bytes += int(tensor.n_bytes)
@@ -298,7 +304,8 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
         else:
             kind = "other"
         heads = kv_heads[index] if kind == "attention" and index < len(kv_heads) else 0
-        layers.append(LayerInfo(index=index, kind=kind, weight_bytes=layer_bytes[index], kv_heads=heads))
+        layers.append(LayerInfo(index=index, kind=kind, weight_bytes=layer_bytes[index], kv_heads=heads,
+                                expert_bytes=expert_bytes[index]))
 
     vocab = meta.raw("tokenizer.ggml.tokens")
     shared = meta.int("expert_shared_count")

@@ -3,13 +3,14 @@
 Four parts, following what llama.cpp allocates (llama-model.cpp, llama-kv-cache.cpp,
 llama-memory-recurrent.cpp in the vendored sources):
 - weights: the tensors it loads (an MTP/nextn layer is skipped unless asked for);
-- KV cache: only attention layers keep one (f16 K and V, `n_ctx` cells each; in hybrid
-  models the recurrent layers have none);
+- KV cache: only attention layers keep one (K and V of `n_ctx` cells each, f16 unless
+  `--kv-type` says otherwise; in hybrid models the recurrent layers have none);
 - recurrent state: per recurrent layer, f32 conv + SSM state for one sequence, fixed size;
 - compute buffers: the graph's scratch for one `n_ubatch` batch. Without flash attention
-  (our default) the attention scores dominate: n_ubatch x n_ctx x (heads + mask) floats,
-  plus the logits of the batch.
-`gpu_bytes(k)` / `cpu_bytes(k)` split it the way llama.cpp places `n_gpu_layers = k`.
+  the attention scores dominate: n_ubatch x n_ctx x (heads + mask) floats; with it only
+  the f16 mask grows with the context. Plus the logits of the batch.
+`gpu_bytes(k, cpu_moe=m)` / `cpu_bytes(k, cpu_moe=m)` split it the way llama.cpp places
+`n_gpu_layers = k` with the routed experts of the first m layers kept in RAM (--n-cpu-moe).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentworld_local.models.inspect import GgufSummary
+from agentworld_local.models.offload_options import ALL_LAYERS, KV_TYPE_BYTES
 
-KV_BYTES = 2  # f16 cache cells (llama.cpp's default type_k / type_v)
 STATE_BYTES = 4  # recurrent states are f32
 FLOAT_BYTES = 4
 DEFAULT_UBATCH = 512  # engine/llama/ loads with n_batch = n_ubatch = 512
@@ -32,6 +33,7 @@ class LayerCost:
     weight_bytes: int  # 0 for an MTP layer llama.cpp skips
     kv_bytes_per_token: int
     state_bytes: int
+    expert_bytes: int = 0  # the routed experts' share of weight_bytes
 
     def total(self, n_ctx: int) -> int:
         return self.weight_bytes + self.kv_bytes_per_token * n_ctx + self.state_bytes
@@ -48,6 +50,12 @@ class MemoryEstimate:
     compute_fixed: int
     compute_per_token: int  # compute bytes per context token
     context_length: int | None
+    kv_type: str = "f16"
+    flash_attn: bool = False
+
+    @property
+    def expert_bytes(self) -> int:
+        return sum(layer.expert_bytes for layer in self.layers)
 
     @property
     def weights_bytes(self) -> int:
@@ -87,25 +95,36 @@ class MemoryEstimate:
         start = len(self.layers) + 1 - k
         return [layer for layer in self.layers if layer.index >= start]
 
-    def gpu_bytes(self, gpu_layers: int) -> int:
-        """GPU memory for `n_gpu_layers = gpu_layers` (-1 = all): their weights, caches, and compute."""
+    def cpu_experts(self, layers: list[LayerCost], cpu_moe: int) -> int:
+        """Bytes of the routed experts among `layers` that `cpu_moe` keeps in RAM."""
+        return sum(layer.expert_bytes for layer in layers if cpu_moe == ALL_LAYERS or layer.index < cpu_moe)
+
+    def gpu_bytes(self, gpu_layers: int, cpu_moe: int = 0) -> int:
+        """GPU memory for `n_gpu_layers = gpu_layers` (-1 = all): their weights (less the experts
+        `cpu_moe` keeps in RAM), caches, and compute."""
         if gpu_layers == 0:
             return 0
         layers = self._on_gpu(gpu_layers)
-        return self.output_bytes + sum(layer.total(self.n_ctx) for layer in layers) + self.compute_bytes
+        weights = sum(layer.total(self.n_ctx) for layer in layers) - self.cpu_experts(layers, cpu_moe)
+        return self.output_bytes + weights + self.compute_bytes
 
-    def cpu_bytes(self, gpu_layers: int) -> int:
-        """Host memory for the rest; a partial offload keeps a host compute buffer too."""
-        on_gpu = {layer.index for layer in self._on_gpu(gpu_layers)} if gpu_layers else set()
-        rest = sum(layer.total(self.n_ctx) for layer in self.layers if layer.index not in on_gpu)
-        everything_offloaded = gpu_layers < 0 or gpu_layers >= self.max_gpu_layers
+    def cpu_bytes(self, gpu_layers: int, cpu_moe: int = 0) -> int:
+        """Host memory for the rest; a partial offload (or experts in RAM) keeps a host compute buffer too."""
+        on_gpu = self._on_gpu(gpu_layers) if gpu_layers else []
+        indexes = {layer.index for layer in on_gpu}
+        rest = sum(layer.total(self.n_ctx) for layer in self.layers if layer.index not in indexes)
+        experts = self.cpu_experts(on_gpu, cpu_moe)
+        everything_offloaded = (gpu_layers < 0 or gpu_layers >= self.max_gpu_layers) and not experts
         output = 0 if gpu_layers else self.output_bytes
         compute = 0 if everything_offloaded else self.compute_bytes
-        return self.input_bytes + output + rest + compute
+        return self.input_bytes + output + rest + experts + compute
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_ctx": self.n_ctx,
+            "kv_type": self.kv_type,
+            "flash_attn": self.flash_attn,
+            "expert_bytes": self.expert_bytes,
             "weights_bytes": self.weights_bytes,
             "kv_bytes": self.kv_bytes,
             "kv_bytes_per_token": self.kv_bytes_per_token,
@@ -115,6 +134,7 @@ class MemoryEstimate:
             "skipped_mtp_bytes": self.skipped_bytes,
             "layers": [
                 {"index": layer.index, "kind": layer.kind, "weight_bytes": layer.weight_bytes,
+                 "expert_bytes": layer.expert_bytes,
                  "kv_bytes": layer.kv_bytes_per_token * self.n_ctx, "state_bytes": layer.state_bytes}
                 for layer in self.layers
             ],
@@ -132,14 +152,16 @@ def recurrent_state_bytes(summary: GgufSummary) -> int:
     return (conv + ssm) * STATE_BYTES
 
 
-def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT_UBATCH) -> MemoryEstimate:
+def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT_UBATCH, kv_type: str = "f16",
+                    flash_attn: bool = False) -> MemoryEstimate:
     """Weights + KV cache for `n_ctx` + recurrent state + compute buffers, per layer where it applies."""
+    kv_value_bytes = KV_TYPE_BYTES[kv_type]
     state = recurrent_state_bytes(summary)
     costs = []
     for layer in summary.layers:
         kv = 0
         if layer.kind == "attention":
-            kv = layer.kv_heads * (summary.key_length + summary.value_length) * KV_BYTES
+            kv = int(layer.kv_heads * (summary.key_length + summary.value_length) * kv_value_bytes)
         costs.append(
             LayerCost(
                 index=layer.index,
@@ -147,13 +169,16 @@ def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT
                 weight_bytes=0 if layer.kind == "mtp" else layer.weight_bytes,
                 kv_bytes_per_token=kv,
                 state_bytes=state if layer.kind == "recurrent" else 0,
+                expert_bytes=0 if layer.kind == "mtp" else layer.expert_bytes,
             )
         )
     skipped = sum(layer.weight_bytes for layer in summary.layers if layer.kind == "mtp")
     batch = min(n_ubatch, max(n_ctx, 1))
     has_attention = any(layer.kind == "attention" for layer in summary.layers)
-    # Scores for every head plus the shared mask (f32), for a batch against the whole cache.
-    per_token = batch * (summary.head_count + 1) * FLOAT_BYTES if has_attention else 0
+    # Without flash attention: scores for every head plus the shared mask (f32), for a batch
+    # against the whole cache; with it the scores are never materialised, only the f16 mask.
+    scores = 2 if flash_attn else (summary.head_count + 1) * FLOAT_BYTES
+    per_token = batch * scores if has_attention else 0
     # The batch's logits, and activations a few embedding-widths wide.
     fixed = batch * summary.vocab_size * FLOAT_BYTES + batch * summary.embedding_length * FLOAT_BYTES * 16
     return MemoryEstimate(
@@ -166,5 +191,7 @@ def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT
         compute_fixed=fixed,
         compute_per_token=per_token,
         context_length=summary.context_length,
+        kv_type=kv_type,
+        flash_attn=flash_attn,
     )
 

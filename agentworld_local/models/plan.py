@@ -7,6 +7,11 @@ synthetic machines (no GPU here) and real numbers. The policy:
   the model's trained context;
 - as many layers as fit go to the GPU, counted the way llama.cpp counts `n_gpu_layers`
   (the output layer first, then blocks from the last one down);
+- a mixture-of-experts model that does not fit whole keeps its routed experts in RAM
+  before it gives up a layer: every layer on the GPU, the experts of the first layers on
+  the CPU (llama.cpp's --n-cpu-moe), as few as the GPU budget allows. Attention, the shared
+  expert and the caches stay on the GPU; the experts are most of the bytes but few of the
+  FLOPs per token, so this decodes much faster than a layer split of the same size;
 - each memory pool keeps a margin free: other programs, driver/context overhead, and
   the estimate's own error.
 """
@@ -19,6 +24,7 @@ from typing import Any
 from agentworld_local.defaults import MIN_CTX
 from agentworld_local.models.hardware import Hardware
 from agentworld_local.models.memory import MemoryEstimate
+from agentworld_local.models.offload_options import ALL_LAYERS
 from agentworld_local.models.units import format_bytes
 
 _CTX_STEP = 256
@@ -38,10 +44,18 @@ class OffloadPlan:
     cpu_bytes: int = 0
     gpu_budget: int = 0
     ram_budget: int = 0
+    cpu_moe: int = 0  # layers whose routed experts stay in RAM (ALL_LAYERS: all), as OffloadOptions.cpu_moe
 
     @property
     def layers_label(self) -> str:
         return f"{self.gpu_layers}/{self.max_layers}"
+
+    @property
+    def experts_label(self) -> str:
+        """`--cpu-moe` / `--n-cpu-moe N` for this plan, or "" when every expert goes with its layer."""
+        if self.cpu_moe == ALL_LAYERS:
+            return "--cpu-moe"
+        return f"--n-cpu-moe {self.cpu_moe}" if self.cpu_moe else ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,15 +72,37 @@ def _most_layers(estimate: MemoryEstimate, gpu_budget: int) -> int:
     return 0
 
 
-def _fits(estimate: MemoryEstimate, layers: int, ram_budget: int, unified: bool) -> bool:
-    cpu = estimate.cpu_bytes(layers)
-    return (cpu + estimate.gpu_bytes(layers) if unified else cpu) <= ram_budget
+def _fewest_cpu_experts(estimate: MemoryEstimate, gpu_budget: int) -> int | None:
+    """The smallest --n-cpu-moe with every layer on the GPU within `gpu_budget`, None if even
+    all experts in RAM leave too much."""
+    n_layers = sum(layer.kind != "mtp" for layer in estimate.layers)
+    for cpu_moe in range(1, n_layers + 1):
+        if estimate.gpu_bytes(-1, cpu_moe) <= gpu_budget:
+            return cpu_moe
+    return None
+
+
+def _layout(estimate: MemoryEstimate, gpu_budget: int, expert_offload: bool) -> tuple[int, int]:
+    """(GPU layers, --n-cpu-moe) for this budget: everything, else experts in RAM, else fewer layers."""
+    layers = _most_layers(estimate, gpu_budget) if gpu_budget else 0
+    if layers < estimate.max_gpu_layers and gpu_budget and expert_offload and estimate.expert_bytes:
+        cpu_moe = _fewest_cpu_experts(estimate, gpu_budget)
+        if cpu_moe is not None:
+            return estimate.max_gpu_layers, cpu_moe
+    return layers, 0
+
+
+def _fits(estimate: MemoryEstimate, layers: int, ram_budget: int, unified: bool, cpu_moe: int = 0) -> bool:
+    cpu = estimate.cpu_bytes(layers, cpu_moe)
+    return (cpu + estimate.gpu_bytes(layers, cpu_moe) if unified else cpu) <= ram_budget
 
 
 def plan_offload(
-    estimate: MemoryEstimate, hardware: Hardware, *, n_ctx_wanted: int, margin_scale: float = 1.0
+    estimate: MemoryEstimate, hardware: Hardware, *, n_ctx_wanted: int, margin_scale: float = 1.0,
+    expert_offload: bool = True,
 ) -> OffloadPlan:
-    """GPU layers and context size for this model on this machine (see the module's policy)."""
+    """GPU layers, experts in RAM and context size for this model on this machine (see the
+    module's policy); `expert_offload=False` plans whole layers only."""
     cap = estimate.context_length or n_ctx_wanted
     n_ctx = max(1, min(n_ctx_wanted, cap))
     notes = []
@@ -81,18 +117,23 @@ def plan_offload(
     start = n_ctx
     while True:
         sized = estimate.with_ctx(n_ctx)
-        layers = _most_layers(sized, gpu_budget) if gpu_budget else 0
-        fits = _fits(sized, layers, ram_budget, hardware.unified)
+        layers, cpu_moe = _layout(sized, gpu_budget, expert_offload)
+        fits = _fits(sized, layers, ram_budget, hardware.unified, cpu_moe)
         if fits or n_ctx <= MIN_CTX:
             break
         n_ctx = max(MIN_CTX, n_ctx // 2 // _CTX_STEP * _CTX_STEP)
     if n_ctx < start:
         notes.append(f"The context is reduced from {start:,} to {n_ctx:,} tokens to fit in memory.")
-    gpu_bytes, cpu_bytes = sized.gpu_bytes(layers), sized.cpu_bytes(layers)
+    gpu_bytes, cpu_bytes = sized.gpu_bytes(layers, cpu_moe), sized.cpu_bytes(layers, cpu_moe)
     total = sized.max_gpu_layers
     devices = ", ".join(gpu.name for gpu in hardware.gpus)
     if not hardware.gpus:
         notes.append("No GPU this llama.cpp build can use: everything runs on the CPU.")
+    elif cpu_moe:
+        in_ram = sized.cpu_experts(list(sized.layers), cpu_moe)
+        notes.append(f"The whole model does not fit on {devices}: every layer goes there, with the routed "
+                     f"experts of the first {cpu_moe} layers ({format_bytes(in_ram)}) kept in RAM "
+                     f"({format_bytes(gpu_bytes)} of {format_bytes(gpu_budget)} usable on the GPU).")
     elif layers == total:
         notes.append(f"All {total} layers fit on {devices} ({format_bytes(gpu_bytes)} of "
                      f"{format_bytes(gpu_budget)} usable).")
@@ -117,6 +158,7 @@ def plan_offload(
         cpu_bytes=cpu_bytes,
         gpu_budget=gpu_budget,
         ram_budget=ram_budget,
+        cpu_moe=cpu_moe,
     )
 
 
@@ -130,7 +172,7 @@ def smaller_plan(
     the GPU layers, or the context when nothing is on the GPU.
     """
     failed_layers = estimate.max_gpu_layers if failed_layers < 0 else min(failed_layers, estimate.max_gpu_layers)
-    fresh = plan_offload(estimate, hardware, n_ctx_wanted=failed_ctx, margin_scale=2.0)
+    fresh = plan_offload(estimate, hardware, n_ctx_wanted=failed_ctx, margin_scale=2.0, expert_offload=False)
     layers, n_ctx = min(fresh.gpu_layers, failed_layers), min(fresh.n_ctx, failed_ctx)
     if (layers, n_ctx) == (failed_layers, failed_ctx):
         if failed_layers > 0:

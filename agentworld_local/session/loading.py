@@ -30,14 +30,15 @@ def _ignore(text: str) -> None:
 def load_backend(
     model: str | None, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
-    remote: RemoteOptions | None = None,
+    remote: RemoteOptions | None = None, offload: Any = None,
 ) -> Any:
     """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or a
     server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`.
 
     The context is checked against the model and this machine before the load (a refusal
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
-    only for a server.
+    only for a server. `offload` (models.offload_options.OffloadOptions): experts in RAM,
+    flash attention, KV cache type, for a GGUF.
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
@@ -61,7 +62,7 @@ def load_backend(
     from agentworld_local.engine.llama import LlamaBackend
 
     return LlamaBackend(resolved.path, gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose,
-                        name=resolved.name, progress=progress, notice=notice)
+                        name=resolved.name, progress=progress, notice=notice, offload=offload)
 
 
 def check_ctx_value(ctx: int | None) -> None:

@@ -23,6 +23,7 @@ from agentworld_local.errors import ModelError
 from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 from agentworld_local.models.hardware import GpuInfo, Hardware, parse_nvidia_smi, rebuild_advice
 from agentworld_local.models.inspect import GgufSummary, LayerInfo, RecurrentShape, _FastReader, inspect_gguf
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.memory import estimate_memory
 from agentworld_local.models.plan import MIN_CTX, plan_offload, smaller_plan
 
@@ -115,12 +116,16 @@ def _logged_bytes(log: str, pattern: str) -> float:
     return float(match.group(1)) * MiB
 
 
-@pytest.mark.parametrize("kind", ["qwen", "llama", "mtp"])
-def test_the_estimate_matches_what_llama_cpp_allocates(kind, qwen_gguf, llama_gguf, mtp_gguf):
+@pytest.mark.parametrize(("kind", "flash_attn", "kv_type"), [
+    ("qwen", "off", "f16"), ("qwen", "on", "f16"), ("qwen", "on", "q8_0"), ("llama", "off", "f16"), ("llama", "on", "f16"),
+    ("mtp", "auto", "f16"),
+])
+def test_the_estimate_matches_what_llama_cpp_allocates(kind, flash_attn, kv_type, qwen_gguf, llama_gguf, mtp_gguf):
     path = {"qwen": qwen_gguf, "llama": llama_gguf, "mtp": mtp_gguf}[kind]
     n_ctx = 8192
-    estimate = estimate_memory(inspect_gguf(path), n_ctx)
-    backend = engine.LlamaBackend(path, n_ctx=n_ctx, gpu_layers=0)
+    estimate = estimate_memory(inspect_gguf(path), n_ctx, flash_attn=flash_attn != "off", kv_type=kv_type)
+    backend = engine.LlamaBackend(path, n_ctx=n_ctx, gpu_layers=0,
+                                  offload=OffloadOptions(flash_attn=flash_attn, kv_type=kv_type))
     try:
         log = backend.load_log
         # KV cache: exact (llama.cpp prints MiB with two decimals)

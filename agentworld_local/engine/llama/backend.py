@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from agentworld_local.engine.types import (
 )
 from agentworld_local.errors import AwlError, GenerationError
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.plan import OffloadPlan
 
 def template_handles_thinking(source: str) -> bool:
@@ -74,6 +76,7 @@ class LlamaBackend:
         verbose: bool = False,
         name: str | None = None,
         notice: Callable[[str], None] | None = None,
+        offload: OffloadOptions | None = None,
     ) -> None:
         """Load the model. Nothing is printed: the face decides how to show what happens.
 
@@ -81,15 +84,21 @@ class LlamaBackend:
         (see loading.load_progress). `notice` gets messages for the user: the memory estimate
         or offload plan, an out-of-memory retry, and with `verbose` llama.cpp's log lines
         (those may come later too, from the thread that generates). Every notice is also
-        kept in `self.notices`.
+        kept in `self.notices`. `offload`: experts kept in RAM, flash attention, KV cache type
+        (`auto` layers may add experts in RAM to fit the GPU: `self.offload` says what was used).
         """
         path = check_gguf_path(model_path)
         self.notices: list[str] = []
         self._notice_sink = notice
         self.plan: OffloadPlan | None
-        self.gpu_layers, n_ctx, self.plan = choose_layers(path, gpu_layers, n_ctx, self._notice)
+        offload = offload or OffloadOptions()
+        self.gpu_layers, n_ctx, self.plan = choose_layers(path, gpu_layers, n_ctx, self._notice, offload)
+        if self.plan is not None and self.plan.cpu_moe and not offload.cpu_moe:
+            offload = replace(offload, cpu_moe=self.plan.cpu_moe)
+        #: The load options used: what was asked, with the plan's experts in RAM.
+        self.offload = offload
         identity = file_identity(path)
-        options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None)
+        options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload)
         with LOAD_LOCK, load_progress(progress):
             try:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
@@ -100,6 +109,8 @@ class LlamaBackend:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, retrying=True, **options)
             #: llama.cpp's log of this load (what it allocated, what it could not).
             self.load_log = LOGS.text()
+            #: Tensors llama.cpp placed by an override: the experts kept in RAM.
+            self.overridden_tensors = list(LOGS.overridden)
         llm = self._llm
         self._ctx = llm.ctx
         self._memory = llama_cpp.llama_get_memory(self._ctx)

@@ -13,6 +13,7 @@ from agentworld_local.models.hardware import GpuInfo, Hardware, detect_hardware
 # ggml registry names -> the backend names users know.
 _BACKEND_NAMES = {"MTL": "Metal", "CUDA": "CUDA", "ROCm": "ROCm", "Vulkan": "Vulkan", "SYCL": "SYCL",
                   "CANN": "CANN", "OpenCL": "OpenCL", "BLAS": "BLAS", "RPC": "RPC", "CPU": "CPU"}
+_CPU_DEVICE_TYPE = 0  # GGML_BACKEND_DEVICE_TYPE_CPU
 _GPU_DEVICE_TYPES = {1: False, 2: True}  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU (-> shares host memory)
 
 
@@ -43,6 +44,8 @@ def _ggml() -> Any | None:
             ("ggml_backend_dev_type", ctypes.c_int, [c_void]),
             ("ggml_backend_dev_backend_reg", c_void, [c_void]),
             ("ggml_backend_dev_memory", None, [c_void, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]),
+            ("ggml_backend_dev_by_type", c_void, [ctypes.c_int]),
+            ("ggml_backend_dev_buffer_type", c_void, [c_void]),
         ):
             function = getattr(lib, name)
             function.restype, function.argtypes = restype, argtypes
@@ -67,6 +70,15 @@ def gpu_backend() -> str | None:
     if not supports_gpu_offload():
         return None
     return next((name for name in build_backends() if name not in ("CPU", "BLAS", "RPC")), "GPU")
+
+
+def cpu_buffer_type() -> int:
+    """ggml's CPU buffer type (host memory): where `--cpu-moe` keeps the expert tensors."""
+    lib = _ggml()
+    if lib is None:
+        raise RuntimeError("these llama-cpp-python bindings do not expose ggml's device registry")
+    device = lib.ggml_backend_dev_by_type(_CPU_DEVICE_TYPE)
+    return int(lib.ggml_backend_dev_buffer_type(device))
 
 
 def build_devices() -> list[GpuInfo]:

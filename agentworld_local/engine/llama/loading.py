@@ -15,7 +15,9 @@ from llama_cpp import Llama
 
 from agentworld_local.engine.llama.devices import llama_cpp_version
 from agentworld_local.engine.llama.logs import LOGS
+from agentworld_local.engine.llama.placement import llama_kwargs, tuned_load
 from agentworld_local.errors import AwlError, Cancelled, ModelLoadError
+from agentworld_local.models.offload_options import OffloadOptions
 
 
 @functools.cache
@@ -100,6 +102,13 @@ def explain_load_failure(path: Path, log: str) -> AwlError:
                 f"architecture `{arch}` of {path.name}.",
                 "Upgrade with `pip install -U llama-cpp-python`, or pick a model of a supported architecture.",
             )
+    for line in log.splitlines():
+        if "cache type" in line and "does not divide" in line:  # llama_init_from_model's check
+            return ModelLoadError(
+                f"This llama.cpp build cannot keep {path.name}'s KV cache in that type: "
+                f"{line.split(':', 1)[-1].strip()}.",
+                "Use `--kv-type f16`.",
+            )
     if is_out_of_memory(log):
         return ModelLoadError(
             f"Not enough memory to load {path.name}.",
@@ -129,25 +138,29 @@ def open_llama(
     n_batch: int,
     threads: int | None,
     echo: Callable[[str], None] | None,
+    options: OffloadOptions = OffloadOptions(),
     retrying: bool = False,
 ) -> Llama:
-    """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only."""
+    """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only;
+    `options`: expert offload, flash attention, KV cache type (placement.py)."""
     LOGS.clear()
     LOGS.echo = echo
     try:
-        return Llama(
-            model_path=str(path),
-            n_gpu_layers=gpu_layers,
-            n_ctx=n_ctx,
-            n_batch=n_batch,
-            n_ubatch=n_batch,
-            n_threads=threads,
-            n_threads_batch=threads,
-            # Sliding-window caches drop old positions; keep them so checkpoints can restore.
-            swa_full=True,
-            # Llama's own verbose mode prints to stderr; its log reaches `echo` through LOGS.
-            verbose=False,
-        )
+        with tuned_load(options):
+            return Llama(
+                model_path=str(path),
+                n_gpu_layers=gpu_layers,
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                # Sliding-window caches drop old positions; keep them so checkpoints can restore.
+                swa_full=True,
+                # Llama's own verbose mode prints to stderr; its log reaches `echo` through LOGS.
+                verbose=False,
+                **llama_kwargs(options),
+            )
     except (ValueError, RuntimeError, OSError):
         log = LOGS.text()
         if is_out_of_memory(log) and not retrying:

@@ -22,12 +22,17 @@ class LogCapture:
         #: Where whole log lines go besides the buffer (verbose loads), or None.
         self.echo: Callable[[str], None] | None = None
         self._partial = ""
+        #: Tensors this load placed by an override (`--cpu-moe`), from llama.cpp's debug lines,
+        #: which the bounded buffer would lose among a large model's load lines.
+        self.overridden: list[str] = []
         self._callback = llama_cpp.llama_log_callback(self._on_log)  # keep a reference alive
         llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
 
     def _on_log(self, level: int, text: bytes, user_data: Any) -> None:
         line = text.decode("utf-8", errors="replace")
         self.lines.append(line)
+        if line.startswith("tensor ") and "buffer type overridden to" in line:
+            self.overridden.append(line.split()[1])
         echo = self.echo
         if echo is None:
             return
@@ -42,6 +47,7 @@ class LogCapture:
 
     def clear(self) -> None:
         self.lines.clear()
+        self.overridden.clear()
         self._partial = ""
 
     def text(self) -> str:

@@ -11,17 +11,38 @@ from agentworld_local.engine.llama.loading import explain_load_failure
 from agentworld_local.engine.llama.logs import LOGS
 from agentworld_local.errors import AwlError, ModelError
 from agentworld_local.models.inspect import inspect_gguf
-from agentworld_local.models.memory import estimate_memory
+from agentworld_local.models.memory import MemoryEstimate, estimate_memory
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.plan import OffloadPlan, plan_offload, smaller_plan
 from agentworld_local.models.units import format_bytes
 
 Notice = Callable[[str], None]
 
 
-def plan_for(path: str | Path, n_ctx: int) -> OffloadPlan:
-    """The offload plan for this model, this build and this machine's free memory now."""
-    estimate = estimate_memory(inspect_gguf(path), n_ctx)
-    return plan_offload(estimate, machine_hardware(), n_ctx_wanted=n_ctx)
+def estimate_for(path: str | Path, n_ctx: int, options: OffloadOptions) -> MemoryEstimate:
+    """The memory estimate for a load with these options (flash attention `auto` counts as on:
+    the CPU, CUDA and Metal backends all run it for the architectures we load)."""
+    return estimate_memory(inspect_gguf(path), n_ctx, kv_type=options.kv_type, flash_attn=options.flash_attn != "off")
+
+
+def plan_for(path: str | Path, n_ctx: int, options: OffloadOptions = OffloadOptions()) -> OffloadPlan:
+    """The offload plan for this model, this build and this machine's free memory now; experts
+    are planned only when the user did not place them (--cpu-moe / --n-cpu-moe)."""
+    estimate = estimate_for(path, n_ctx, options)
+    return plan_offload(estimate, machine_hardware(), n_ctx_wanted=n_ctx, expert_offload=not options.cpu_moe)
+
+
+def check_options(path: Path, options: OffloadOptions) -> None:
+    """Refuse options this model cannot take (experts in RAM for a model without), before the load."""
+    if not options.cpu_moe:
+        return
+    try:
+        summary = inspect_gguf(path)
+    except ModelError:
+        raise
+    except Exception:  # noqa: BLE001 - the load says what is wrong with the file
+        return
+    options.check_model(summary.expert_count, path.name)
 
 
 def resolve_gpu_layers(value: str | int) -> int:
@@ -43,30 +64,37 @@ def layout(gpu_layers: int, n_ctx: int) -> str:
     return f"{'all' if gpu_layers < 0 else gpu_layers} GPU layers and a {n_ctx:,}-token context"
 
 
-def choose_layers(path: Path, gpu_layers: str | int, n_ctx: int, notice: Notice) -> tuple[int, int, OffloadPlan | None]:
+def choose_layers(
+    path: Path, gpu_layers: str | int, n_ctx: int, notice: Notice, options: OffloadOptions = OffloadOptions()
+) -> tuple[int, int, OffloadPlan | None]:
     """(GPU layers, context size, the plan if one was made). `auto`: the offload plan when this
-    build has a GPU backend (0 layers on a CPU-only build)."""
+    build has a GPU backend (0 layers on a CPU-only build); the plan's experts in RAM are in
+    `plan.cpu_moe`."""
+    check_options(path, options)
     if not (isinstance(gpu_layers, str) and gpu_layers.strip().lower() == "auto"):
         layers = resolve_gpu_layers(gpu_layers)
-        announce_estimate(path, layers, n_ctx, notice)
+        announce_estimate(path, layers, n_ctx, notice, options)
         return layers, n_ctx, None
     if not supports_gpu_offload():
-        announce_estimate(path, 0, n_ctx, notice)
+        announce_estimate(path, 0, n_ctx, notice, options)
         return 0, n_ctx, None
-    plan = plan_for(path, n_ctx)
+    plan = plan_for(path, n_ctx, options)
+    experts = f" ({plan.experts_label})" if plan.experts_label else ""
     notice(
-        f"offload plan: {plan.layers_label} layers on the GPU, a {plan.n_ctx:,}-token context, "
+        f"offload plan: {plan.layers_label} layers on the GPU{experts}, a {plan.n_ctx:,}-token context, "
         f"{format_bytes(plan.gpu_bytes)} GPU + {format_bytes(plan.cpu_bytes)} RAM. {plan.reason}"
     )
     return plan.gpu_layers, plan.n_ctx, plan
 
 
-def announce_estimate(path: Path, gpu_layers: int, n_ctx: int, notice: Notice) -> None:
+def announce_estimate(
+    path: Path, gpu_layers: int, n_ctx: int, notice: Notice, options: OffloadOptions = OffloadOptions()
+) -> None:
     """Say what the load will take before it starts (a 20 GB load should not surprise)."""
     if not vocab_check(path).known_architecture:
         return  # the load itself says so, in one line
     try:
-        estimate = estimate_memory(inspect_gguf(path), n_ctx)
+        estimate = estimate_for(path, n_ctx, options)
     except ModelError:
         raise  # a truncated or damaged file: its own message says to re-download
     except Exception:  # noqa: BLE001 - an estimate we cannot make must not block a load llama.cpp may manage
