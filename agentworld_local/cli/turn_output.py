@@ -14,7 +14,7 @@ from typing import IO, Any
 from rich.text import Text
 
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.session import events
+from agentworld_local.engine import events
 # The script language, file policy and header live in the session core; faces import them here too.
 from agentworld_local.session.files import default_session_path, ensure_new_file  # noqa: F401
 from agentworld_local.session.header import header_for  # noqa: F401

@@ -16,7 +16,7 @@ from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
-from agentworld_local.session import events
+from agentworld_local.engine import events
 from agentworld_local.session.forking import fork_file
 from agentworld_local.session.header import header_for
 from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_from_header: for older importers

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentworld_local.errors import InputError
-from agentworld_local.session import events
+from agentworld_local.engine import events
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import fork_from

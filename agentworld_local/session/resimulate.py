@@ -17,7 +17,7 @@ from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
 from agentworld_local.engine import world as engine
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.session import events
+from agentworld_local.engine import events
 from agentworld_local.session.header import header_for
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentworld_local.session.events import event_from_dict
+from agentworld_local.engine.events import event_from_dict
 from agentworld_local.trajectory.reader import read_trajectory
 from tests.cli.helpers import assert_one_line_error, awl, scripted_model
 

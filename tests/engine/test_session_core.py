@@ -11,7 +11,7 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.session import events as ev
+from agentworld_local.engine import events as ev
 from agentworld_local.session.core import ATTEMPT, Session, turn_seed
 from agentworld_local.testing.answers import answer
 from agentworld_local.engine.scripted import ScriptedBackend

@@ -9,7 +9,7 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
-from agentworld_local.session import events as ev
+from agentworld_local.engine import events as ev
 from agentworld_local.session.core import Session
 from agentworld_local.session.forking import fork_file
 from agentworld_local.testing.answers import answer

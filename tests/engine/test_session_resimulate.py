@@ -10,7 +10,7 @@ import pytest
 
 from agentworld_local.agentworldbench.rows import parse_row
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.session import events as ev
+from agentworld_local.engine import events as ev
 from agentworld_local.session.resimulate import GROUND_TRUTH, RowResimulation
 from agentworld_local.testing.answers import answer
 from agentworld_local.engine.scripted import ScriptedBackend
