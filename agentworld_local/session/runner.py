@@ -46,6 +46,9 @@ _VERBS = {
     "fork": "fork the session", "files": "list the files", "close_session": "close the session",
     "resimulate": "re-simulate a benchmark row",
 }
+#: Commands that run to their end once started (no token loop to stop in): a cancel that
+#: comes before they start skips them.
+_UNSTOPPABLE = ("undo", "control", "fork", "close_session")
 #: What a running command is called in a refusal.
 _RUNNING = {
     "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
@@ -239,6 +242,13 @@ class SessionRunner:
             command = self._queue.get()
             if command is None:
                 break
+            if command.cancel.is_set() and command.name in _UNSTOPPABLE:
+                # Accepted behind a command that was then cancelled (or the runner closed): a
+                # change that cannot stop half-way does not start at all.
+                with self._lock:
+                    self._pending.remove(command)
+                self._emit(command.session, events.Refused(command.name, "Cancelled before it ran.", ""))
+                continue
             try:
                 command.body(command)
             except Exception as error:  # a face shows it; the files hold every finished turn
@@ -330,9 +340,10 @@ class SessionRunner:
                                              session.world.head, resumed, view))
 
     def _view(self, sid: str, session: Session) -> SessionView:
-        # Read once here, on the runner's thread, so a face never reads the file itself.
-        trajectory = read_trajectory(session.path) if session.history or session.forked else \
-            Trajectory(header=session.header, turns=[], path=session.path, head=0)
+        # Read once here, on the runner's thread, so a face never reads the file itself (a new
+        # session's file holds its header alone).
+        trajectory = Trajectory(header=session.header, turns=[], path=session.path, head=0) if session.unused \
+            else read_trajectory(session.path)
         return SessionView(
             id=sid, path=session.path, domain=session.world.domain, header=session.header,
             settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory, branch=tuple(session.history),
@@ -405,7 +416,10 @@ class SessionRunner:
             backend.close()
 
     def _dispose(self) -> None:
-        self._drop_backend()
+        try:
+            self._drop_backend()
+        except Exception as error:  # noqa: BLE001 - the thread ends either way; say why to whoever listens
+            self._emit(None, error_event(error))
 
 
 def loaded_event(model: str, backend: Any) -> events.ModelLoaded:

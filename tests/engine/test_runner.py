@@ -338,3 +338,22 @@ def test_closing_during_a_generation_never_crashes_the_process(tmp_path, qwen_gg
                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_a_change_queued_behind_a_cancelled_turn_does_not_run_once_the_runner_closes(tmp_path):
+    """Close is cancel, wait, dispose: an undo accepted behind a cancelled turn is not carried
+    out during the shutdown (it would change the file after the user quit)."""
+    log = EventLog()
+    runner = SessionRunner(log, backend=ScriptedBackend([RAW], delay_s=0.01))
+    sid = opened(log, runner, tmp_path)
+    runner.step(sid, "ls")
+    run(log)
+    runner.step(sid, "pwd")
+    time.sleep(0.03)
+    runner.cancel()
+    assert runner.undo(sid)  # accepted: what runs was cancelled
+    runner.close()
+    said = log.drain()
+    assert any(isinstance(event, ev.Refused) and event.command == "undo" for _, event in said)
+    traj = read_trajectory(tmp_path / "s.jsonl")
+    assert [t.action for t in traj.current_branch()] == ["ls"]
