@@ -1,0 +1,215 @@
+"""A simulated environment for agents, in the shape Gymnasium made common.
+
+`SimulatedEnv` drives one session at a time through a SessionRunner (the one owner of the
+model): `reset()` opens a new session file, `step(action)` is one turn of it, `undo()` drops
+the last turn, `close()` closes the runner (every turn is already saved). Nothing an agent
+sends is executed: the world model predicts what the environment would answer.
+
+- The observation is text: the starting state after a reset, the predicted observation after
+  a step. Reward is always 0.0: a world model predicts what the environment shows, not how
+  well the agent did (score the saved trajectories with `awl bench judge` or your own grader).
+- `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
+  `truncated`: the answer hit its token limit (the observation may be cut).
+- An action the domain cannot read is no turn: the observation is the one-line reason and
+  `info["invalid_action"]` holds it, so an agent can correct itself.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import fields, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.domains.endings import ends_task
+from agentworld_local.engine import events
+from agentworld_local.errors import ActionError, AwlError, InputError
+from agentworld_local.paths import sessions_dir
+from agentworld_local.session.files import ensure_new_file
+from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.spec import SessionSpec
+
+#: What `reset(options=...)` may change for one episode (the world stays the env's).
+EPISODE_OPTIONS = ("task", "initial_state", "controls", "world")
+#: Seeds the env draws for unseeded resets stay in the range every backend accepts.
+_SEED_RANGE = 2**31
+
+
+class SimulatedEnv:
+    """One simulated world for an agent; see the module's doc. Build it with `make()`."""
+
+    def __init__(self, spec: SessionSpec, *, model: str | None = None, backend: Any = None,
+                 load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None) -> None:
+        """`model`: a registry name, a GGUF path, `scripted:FILE` or `openai:NAME@URL` (loaded
+        now); `backend`: one loaded already (it then belongs to the env, which closes it);
+        `load_options`: load_backend's (ctx, gpu_layers, threads, remote); `out_dir`: where the
+        trajectory files go (default: awl's sessions folder)."""
+        if model is None and backend is None and not (load_options or {}).get("remote"):
+            raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
+        self.spec = spec
+        self._resolved = spec.resolve()  # a bad option or scenario is refused before the model loads
+        self.domain = self._resolved.domain
+        self.out_dir = Path(out_dir) if out_dir is not None else sessions_dir()
+        self._log = EventLog()
+        self._runner = SessionRunner(self._log, backend=backend)
+        self._session: str | None = None
+        self._observations: list[str] = []
+        self._rng = random.Random()
+        self._episode_seed = spec.seed
+        #: What the model loading said (a lowered context, the memory plan...).
+        self.notices: list[str] = []
+        if backend is None:
+            try:
+                self._call(lambda: self._runner.load(model, **dict(load_options or {})))
+            except BaseException:
+                self._runner.close()
+                raise
+
+    # -- the environment -----------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Close the current session (saved) and start a new one in a new file. `seed` sets
+        the sampling seed (unseeded resets draw one from the last seed given); `options`
+        change this episode's `task`, `initial_state`, `controls` or `world`."""
+        changes = _episode_changes(options)
+        if seed is not None:
+            self._rng.seed(seed)
+            episode_seed = seed
+        else:
+            episode_seed = self._rng.randrange(_SEED_RANGE)
+        spec = replace(self.spec, seed=episode_seed, **changes)
+        resolved = spec.resolve()
+        self.close_session()
+        path = self._new_path()
+        opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path)))
+        view = next(event.view for event in opened if isinstance(event, events.SessionOpened))
+        self._session, self._episode_seed = str(view.path), episode_seed
+        self._observations = [view.initial_state]
+        return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
+                                    "task": view.settings.task, "turn": 0, "seed": episode_seed}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One turn: the action goes to the world model, its predicted observation comes back."""
+        session = self._open_session()
+        if not isinstance(action, str):
+            raise InputError(f"An action is text, not {type(action).__name__}.", self.domain.action_help())
+        try:
+            said = self._call(lambda: self._runner.step(session, action))
+        except ActionError as error:
+            reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
+            return reason, 0.0, False, False, {"invalid_action": reason, "turn": len(self._observations) - 1,
+                                                "trajectory": session}
+        finished = next(event for event in said if isinstance(event, events.TurnFinished))
+        record = finished.record
+        self._observations.append(record.observation)
+        info = {
+            "trajectory": session, "turn": finished.turn, "action": record.action_payload,
+            "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
+            "finish": record.finish, "parse_method": record.parse_method,
+        }
+        return (record.observation, 0.0, ends_task(self.domain.name, record.action_payload),
+                record.finish == "length", info)
+
+    def undo(self) -> str:
+        """Drop the last turn (the file keeps it and records the undo); the observation that
+        is current again comes back (the starting state when no turn is left)."""
+        session = self._open_session()
+        self._call(lambda: self._runner.undo(session))
+        self._observations.pop()
+        return self._observations[-1]
+
+    @property
+    def observation(self) -> str:
+        """The current observation (the starting state before the first turn)."""
+        self._open_session()
+        return self._observations[-1]
+
+    @property
+    def trajectory(self) -> Path | None:
+        """The current session's file (None before the first reset)."""
+        return Path(self._session) if self._session else None
+
+    @property
+    def turns(self) -> int:
+        return max(len(self._observations) - 1, 0)
+
+    def close_session(self) -> None:
+        """Close the current session: its turns are saved (a session without a turn leaves no file)."""
+        if self._session is not None and not self._runner.closed:
+            session, self._session = self._session, None
+            self._call(lambda: self._runner.close_session(session))
+
+    def close(self) -> None:
+        """Close the session and free the model. A second close does nothing."""
+        if not self._runner.closed:
+            self._runner.close()
+            self._log.drain()
+        self._session = None
+
+    def __enter__(self) -> SimulatedEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- talking to the runner -------------------------------------------------------------
+
+    def _open_session(self) -> str:
+        if self._runner.closed:
+            raise InputError("This environment was closed.", "Make a new one.")
+        if self._session is None:
+            raise InputError("No session is open.", "Call reset() first.")
+        return self._session
+
+    def _call(self, send: Any) -> list[events.SessionEvent]:
+        """Send one command and wait for its Ready; a failure is raised as its AwlError. Ctrl+C
+        cancels what runs (a turn stops at its next token; nothing half-done is saved)."""
+        if not send():
+            refused = [event for _, event in self._log.drain() if isinstance(event, events.Refused)]
+            reason = refused[-1] if refused else None
+            raise InputError(reason.message if reason else "The command was refused.", reason.hint if reason else None)
+        said: list[events.SessionEvent] = []
+        try:
+            for _, event in self._log.until_ready():
+                said.append(event)
+        except KeyboardInterrupt:
+            self._runner.cancel()
+            for _, event in self._log.until_ready():
+                pass
+            raise
+        for event in said:
+            if isinstance(event, events.Notice):
+                self.notices.append(event.text)
+            if isinstance(event, events.ErrorEvent):
+                # A user's mistake or a saved-file problem is its AwlError; a defect stays itself.
+                raise event.error if isinstance(event.error, BaseException) else AwlError(event.message, event.hint)
+            if isinstance(event, (events.TurnCancelled, events.LoadCancelled)):
+                raise AwlError("Cancelled.", "Nothing unfinished was saved; try again.")
+        return said
+
+    def _new_path(self) -> Path:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        path = self.out_dir / f"{stamp}-{self.domain.name}.jsonl"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        ensure_new_file(path)
+        return path
+
+
+def _episode_changes(options: dict[str, Any] | None) -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise InputError("reset(options=...) takes a dict.", f"Keys: {', '.join(EPISODE_OPTIONS)}.")
+    unknown = sorted(set(options) - set(EPISODE_OPTIONS))
+    if unknown:
+        raise InputError(f"Unknown reset option `{unknown[0]}`.", f"reset(options=...) takes: {', '.join(EPISODE_OPTIONS)}.")
+    changes = dict(options)
+    if "controls" in changes:
+        changes["controls"] = list(changes["controls"] or [])
+    return changes
+
+
+#: make()'s options that build the session (SessionSpec's fields), and those of the env.
+SPEC_OPTIONS = tuple(item.name for item in fields(SessionSpec) if item.name not in ("domain", "scenario"))
+ENV_OPTIONS = ("backend", "load_options", "out_dir")
