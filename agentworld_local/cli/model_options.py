@@ -1,6 +1,8 @@
 """The options that choose a remote model, said once for every command that loads a model
 (`run`, `play`, `demo`, `bench predict`): `@remote_model_options` adds them to a command and
-hands it one `remote` argument, a RemoteOptions (None for a local model)."""
+hands it one `remote` argument, a RemoteOptions (None for a local model). Likewise
+`@offload_model_options` adds where a local GGUF's experts go, flash attention and the KV
+cache type, as one `offload` argument (an OffloadOptions, checked before anything loads)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import typer
 
 from agentworld_local.engine.remote.options import BACKENDS, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, LOCAL, OPENAI, RemoteOptions
 from agentworld_local.errors import InputError
+from agentworld_local.models.offload_options import FLASH_ATTN_MODES, KV_TYPE_BYTES, OffloadOptions
 
 _OPTIONS = (
     ("backend", str, typer.Option(LOCAL, "--backend", help=f"Where the model runs: `{LOCAL}` (a GGUF in this process, --model) or `{OPENAI}` (an OpenAI-compatible server: vLLM, SGLang, llama-server; --base-url and --api-model).")),
@@ -82,3 +85,30 @@ def check_concurrency(concurrency: int | None, remote: RemoteOptions | None) -> 
     if concurrency > 1 and remote is None:
         raise InputError("--concurrency runs several rows at once on a server; a model in this process runs one at a time.",
                          "Drop --concurrency, or serve the model and use `--backend openai --base-url URL --api-model NAME`.")
+
+
+_OFFLOAD_OPTIONS = (
+    ("cpu_moe", bool, typer.Option(False, "--cpu-moe", help="Keep every routed expert of a mixture-of-experts model in RAM; attention, the shared expert and the caches go to the GPU (llama.cpp's --cpu-moe). `--gpu-layers auto` does this by itself when the model does not fit.")),
+    ("n_cpu_moe", int, typer.Option(None, "--n-cpu-moe", metavar="N", help="Keep the routed experts of the first N layers in RAM (llama.cpp's --n-cpu-moe).", show_default=False)),
+    ("flash_attn", str, typer.Option("auto", "--flash-attn", help=f"Flash attention: {', '.join(FLASH_ATTN_MODES)} (auto: on where this llama.cpp build supports it; it shrinks the compute buffer).")),
+    ("kv_type", str, typer.Option("f16", "--kv-type", help=f"The KV cache's type: {', '.join(KV_TYPE_BYTES)} (q8_0 halves the cache; it needs flash attention).")),
+)
+
+
+def offload_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --cpu-moe, --n-cpu-moe, --flash-attn and --kv-type to `command`, which takes
+    `offload: OffloadOptions` (bad values are one line before anything loads)."""
+    signature = inspect.signature(command)
+    kept = [p for p in signature.parameters.values() if p.name != "offload"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+             for name, kind, option in _OFFLOAD_OPTIONS]
+    kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else p for p in kept]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name, _, _ in _OFFLOAD_OPTIONS}
+        kwargs["offload"] = OffloadOptions.from_flags(**values)
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    return wrapper

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from agentworld_local.cli.consoles import facts_console
+from agentworld_local.cli.model_options import offload_model_options
 from agentworld_local.cli.models import models_app
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.models.gguf_file import check_gguf_path
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.units import format_bytes, format_size
 from agentworld_local.models.registry import ModelChoice, load_registry
 from agentworld_local.models.resolve import looks_like_path
@@ -46,7 +48,19 @@ def _registry_facts(choice: ModelChoice) -> dict[str, Any]:
     }
 
 
-def collect(spec: str, *, plan: bool, ctx: int) -> dict[str, Any]:
+def _run_command(target: Any, plan: Any, offload: OffloadOptions) -> str:
+    """The `awl run` line that loads as planned (the options that differ from the defaults)."""
+    words = [f"awl run --model {target} --gpu-layers {plan.gpu_layers}"]
+    if plan.experts_label:
+        words.append(plan.experts_label)
+    if offload.flash_attn != "auto":
+        words.append(f"--flash-attn {offload.flash_attn}")
+    if offload.kv_type != "f16":
+        words.append(f"--kv-type {offload.kv_type}")
+    return " ".join(words) + f" --ctx {plan.n_ctx}"
+
+
+def collect(spec: str, *, plan: bool, ctx: int, offload: OffloadOptions | None = None) -> dict[str, Any]:
     """Everything `awl models info` shows, as plain data (the `--json` output)."""
     path, choice = _locate(spec)
     facts: dict[str, Any] = {
@@ -71,13 +85,19 @@ def collect(spec: str, *, plan: bool, ctx: int) -> dict[str, Any]:
     facts["llama_cpp"] = {"version": llama.llama_cpp_version(), "knows_architecture": check.known_architecture,
                           "error": check.error}
     if plan:
-        estimate = estimate_memory(summary, ctx)
+        offload = offload or OffloadOptions()
+        offload.check_model(summary.expert_count, path.name)
+        estimate = estimate_memory(summary, ctx, kv_type=offload.kv_type, flash_attn=offload.flash_attn != "off")
         hardware = llama.machine_hardware()
-        offload = plan_offload(estimate, hardware, n_ctx_wanted=ctx)
+        layout = plan_offload(estimate, hardware, n_ctx_wanted=ctx, cpu_moe=offload.cpu_moe)
+        sized = estimate.with_ctx(layout.n_ctx)
         facts["memory"] = estimate.to_dict()
-        facts["plan"] = offload.to_dict() | {"gpus": [gpu.name for gpu in hardware.gpus]}
-        facts["run_command"] = (f"awl run --model {choice.spec if choice else path} "
-                                f"--gpu-layers {offload.gpu_layers} --ctx {offload.n_ctx}")
+        facts["plan"] = layout.to_dict() | {
+            "gpus": [gpu.name for gpu in hardware.gpus],
+            "cpu_expert_bytes": sized.cpu_experts(list(sized.layers), layout.cpu_moe),
+            "flash_attn": offload.flash_attn, "kv_type": offload.kv_type,
+        }
+        facts["run_command"] = _run_command(choice.spec if choice else path, layout, offload)
     return facts
 
 
@@ -159,16 +179,22 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
     table.add_row("  weights", f"{format_bytes(memory['weights_bytes'])}  ({_per_layer_weights(memory)}{mtp})")
     attention = sum(layer["kind"] == "attention" for layer in memory["layers"])
     table.add_row("  KV cache", f"{format_bytes(memory['kv_bytes'])}  ({attention} attention layers, "
-                                f"{format_bytes(memory['kv_bytes_per_token'])} per token)")
+                                f"{format_bytes(memory['kv_bytes_per_token'])} per token, {memory['kv_type']})")
     recurrent = sum(layer["kind"] == "recurrent" for layer in memory["layers"])
     if recurrent:
         table.add_row("  recurrent state", f"{format_bytes(memory['recurrent_bytes'])}  ({recurrent} layers, fixed size)")
-    table.add_row("  compute buffers", format_bytes(memory["compute_bytes"]))
+    flash = "flash attention" if memory["flash_attn"] else "no flash attention: the scores grow with the context"
+    table.add_row("  compute buffers", f"{format_bytes(memory['compute_bytes'])}  ({flash})")
+    if memory["expert_bytes"]:
+        table.add_row("  routed experts", f"{format_bytes(memory['expert_bytes'])} of the weights")
     table.add_row("  total", format_bytes(memory["total_bytes"]))
     table.add_row("", "")
     devices = ", ".join(plan["gpus"]) or "no GPU"
     table.add_row("offload plan", f"{plan['gpu_layers']}/{plan['max_layers']} layers on the GPU ({devices}), "
                                   f"{plan['n_ctx']:,}-token context")
+    if plan["cpu_moe"]:
+        which = "every layer" if plan["cpu_moe"] < 0 else f"the first {plan['cpu_moe']} layers"
+        table.add_row("  experts in RAM", f"{format_bytes(plan['cpu_expert_bytes'])}  (the routed experts of {which})")
     if plan["gpus"]:
         table.add_row("  GPU memory", f"{format_bytes(plan['gpu_bytes'])} of {format_bytes(plan['gpu_budget'])} usable")
     table.add_row("  RAM", f"{format_bytes(plan['cpu_bytes'])} of {format_bytes(plan['ram_budget'])} usable")
@@ -206,14 +232,16 @@ INFO_HELP = (
 
 
 @models_app.command("info", help=INFO_HELP)
+@offload_model_options
 def info(
     model: str = typer.Argument(..., help="A registry name (`NAME` or `NAME:QUANT`) or a path to a .gguf file.",
                                 metavar="NAME|PATH"),
     plan: bool = typer.Option(False, "--plan", help="Estimate memory for --ctx and plan GPU layers on this machine."),
     ctx: int = typer.Option(DEFAULT_CTX, "--ctx", min=1, help="Context size (tokens) for the estimate and the plan."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    offload: OffloadOptions | None = None,
 ) -> None:
-    facts = collect(model, plan=plan, ctx=ctx)
+    facts = collect(model, plan=plan, ctx=ctx, offload=offload)
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
         return

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from agentworld_local.cli.action_prompt import PROMPT, ActionPrompt
 from agentworld_local.cli.consoles import stderr_console
-from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.cli import session_options as options
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
@@ -29,6 +29,7 @@ from agentworld_local.cli.resimulate import bench_context, bench_settings, run_b
 from agentworld_local.domains.base import Domain
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import InputError
 from agentworld_local.files import read_text
@@ -44,10 +45,11 @@ from agentworld_local.agentworldbench.rows import read_bench_row
 
 
 def load_backend(model: str | None, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
-                 console: Console | None = None, remote: RemoteOptions | None = None) -> Any:
+                 console: Console | None = None, remote: RemoteOptions | None = None,
+                 offload: OffloadOptions | None = None) -> Any:
     """Load a model in this thread for work that is not a session (`awl bench predict`), with
     the same progress bar and notices as a session's load (cli/session_loop.load_display)."""
-    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, remote=remote)
+    options = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, remote=remote, offload=offload)
     label = model or (remote.api_model if remote is not None else "")
     with load_display(label, quiet=quiet, console=console,
                       bar=remote is None and not label.startswith(SCRIPTED)) as (progress, notice):
@@ -116,6 +118,7 @@ def _action_forms_epilog() -> str:
 
 @app.command(epilog=_action_forms_epilog())
 @remote_model_options
+@offload_model_options
 def run(
     context: typer.Context,
     script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin."),
@@ -145,6 +148,7 @@ def run(
     max_tokens: int = options.MAX_TOKENS,
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
     remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
 ) -> None:
     """Run a simulated session headless: actions in, predicted observations out.
 
@@ -165,7 +169,8 @@ def run(
     spec.check()
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote)
+    load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote,
+                offload=offload)
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,

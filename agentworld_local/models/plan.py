@@ -65,9 +65,9 @@ def margin_for(pool: int, scale: float = 1.0) -> int:
     return int(max(_MIN_MARGIN, pool * _MARGIN_FRACTION) * scale)
 
 
-def _most_layers(estimate: MemoryEstimate, gpu_budget: int) -> int:
+def _most_layers(estimate: MemoryEstimate, gpu_budget: int, cpu_moe: int = 0) -> int:
     for layers in range(estimate.max_gpu_layers, 0, -1):
-        if estimate.gpu_bytes(layers) <= gpu_budget:
+        if estimate.gpu_bytes(layers, cpu_moe) <= gpu_budget:
             return layers
     return 0
 
@@ -82,8 +82,11 @@ def _fewest_cpu_experts(estimate: MemoryEstimate, gpu_budget: int) -> int | None
     return None
 
 
-def _layout(estimate: MemoryEstimate, gpu_budget: int, expert_offload: bool) -> tuple[int, int]:
-    """(GPU layers, --n-cpu-moe) for this budget: everything, else experts in RAM, else fewer layers."""
+def _layout(estimate: MemoryEstimate, gpu_budget: int, expert_offload: bool, cpu_moe: int) -> tuple[int, int]:
+    """(GPU layers, --n-cpu-moe) for this budget: everything, else experts in RAM, else fewer
+    layers; `cpu_moe` given (not 0): the user's, only the layers are planned."""
+    if cpu_moe:
+        return (_most_layers(estimate, gpu_budget, cpu_moe) if gpu_budget else 0), cpu_moe
     layers = _most_layers(estimate, gpu_budget) if gpu_budget else 0
     if layers < estimate.max_gpu_layers and gpu_budget and expert_offload and estimate.expert_bytes:
         cpu_moe = _fewest_cpu_experts(estimate, gpu_budget)
@@ -99,10 +102,11 @@ def _fits(estimate: MemoryEstimate, layers: int, ram_budget: int, unified: bool,
 
 def plan_offload(
     estimate: MemoryEstimate, hardware: Hardware, *, n_ctx_wanted: int, margin_scale: float = 1.0,
-    expert_offload: bool = True,
+    expert_offload: bool = True, cpu_moe: int = 0,
 ) -> OffloadPlan:
     """GPU layers, experts in RAM and context size for this model on this machine (see the
-    module's policy); `expert_offload=False` plans whole layers only."""
+    module's policy); `expert_offload=False` plans whole layers only; `cpu_moe` (the user's
+    --cpu-moe / --n-cpu-moe) fixes the experts in RAM and plans the layers around them."""
     cap = estimate.context_length or n_ctx_wanted
     n_ctx = max(1, min(n_ctx_wanted, cap))
     notes = []
@@ -117,23 +121,25 @@ def plan_offload(
     start = n_ctx
     while True:
         sized = estimate.with_ctx(n_ctx)
-        layers, cpu_moe = _layout(sized, gpu_budget, expert_offload)
-        fits = _fits(sized, layers, ram_budget, hardware.unified, cpu_moe)
+        layers, experts = _layout(sized, gpu_budget, expert_offload, cpu_moe)
+        fits = _fits(sized, layers, ram_budget, hardware.unified, experts)
         if fits or n_ctx <= MIN_CTX:
             break
         n_ctx = max(MIN_CTX, n_ctx // 2 // _CTX_STEP * _CTX_STEP)
     if n_ctx < start:
         notes.append(f"The context is reduced from {start:,} to {n_ctx:,} tokens to fit in memory.")
-    gpu_bytes, cpu_bytes = sized.gpu_bytes(layers, cpu_moe), sized.cpu_bytes(layers, cpu_moe)
+    gpu_bytes, cpu_bytes = sized.gpu_bytes(layers, experts), sized.cpu_bytes(layers, experts)
     total = sized.max_gpu_layers
     devices = ", ".join(gpu.name for gpu in hardware.gpus)
     if not hardware.gpus:
         notes.append("No GPU this llama.cpp build can use: everything runs on the CPU.")
-    elif cpu_moe:
-        in_ram = sized.cpu_experts(list(sized.layers), cpu_moe)
-        notes.append(f"The whole model does not fit on {devices}: every layer goes there, with the routed "
-                     f"experts of the first {cpu_moe} layers ({format_bytes(in_ram)}) kept in RAM "
-                     f"({format_bytes(gpu_bytes)} of {format_bytes(gpu_budget)} usable on the GPU).")
+    elif experts:
+        in_ram = sized.cpu_experts(list(sized.layers), experts)
+        which = "every layer" if experts == ALL_LAYERS else f"the first {experts} layers"
+        why = "as asked" if cpu_moe else f"the whole model does not fit on {devices}"
+        notes.append(f"{layers} of {total} layers on {devices}, with the routed experts of {which} "
+                     f"({format_bytes(in_ram)}) kept in RAM, {why} ({format_bytes(gpu_bytes)} of "
+                     f"{format_bytes(gpu_budget)} usable on the GPU).")
     elif layers == total:
         notes.append(f"All {total} layers fit on {devices} ({format_bytes(gpu_bytes)} of "
                      f"{format_bytes(gpu_budget)} usable).")
@@ -158,7 +164,7 @@ def plan_offload(
         cpu_bytes=cpu_bytes,
         gpu_budget=gpu_budget,
         ram_budget=ram_budget,
-        cpu_moe=cpu_moe,
+        cpu_moe=experts,
     )
 
 

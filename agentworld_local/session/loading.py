@@ -45,6 +45,9 @@ def load_backend(
     if model is not None and model != (remote.spec if remote is not None else None):
         # A model typed in a face's one field: `openai:NAME@URL` is a server's; anything else is local.
         remote = RemoteOptions.from_spec(model) if model.startswith(SPEC_PREFIX) else None
+    if offload is not None and offload != type(offload)() and (remote is not None or (model or "").startswith(SCRIPTED)):
+        raise InputError("--cpu-moe, --n-cpu-moe, --flash-attn and --kv-type set up a GGUF loaded here, not this model.",
+                         "Drop them; a server sets these itself.")
     if remote is not None:
         from agentworld_local.engine.remote.backend import OpenAIBackend
 

@@ -345,3 +345,62 @@ def test_auto_on_a_cpu_only_build_stays_on_the_cpu_without_planning(qwen_gguf):
         assert len(notices) == 1 and notices[0].startswith("memory estimate for a 4,096-token context on the CPU")
     finally:
         backend.close()
+
+
+# -- experts in RAM (--cpu-moe / --n-cpu-moe, and `auto` when the model does not fit) ----------
+
+
+def moe_summary() -> GgufSummary:
+    """The real model with its routed experts counted: 256 experts are about 92% of a layer's bytes."""
+    base = qwen_agentworld_summary()
+    layers = tuple(LayerInfo(layer.index, layer.kind, layer.weight_bytes, kv_heads=layer.kv_heads,
+                             expert_bytes=int(layer.weight_bytes * 0.92)) for layer in base.layers)
+    return GgufSummary(**{**base.__dict__, "layers": layers})
+
+
+def test_a_moe_model_too_big_for_the_gpu_keeps_experts_in_ram_not_layers():
+    estimate = estimate_memory(moe_summary(), 16384, flash_attn=True)
+    plan = plan_offload(estimate, machine(60, 16), n_ctx_wanted=16384)
+    # Every layer on the GPU, the experts of the first N layers in RAM, as few as the budget allows.
+    assert plan.gpu_layers == 42 and 0 < plan.cpu_moe < 40 and plan.fits
+    assert plan.gpu_bytes == estimate.gpu_bytes(42, plan.cpu_moe) <= plan.gpu_budget < estimate.gpu_bytes(42, plan.cpu_moe - 1)
+    assert plan.experts_label == f"--n-cpu-moe {plan.cpu_moe}" and "kept in RAM" in plan.reason
+    # Every byte is somewhere, once: the experts moved from the GPU's share to the RAM's.
+    moved = estimate.cpu_experts(list(estimate.layers), plan.cpu_moe)
+    assert plan.gpu_bytes + moved == estimate.gpu_bytes(42)
+    assert plan.cpu_bytes == estimate.input_bytes + moved + estimate.compute_bytes
+    # Without expert offload the same machine gets a layer split.
+    layers_only = plan_offload(estimate, machine(60, 16), n_ctx_wanted=16384, expert_offload=False)
+    assert 0 < layers_only.gpu_layers < 42 and layers_only.cpu_moe == 0
+
+
+def test_experts_given_by_hand_are_kept_and_the_layers_planned_around_them():
+    estimate = estimate_memory(moe_summary(), 16384, flash_attn=True)
+    plan = plan_offload(estimate, machine(60, 8), n_ctx_wanted=16384, cpu_moe=-1)  # --cpu-moe
+    assert plan.gpu_layers == 42 and plan.cpu_moe == -1 and plan.experts_label == "--cpu-moe"
+    assert plan.gpu_bytes == estimate.gpu_bytes(42, -1) < 8 * GiB
+    assert plan.cpu_bytes >= estimate.expert_bytes
+
+
+def test_flash_attention_and_a_q8_0_cache_shrink_the_estimate():
+    plain = estimate_memory(qwen_agentworld_summary(), 131_072)
+    flash = estimate_memory(qwen_agentworld_summary(), 131_072, flash_attn=True)
+    q8 = estimate_memory(qwen_agentworld_summary(), 131_072, flash_attn=True, kv_type="q8_0")
+    assert flash.compute_bytes < plain.compute_bytes / 5  # the scores are no longer materialised
+    assert q8.kv_bytes_per_token == 20_480 * 34 // 64  # q8_0: 34 bytes per 32 values instead of 64
+    assert flash.kv_bytes == plain.kv_bytes and q8.kv_bytes < flash.kv_bytes
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (dict(kv_type="q4"), "Unknown --kv-type `q4`"),
+    (dict(n_cpu_moe=-1), "--n-cpu-moe -1 must be 0 or more"),
+    (dict(flash_attn="maybe"), "Unknown --flash-attn `maybe`"),
+    (dict(cpu_moe=True, n_cpu_moe=3), "--cpu-moe and --n-cpu-moe both"),
+    (dict(kv_type="q8_0", flash_attn="off"), "needs flash attention"),
+])
+def test_offload_flags_that_cannot_work_are_one_input_error(flags, fragment):
+    from agentworld_local.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        OffloadOptions.from_flags(**flags)
+    assert fragment in error.value.one_line() and "\n" not in error.value.one_line()

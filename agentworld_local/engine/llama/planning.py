@@ -29,7 +29,7 @@ def plan_for(path: str | Path, n_ctx: int, options: OffloadOptions = OffloadOpti
     """The offload plan for this model, this build and this machine's free memory now; experts
     are planned only when the user did not place them (--cpu-moe / --n-cpu-moe)."""
     estimate = estimate_for(path, n_ctx, options)
-    return plan_offload(estimate, machine_hardware(), n_ctx_wanted=n_ctx, expert_offload=not options.cpu_moe)
+    return plan_offload(estimate, machine_hardware(), n_ctx_wanted=n_ctx, cpu_moe=options.cpu_moe)
 
 
 def check_options(path: Path, options: OffloadOptions) -> None:

@@ -1,0 +1,50 @@
+"""--cpu-moe, --n-cpu-moe, --flash-attn and --kv-type through the real entry point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.helpers import assert_one_line_error, awl
+
+FAST = ["--think", "4", "--max-tokens", "8", "--seed", "1", "--ctx", "4096", "--gpu-layers", "0"]
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (["--kv-type", "q4"], "Unknown --kv-type `q4`"),
+    (["--n-cpu-moe", "-1"], "--n-cpu-moe -1 must be 0 or more"),
+    (["--flash-attn", "maybe"], "Unknown --flash-attn `maybe`"),
+])
+def test_bad_offload_values_are_one_line_before_the_load(tmp_path, qwen_gguf, flags, fragment):
+    result = awl("run", "--model", str(qwen_gguf), *FAST, *flags, home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, fragment)
+    assert "llama" not in result.stderr.lower().replace("llama.cpp", "")  # nothing was loaded
+
+
+def test_experts_in_ram_for_a_dense_model_is_one_line_before_the_load(tmp_path, llama_gguf):
+    result = awl("run", "--model", str(llama_gguf), *FAST, "--cpu-moe", home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "has no experts", "Drop --cpu-moe")
+
+
+def test_a_session_with_experts_in_ram_runs_and_llama_cpp_says_where_they_went(tmp_path, qwen_gguf):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "--model", str(qwen_gguf), *FAST, "--n-cpu-moe", "2", "--verbose", "--out", str(out),
+                 home=tmp_path, stdin="ls -la\n")
+    assert result.returncode == 0, result.stderr
+    overridden = [line for line in result.stderr.splitlines() if "buffer type overridden to CPU" in line]
+    assert len(overridden) == 6 and all("blk.0." in line or "blk.1." in line for line in overridden)
+    assert out.exists()
+
+
+def test_info_plan_counts_experts_in_ram_flash_attention_and_the_kv_type(tmp_path, qwen_gguf):
+    plain = json.loads(awl("models", "info", str(qwen_gguf), "--plan", "--ctx", "8192", "--flash-attn", "off", "--json",
+                           home=tmp_path).stdout)
+    tuned = json.loads(awl("models", "info", str(qwen_gguf), "--plan", "--ctx", "8192", "--cpu-moe", "--kv-type", "q8_0",
+                           "--json", home=tmp_path).stdout)
+    assert tuned["memory"]["kv_bytes"] == plain["memory"]["kv_bytes"] * 34 // 64
+    assert tuned["memory"]["compute_bytes"] < plain["memory"]["compute_bytes"]
+    assert tuned["plan"]["cpu_moe"] == -1 and tuned["plan"]["cpu_expert_bytes"] == tuned["memory"]["expert_bytes"] > 0
+    assert "--cpu-moe" in tuned["run_command"] and "--kv-type q8_0" in tuned["run_command"]
+    text = awl("models", "info", str(qwen_gguf), "--plan", "--n-cpu-moe", "3", home=tmp_path).stdout
+    assert "experts in RAM" in text and "the first 3 layers" in text
