@@ -9,7 +9,8 @@ sends is executed: the world model predicts what the environment would answer.
   a step. Reward is always 0.0: a world model predicts what the environment shows, not how
   well the agent did (score the saved trajectories with `awl bench judge` or your own grader).
 - `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
-  `truncated`: the answer hit its token limit (the observation may be cut).
+  `truncated`: the answer hit its token limit, or looped and was stopped (the observation
+  may be cut; `info["finish"]` says which).
 - An action the domain cannot read is no turn: the observation is the one-line reason and
   `info["invalid_action"]` holds it, so an agent can correct itself.
 """
@@ -32,6 +33,8 @@ from agentworld_local.session.spec import SessionSpec
 
 #: What `reset(options=...)` may change for one episode (the world stays the env's).
 EPISODE_OPTIONS = ("task", "initial_state", "controls", "world")
+#: How a turn ends when its answer was cut: the token limit, or the guard that stops a loop.
+CUT_SHORT = ("length", "repetition")
 #: Seeds the env draws for unseeded resets stay in the range every backend accepts.
 _SEED_RANGE = 2**31
 
@@ -54,6 +57,7 @@ class SimulatedEnv:
         self._log = EventLog()
         self._runner = SessionRunner(self._log, backend=backend)
         self._session: str | None = None
+        self._path: Path | None = None  # the last session's file, kept after it closes
         self._observations: list[str] = []
         self._rng = random.Random()
         self._episode_seed = spec.seed
@@ -84,7 +88,7 @@ class SimulatedEnv:
         path = self._new_path()
         opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path)))
         view = next(event.view for event in opened if isinstance(event, events.SessionOpened))
-        self._session, self._episode_seed = str(view.path), episode_seed
+        self._session, self._path, self._episode_seed = str(view.path), Path(view.path), episode_seed
         self._observations = [view.initial_state]
         return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
                                     "task": view.settings.task, "turn": 0, "seed": episode_seed}
@@ -109,7 +113,7 @@ class SimulatedEnv:
             "finish": record.finish, "parse_method": record.parse_method,
         }
         return (record.observation, 0.0, ends_task(self.domain.name, record.action_payload),
-                record.finish == "length", info)
+                record.finish in CUT_SHORT, info)
 
     def undo(self) -> str:
         """Drop the last turn (the file keeps it and records the undo); the observation that
@@ -127,8 +131,8 @@ class SimulatedEnv:
 
     @property
     def trajectory(self) -> Path | None:
-        """The current session's file (None before the first reset)."""
-        return Path(self._session) if self._session else None
+        """The current (or last) session's file; None before the first reset."""
+        return self._path
 
     @property
     def turns(self) -> int:
