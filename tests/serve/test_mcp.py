@@ -1,0 +1,110 @@
+"""`awl mcp`: a simulated machine over MCP, driven by the official SDK's own client over stdio.
+
+The server is spawned as a user's MCP client config would spawn it (`awl mcp --model
+scripted:FILE`), with realistic raw answers; every `act` must be a turn of the session file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+anyio = pytest.importorskip("anyio")
+mcp = pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from agentworld_local.testing.answers import answer  # noqa: E402
+from agentworld_local.trajectory.reader import read_trajectory  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def answer_file(tmp_path: Path, names: list[str], chunk: int = 2) -> Path:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"version": 1, "answers": [
+        {"raw": answer(name).raw, "chunk": chunk, "finish": answer(name).finish} for name in names]}), encoding="utf-8")
+    return path
+
+
+def server(tmp_path: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "agentworld_local.cli.main", "mcp", *args, "--out-dir", str(tmp_path / "out")],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+
+
+def text(result) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def test_an_agent_drives_the_simulated_terminal_and_every_call_is_a_turn(tmp_path):
+    answers = answer_file(tmp_path, ["thinking_then_tags", "marker_form"])
+    created = tmp_path / "made-by-the-agent"
+
+    async def session() -> dict:
+        seen = {}
+        async with Client(server(tmp_path, "--model", f"scripted:{answers}", "--think", "full", "--seed", "7")) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            seen["tools"] = sorted(tools)
+            seen["act_help"] = tools["act"].description
+            seen["start"] = text(await client.call_tool("state", {}))
+            seen["first"] = await client.call_tool("act", {"action": "ls -la"})
+            seen["state"] = text(await client.call_tool("state", {}))
+            seen["host"] = await client.call_tool("act", {"action": f"touch {created}"})
+            seen["bad"] = await client.call_tool("act", {"action": '[{"keystrokes": 3}]'})
+            seen["undo"] = await client.call_tool("undo", {})
+            seen["end"] = await client.call_tool("act", {"action": "[]"})
+        return seen
+
+    seen = anyio.run(session)
+    assert seen["tools"] == ["act", "state", "undo"] and "keystrokes" in seen["act_help"]
+    assert seen["start"] == "user@sandbox:~$ "
+    assert not seen["first"].is_error and text(seen["first"]) == answer("thinking_then_tags").observation
+    assert seen["state"] == answer("thinking_then_tags").observation
+    assert text(seen["host"]) == answer("marker_form").observation and not created.exists()  # predicted, never run
+    assert seen["bad"].is_error and "Keystroke object 1 needs a string" in text(seen["bad"])
+    assert not seen["undo"].is_error and text(seen["undo"]) == answer("thinking_then_tags").observation
+    assert text(seen["end"]).endswith("[the task was declared finished]")
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    saved = read_trajectory(path)
+    assert [turn.action for turn in saved.turns] == ["ls -la", f"touch {created}", "[]"]
+    assert [turn.turn for turn in saved.turns] == [1, 2, 2]  # the undone turn stays in the file, off the branch
+    assert saved.header.seed == 7 and saved.header.domain == "terminal"
+
+
+def test_a_scenario_s_tools_and_an_undo_with_nothing_to_undo(tmp_path):
+    answers = answer_file(tmp_path, ["tags_split_across_chunks"])
+
+    async def session() -> tuple:
+        async with Client(server(tmp_path, "--model", f"scripted:{answers}", "--scenario", "notes-mcp-server")) as client:
+            nothing = await client.call_tool("undo", {})
+            call = await client.call_tool("act", {"action": '{"name": "list_notes", "arguments": {}}'})
+            prose = await client.call_tool("act", {"action": "please list my notes"})
+            return nothing, call, prose
+
+    nothing, call, prose = anyio.run(session)
+    assert nothing.is_error and text(nothing).endswith("There is no action to undo.")
+    assert not call.is_error and text(call) == answer("tags_split_across_chunks").observation
+    assert prose.is_error and "Invalid action" in text(prose)
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    saved = read_trajectory(path)
+    assert saved.header.scenario["name"] == "notes-mcp-server" and len(saved.turns) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "`awl mcp` needs a model."),
+    (["--model", "scripted:missing.json"], "does not exist"),
+    (["--model", "scripted:x.json", "--scenario", "no-such-world"], "no-such-world"),
+    (["--model", "scripted:x.json", "--think", "sometimes"], "Invalid thinking budget"),
+])
+def test_a_bad_option_is_one_line_and_no_file(tmp_path, args, message):
+    result = subprocess.run([sys.executable, "-m", "agentworld_local.cli.main", "mcp", *args, "--out-dir", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and result.stdout == ""
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
