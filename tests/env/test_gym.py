@@ -131,3 +131,14 @@ def test_check_env_on_the_real_llama_path(tmp_path, qwen_gguf):
             check_env(env.unwrapped)
     finally:
         env.close()
+
+
+def test_the_example_runs_offline_and_saves_its_episode(tmp_path):
+    result = subprocess.run([sys.executable, "examples/gym_disk_full.py", "--out-dir", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "terminated=True truncated=False" in result.stdout
+    (path,) = tmp_path.glob("*.jsonl")
+    saved = read_trajectory(path)
+    assert saved.header.scenario["name"] == "disk-full-server" and len(saved.turns) == 4
+    assert saved.turns[-1].action == "[]"
