@@ -7,7 +7,11 @@
 #   4. runs a short `awl run --gpu-layers auto --verbose` on the qwen35moe fixture and checks
 #      llama.cpp's "offloaded N/M layers to GPU" line (N > 0);
 #   5. asks for a context whose KV cache cannot fit in GPU memory with `--gpu-layers all`, and
-#      checks that the load retries once with a smaller plan and says so.
+#      checks that the load retries once with a smaller plan and says so;
+#   6. bench/offload_speed.py on a wide qwen35moe fixture and on Gemma 3 270M (when a copy is
+#      here: $GEMMA, tests/.cache/gguf/, or the Hugging Face cache): tokens per second for the CPU,
+#      a layer split, experts in RAM (--cpu-moe, --n-cpu-moe) and full offload, with and without
+#      flash attention; checks that llama.cpp placed the experts in RAM as asked.
 # Everything it prints and writes lands in $OUT_DIR; the last line is PASS or FAIL.
 #
 # Usage, from the repository root:
@@ -160,6 +164,21 @@ PY
 rc=$?
 grep -vE "^(llama|load|print_info|graph|sched|create_tensor)" "$OUT_DIR/oom.log" | tail -8
 [[ $rc -eq 0 ]] || fail "out-of-memory retry"
+
+step "offload speed: CPU, layer split, experts in RAM, full offload (tokens per second)"
+models=()
+gemma="${GEMMA:-$(ls "$HERE"/tests/.cache/gguf/gemma-3-270m*.gguf ~/.cache/huggingface/hub/models--*gemma-3-270m*/snapshots/*/*.gguf 2>/dev/null | head -1)}"
+if [[ -n "$gemma" && -f "$gemma" ]]; then models+=(--model "$gemma"); else echo "Gemma 3 270M: no copy here (set GEMMA=FILE.gguf); the fixture only"; fi
+fixture="$("$VPY" -c "
+import sys; from pathlib import Path; sys.path.insert(0, 'bench')
+from offload_speed import BENCH_SIZES
+from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
+print(write_qwen35moe_fixture(Path(sys.argv[1]) / 'bench-qwen35moe-moe.gguf', **BENCH_SIZES))" "$OUT_DIR")" || fail "bench fixture"
+"$VPY" bench/offload_speed.py --model "$fixture" "${models[@]}" --prompt 512 --decode 128 | tee "$OUT_DIR/offload_speed.txt"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "offload speed benchmark"
+# The fixture's "experts in RAM" row: every layer on the GPU, 3 expert tensors per layer placed in RAM.
+grep -E "^  experts in RAM +[0-9]+/[0-9]+ +24 " "$OUT_DIR/offload_speed.txt" >/dev/null \
+    || fail "--cpu-moe: llama.cpp did not keep the fixture's 24 expert tensors in RAM with every layer on the GPU"
 
 echo
 echo "PASS in $((SECONDS - started))s: qwen35moe fixture $line"

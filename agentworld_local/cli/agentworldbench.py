@@ -26,9 +26,10 @@ from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSet
 from agentworld_local.agentworldbench.rows import BenchFile
 from agentworld_local.agentworldbench.selection import Malformed, select_lines, work_order
 from agentworld_local.agentworldbench.parallel import DEFAULT_CONCURRENCY, predict_rows_at_once
-from agentworld_local.cli.model_options import check_concurrency, model_or_server, remote_model_options
+from agentworld_local.cli.model_options import check_concurrency, model_or_server, offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.trajectory.jsonl import dumps
 
 FORMATS = (FORMAT,)
@@ -110,6 +111,7 @@ app.add_typer(bench_app, name="bench")
 
 @bench_app.command("predict")
 @remote_model_options
+@offload_model_options
 def bench_predict(
     file: Path = typer.Argument(..., metavar="FILE", help="AgentWorldBench rows (JSONL, any domain).", show_default=False),
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Or a server: --backend openai.", show_default=False),
@@ -131,6 +133,7 @@ def bench_predict(
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
     concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_CONCURRENCY}).", show_default=False),
     remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
 ) -> None:
     """Predict every selected row of a benchmark file as the official evaluation generates, in its output format.
 
@@ -176,7 +179,7 @@ def bench_predict(
     check_writable(out)
     ctx = bench_context(model, order, session, ctx)
     backend = load_backend(model, gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json,
-                           remote=remote)
+                           remote=remote, offload=offload)
     failed: list[RowFailed] = []
     unfit: list[RowPredicted] = []
     shown = _ProgressLine(as_json=as_json)

@@ -8,13 +8,14 @@ import typer
 from rich.console import Console
 
 from agentworld_local.cli.main import app
-from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.cli.preflight import check_ctx_value, check_writable
 from agentworld_local.cli.run import say_model_limits
 from agentworld_local.cli.session_loop import load_model, play_lines, start_runner
 from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, ensure_new_file
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.examples import pick_example
 from agentworld_local.session.rerun import live_plan
 from agentworld_local.session.runner import NewSession
@@ -23,6 +24,7 @@ from agentworld_local.cli.replay_plain import replay
 
 @app.command()
 @remote_model_options
+@offload_model_options
 def demo(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Runs the demo scenario live."),
     domain: str = typer.Option(None, "--domain", "-d", help="Show the bundled example of this domain (default: the terminal demo).", show_default=False),
@@ -35,6 +37,7 @@ def demo(
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),
     remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
 ) -> None:
     """Show what awl does, without any model: a hand-written example session, replayed.
 
@@ -60,7 +63,8 @@ def demo(
     new = NewSession(resolved.domain, resolved.settings, destination, plan.scenario)
     runner, log = start_runner()
     try:
-        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote), think)
+        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote,
+                                    offload=offload), think)
         code = play_lines(runner, log, lambda: runner.open(new), plan.lines,
                           printer=TurnPrinter(as_json=False, show_thinking=False))
     finally:

@@ -9,8 +9,9 @@ import typer
 
 from agentworld_local.cli import session_options as options
 from agentworld_local.cli.main import app
-from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.errors import InputError
@@ -22,6 +23,7 @@ def has_terminal() -> bool:
 
 @app.command()
 @remote_model_options
+@offload_model_options
 def play(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Without one, the start screen lets you choose.", show_default=False),
     domain: str = options.DOMAIN,
@@ -39,6 +41,7 @@ def play(
     gpu_layers: str = options.GPU_LAYERS,
     threads: int = options.THREADS,
     remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
 ) -> None:
     """Sit in front of a simulated world: type actions, watch the model think, undo, fork.
 
@@ -80,4 +83,5 @@ def play(
     start_screen = model is None
     run_screen(make_app(model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
                         prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
-                        max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen))
+                        max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen,
+                        offload=offload))

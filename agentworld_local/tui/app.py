@@ -55,17 +55,18 @@ class AwlApp(App[None]):
         self, *, request: SessionRequest, backend: Any = None, sessions_dir: Path | None = None,
         replay_path: Path | None = None, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
         timings: bool = True, files_each_turn: bool = False, start_screen: bool = False,
-        models: list[str] | None = None, remote: Any = None,
+        models: list[str] | None = None, remote: Any = None, offload: Any = None,
     ) -> None:
         """`backend`: a model loaded already (tests); the runner owns it from here on.
-        `remote`: a server's model (RemoteOptions), loaded when the model chosen is `remote.spec`."""
+        `remote`: a server's model (RemoteOptions), loaded when the model chosen is `remote.spec`.
+        `offload`: experts in RAM, flash attention, KV type for a GGUF (OffloadOptions)."""
         super().__init__()
         self.request = request
         self._bridge = messages.RunnerBridge(self.post_message)
         self.runner = SessionRunner(self._bridge, backend=backend, model=request.model if backend is not None else None)
         self.sessions_dir = sessions_dir
         self.replay_path = replay_path
-        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads, remote=remote)
+        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads, remote=remote, offload=offload)
         self.timings = timings
         self.files_each_turn = files_each_turn
         self.start_screen = start_screen
@@ -304,7 +305,7 @@ def make_app(
     gpu_layers: str = "auto", threads: int | None = None, timings: bool = True, files_each_turn: bool = False,
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
     temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
-    prompts: str | Path | None = None, remote: Any = None,
+    prompts: str | Path | None = None, remote: Any = None, offload: Any = None,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
@@ -316,4 +317,4 @@ def make_app(
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,
-                  start_screen=bool(start_screen), models=models, remote=remote)
+                  start_screen=bool(start_screen), models=models, remote=remote, offload=offload)

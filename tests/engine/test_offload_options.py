@@ -64,9 +64,9 @@ def test_experts_in_ram_reach_llama_cpp_and_change_no_output(qwen_gguf, referenc
 
 
 def test_without_the_option_no_tensor_is_overridden(qwen_gguf):
-    backend = _load(qwen_gguf)
+    backend = _load(qwen_gguf, flash_attn="off")
     try:
-        assert backend.overridden_tensors == []
+        assert backend.overridden_tensors == [] and backend.flash_attention is False
     finally:
         backend.close()
 
@@ -75,8 +75,7 @@ def test_without_the_option_no_tensor_is_overridden(qwen_gguf):
 def test_flash_attention_is_on_by_default_and_keeps_the_outputs(qwen_gguf, reference, flash_attn):
     backend = _load(qwen_gguf, flash_attn=flash_attn)
     try:
-        assert "flash_attn            = " in backend.load_log
-        assert "Flash Attention enabled" in backend.load_log or "flash_attn            = enabled" in backend.load_log
+        assert backend.flash_attention is True  # llama.cpp said so (auto: its probe found the CPU supports it)
         logits = _logits(backend)
         # Not bit-identical: flash attention sums the softmax in another order (online, with f16
         # K/V products on the CPU), so the logits move by about 0.05% of their range; the

@@ -111,6 +111,8 @@ class LlamaBackend:
             self.load_log = LOGS.text()
             #: Tensors llama.cpp placed by an override: the experts kept in RAM.
             self.overridden_tensors = list(LOGS.overridden)
+            #: Whether llama.cpp runs flash attention (`auto` resolves per device), None if it did not say.
+            self.flash_attention = LOGS.flash_attention
         llm = self._llm
         self._ctx = llm.ctx
         self._memory = llama_cpp.llama_get_memory(self._ctx)

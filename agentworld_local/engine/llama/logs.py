@@ -25,6 +25,8 @@ class LogCapture:
         #: Tensors this load placed by an override (`--cpu-moe`), from llama.cpp's debug lines,
         #: which the bounded buffer would lose among a large model's load lines.
         self.overridden: list[str] = []
+        #: Whether the last context runs flash attention, as llama.cpp said (None: it did not say).
+        self.flash_attention: bool | None = None
         self._callback = llama_cpp.llama_log_callback(self._on_log)  # keep a reference alive
         llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
 
@@ -33,6 +35,10 @@ class LogCapture:
         self.lines.append(line)
         if line.startswith("tensor ") and "buffer type overridden to" in line:
             self.overridden.append(line.split()[1])
+        elif "Flash Attention enabled" in line or "flash_attn            = enabled" in line:
+            self.flash_attention = True
+        elif "Flash Attention not supported" in line or "flash_attn            = disabled" in line:
+            self.flash_attention = False
         echo = self.echo
         if echo is None:
             return
@@ -48,6 +54,7 @@ class LogCapture:
     def clear(self) -> None:
         self.lines.clear()
         self.overridden.clear()
+        self.flash_attention = None
         self._partial = ""
 
     def text(self) -> str:
