@@ -112,3 +112,44 @@ def test_experts_in_ram_for_a_model_without_experts_is_refused_before_the_load(l
     with pytest.raises(InputError) as error:
         _load(llama_gguf, cpu_moe=ALL_LAYERS)
     assert "has no experts" in error.value.one_line() and "Drop --cpu-moe" in error.value.one_line()
+
+
+def test_auto_on_a_gpu_too_small_for_the_model_keeps_experts_in_ram(qwen_gguf, reference, monkeypatch):
+    """`--gpu-layers auto` where the model does not fit: the plan keeps the first layers' experts
+    in RAM, and the load hands exactly those to llama.cpp. The GPU is a synthetic one (this
+    build is CPU-only, so llama.cpp runs everything on the CPU and the outputs stay the same);
+    its free memory is what the whole model needs, less the experts of the first 3 layers."""
+    from agentworld_local.engine.llama import planning
+    from agentworld_local.models.hardware import GpuInfo, Hardware
+    from agentworld_local.models.memory import estimate_memory
+    from agentworld_local.models.inspect import inspect_gguf
+    from agentworld_local.models.plan import margin_for
+
+    estimate = estimate_memory(inspect_gguf(qwen_gguf), 512, flash_attn=True)
+    needed = estimate.gpu_bytes(-1, 3)
+    assert needed < estimate.gpu_bytes(-1, 2)
+    free = needed + 512 * 1024**2  # the margin a small GPU keeps free
+    assert free - margin_for(free) == needed
+    gpu = GpuInfo("CUDA0 (synthetic)", free, free, "llama.cpp", "CUDA")
+    monkeypatch.setattr(planning, "supports_gpu_offload", lambda: True)
+    monkeypatch.setattr(planning, "machine_hardware", lambda: Hardware(64 * 1024**3, 32 * 1024**3, 4, 2, (gpu,)))
+    notices: list[str] = []
+    backend = LlamaBackend(qwen_gguf, n_ctx=512, gpu_layers="auto", notice=notices.append)
+    try:
+        assert backend.plan is not None and backend.plan.cpu_moe == 3 and backend.gpu_layers == 9
+        assert "(--n-cpu-moe 3)" in notices[0] and "kept in RAM" in notices[0]
+        assert sorted(backend.overridden_tensors) == sorted(f"blk.{i}.{name}" for i in range(3) for name in EXPERTS)
+        np.testing.assert_allclose(_logits(backend), reference, rtol=0, atol=2e-3 * np.abs(reference).max())
+    finally:
+        backend.close()
+
+
+def test_offload_options_for_a_model_not_loaded_here_are_one_line(tmp_path):
+    from agentworld_local.engine.remote.options import RemoteOptions
+    from agentworld_local.session.loading import load_backend
+
+    server = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="world")
+    for model, remote in ((None, server), (f"scripted:{tmp_path / 'answers.txt'}", None)):
+        with pytest.raises(InputError) as error:
+            load_backend(model, remote=remote, offload=OffloadOptions(kv_type="q8_0"))
+        assert "not this model" in error.value.one_line() and "Drop them" in error.value.one_line()
