@@ -12,9 +12,16 @@ from agentworld_local.files import check_name_length, os_error_text, writing_who
 from agentworld_local.paths import sessions_dir
 
 
-def default_session_path(domain: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return sessions_dir() / f"{stamp}-{domain}.jsonl"
+def default_session_path(domain: str, folder: Path | None = None) -> Path:
+    """A new file in the sessions folder, named by the time and the domain; a second session
+    started in the same second gets `-2`, `-3`, ... (awl never overwrites a session)."""
+    folder = sessions_dir() if folder is None else folder
+    stem = f"{datetime.now():%Y%m%d-%H%M%S}-{domain}"
+    path, number = folder / f"{stem}.jsonl", 1
+    while os.path.lexists(path):
+        number += 1
+        path = folder / f"{stem}-{number}.jsonl"
+    return path
 
 
 def ensure_new_file(path: Path) -> None:

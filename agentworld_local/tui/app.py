@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -142,11 +141,11 @@ class AwlApp(App[None]):
 
             going_on = ResumeOptions(think=request.think, max_tokens=request.max_tokens, temperature=request.temperature)
             return self.runner.resume(request.resume, options=going_on, **load)
-        from agentworld_local.session.files import ensure_new_file
+        from agentworld_local.session.files import default_session_path, ensure_new_file
         from agentworld_local.tui.opening import session_spec
 
         resolved = session_spec(request).resolve()
-        out = request.out or self.sessions_folder() / f"{datetime.now():%Y%m%d-%H%M%S}-{request.domain or 'session'}.jsonl"
+        out = request.out or default_session_path(request.domain or "session", self.sessions_folder())
         ensure_new_file(out)
         return self.runner.open(NewSession.from_spec(resolved, out), **load)
 

@@ -178,3 +178,32 @@ def test_a_notice_during_a_session_is_said_on_stderr(capsys):
     assert "awl: llama.cpp says hello" in capsys.readouterr().err
     TurnPrinter(as_json=True, show_thinking=False).show(Notice("x"))
     assert json.loads(capsys.readouterr().out) == {"event": "notice", "text": "x"}
+
+
+def test_two_sessions_started_in_the_same_second_get_files_of_their_own(tmp_path):
+    """The default file is named by the second: the second session gets `-2`, not an error."""
+    model = scripted_model(tmp_path, "<predicted_observation>\nok\n</predicted_observation>")
+    for _ in range(3):
+        result = awl("run", "-m", model, home=tmp_path, stdin="ls\n")
+        assert result.returncode == 0, result.stderr
+    sessions = sorted((tmp_path / "data" / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 3 and all(len(read_trajectory(path).turns) == 1 for path in sessions)
+
+
+def test_the_default_session_file_of_a_taken_second_gets_a_number(tmp_path, monkeypatch):
+    from datetime import datetime
+
+    from agentworld_local.session import files
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2026, 12, 3, 9, 59, 45)
+
+    monkeypatch.setattr(files, "datetime", Frozen)
+    first = files.default_session_path("terminal", tmp_path)
+    first.write_text("taken")
+    second = files.default_session_path("terminal", tmp_path)
+    second.write_text("taken")
+    assert (first.name, second.name, files.default_session_path("terminal", tmp_path).name) == (
+        "20261203-095945-terminal.jsonl", "20261203-095945-terminal-2.jsonl", "20261203-095945-terminal-3.jsonl")
