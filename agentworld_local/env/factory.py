@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentworld_local.env.ids import resolve_env
-from agentworld_local.env.simulated import ENV_OPTIONS, SPEC_OPTIONS, SimulatedEnv
+from agentworld_local.env.simulated import ENV_OPTIONS, SPEC_OPTIONS, SimulatedEnv, control_list
 from agentworld_local.errors import InputError, did_you_mean
 from agentworld_local.session.spec import SessionSpec
 
@@ -24,6 +24,6 @@ def make(id_or_domain: str, model: str | None = None, **options: Any) -> Simulat
     chosen = resolve_env(id_or_domain)
     spec_options = {name: value for name, value in options.items() if name in SPEC_OPTIONS}
     if "controls" in spec_options:
-        spec_options["controls"] = list(spec_options["controls"] or [])
+        spec_options["controls"] = control_list(spec_options["controls"])
     spec = SessionSpec(domain=chosen.domain, scenario=chosen.scenario, **spec_options)
     return SimulatedEnv(spec, model=model, **{name: value for name, value in options.items() if name in ENV_OPTIONS})

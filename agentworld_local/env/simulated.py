@@ -25,7 +25,7 @@ from typing import Any
 
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, InputError
+from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
 from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
@@ -40,7 +40,8 @@ _SEED_RANGE = 2**31
 
 
 class SimulatedEnv:
-    """One simulated world for an agent; see the module's doc. Build it with `make()`."""
+    """One simulated world for an agent; see the module's doc. Build it with `make()`.
+    Not for several threads at once (serve/mcp.py holds a lock around it)."""
 
     def __init__(self, spec: SessionSpec, *, model: str | None = None, backend: Any = None,
                  load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None) -> None:
@@ -59,8 +60,7 @@ class SimulatedEnv:
         self._session: str | None = None
         self._path: Path | None = None  # the last session's file, kept after it closes
         self._observations: list[str] = []
-        self._rng = random.Random()
-        self._episode_seed = spec.seed
+        self._rng = random.Random(spec.seed)  # unseeded resets are reproducible from make(seed=...)
         #: What the model loading said (a lowered context, the memory plan...).
         self.notices: list[str] = []
         if backend is None:
@@ -88,7 +88,7 @@ class SimulatedEnv:
         path = self._new_path()
         opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path)))
         view = next(event.view for event in opened if isinstance(event, events.SessionOpened))
-        self._session, self._path, self._episode_seed = str(view.path), Path(view.path), episode_seed
+        self._session, self._path = str(view.path), Path(view.path)
         self._observations = [view.initial_state]
         return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
                                     "task": view.settings.task, "turn": 0, "seed": episode_seed}
@@ -189,7 +189,7 @@ class SimulatedEnv:
                 # A user's mistake or a saved-file problem is its AwlError; a defect stays itself.
                 raise event.error if isinstance(event.error, BaseException) else AwlError(event.message, event.hint)
             if isinstance(event, (events.TurnCancelled, events.LoadCancelled)):
-                raise AwlError("Cancelled.", "Nothing unfinished was saved; try again.")
+                raise Cancelled("Cancelled.", "Nothing unfinished was saved; try again.")
         return said
 
     def _new_path(self) -> Path:
@@ -210,8 +210,19 @@ def _episode_changes(options: dict[str, Any] | None) -> dict[str, Any]:
         raise InputError(f"Unknown reset option `{unknown[0]}`.", f"reset(options=...) takes: {', '.join(EPISODE_OPTIONS)}.")
     changes = dict(options)
     if "controls" in changes:
-        changes["controls"] = list(changes["controls"] or [])
+        changes["controls"] = control_list(changes["controls"])
     return changes
+
+
+def control_list(value: Any) -> list[str]:
+    """`controls` as a list: one instruction may be given as a string (never split into letters)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(text, str) for text in value):
+        raise InputError("`controls` is a list of instructions.", 'E.g. controls=["the disk is full"].')
+    return list(value)
 
 
 #: make()'s options that build the session (SessionSpec's fields), and those of the env.

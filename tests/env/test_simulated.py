@@ -6,7 +6,10 @@ points; one episode runs on the real llama.cpp path with the generated qwen35moe
 
 from __future__ import annotations
 
+import _thread
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -229,3 +232,36 @@ def test_an_episode_on_the_real_llama_path(tmp_path, qwen_gguf):
         env.close()
     assert [turn.action for turn in read_trajectory(path).turns] == [f"touch {created}", "ls"]
     assert not created.exists()
+
+
+def test_ctrl_c_during_a_step_cancels_the_turn_and_the_env_goes_on(tmp_path):
+    """A KeyboardInterrupt while the model answers stops that turn at its next token (nothing
+    of it is saved) and the next step is accepted; raced at several moments."""
+    long = "<think>\n" + " ".join(f"line {n} of the build log" for n in range(100)) + "\n</think>\n<predicted_observation>\nok\n</predicted_observation>"
+    quick = "<predicted_observation>\nok\n</predicted_observation>"
+    for attempt, delay in enumerate([0.0, 0.01, 0.03, 0.06, 0.1, 0.2]):
+        backend = ScriptedBackend([ScriptedAnswer(long, chunk=2), quick], delay_s=0.002)
+        with agentworld_local.make("terminal", backend=backend, out_dir=tmp_path / str(attempt), think="full") as env:
+            env.reset()
+            timer = threading.Timer(delay, _thread.interrupt_main)
+            with pytest.raises(KeyboardInterrupt):
+                timer.start()  # inside: with no delay the interrupt may land while it starts
+                env.step("make")
+                time.sleep(5)  # never reached unless the step ended first: the interrupt lands here
+            timer.join()
+            assert env.turns == 0
+            assert env.step("pwd")[0] == "ok"
+            path = env.trajectory
+        assert [turn.action for turn in read_trajectory(path).turns] == ["pwd"]
+
+
+def test_controls_may_be_one_string_or_a_list(tmp_path):
+    with make_env(tmp_path, ["<predicted_observation>\nok\n</predicted_observation>"], controls="the disk is full") as env:
+        env.reset(options={"controls": ["the network is down"]})
+        env.step("ls")
+        assert read_trajectory(env.trajectory).header.controls == ["the network is down"]
+        env.reset()
+        env.step("ls")
+        assert read_trajectory(env.trajectory).header.controls == ["the disk is full"]
+        with pytest.raises(InputError, match="`controls` is a list"):
+            env.reset(options={"controls": 3})
