@@ -25,7 +25,6 @@ _OPTIONS = (
     ("timeout", float, typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="With --backend openai: seconds to wait for the server to connect or send the next piece of an answer.")),
     ("retries", int, typer.Option(DEFAULT_RETRIES, "--retries", help="With --backend openai: retries with backoff after a connection error, 429 or 5xx.")),
 )
-_NAMES = tuple(name for name, _, _ in _OPTIONS)
 
 
 def remote_options(*, model: str | None, backend: str, base_url: str | None, api_model: str | None,
@@ -50,23 +49,31 @@ def remote_options(*, model: str | None, backend: str, base_url: str | None, api
                          timeout_s=timeout, retries=retries)
 
 
-def remote_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the remote-model options to `command`, which takes `remote: RemoteOptions | None`
-    (and reads `model`, when it has one, to refuse --model with a server)."""
+def _with_options(command: Callable[..., Any], options: tuple[tuple[str, type, Any], ...], target: str,
+                  build: Callable[[dict[str, Any], dict[str, Any]], Any]) -> Callable[..., Any]:
+    """`command` with `options` added to its signature (for Typer); their values become one
+    argument, `target`, made by `build(values, the command's other arguments)`."""
     signature = inspect.signature(command)
-    kept = [p for p in signature.parameters.values() if p.name != "remote"]
+    kept = [p for p in signature.parameters.values() if p.name != target]
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
-             for name, kind, option in _OPTIONS]
+             for name, kind, option in options]
     kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else p for p in kept]
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name) for name in _NAMES}
-        kwargs["remote"] = remote_options(model=kwargs.get("model"), **values)
+        values = {name: kwargs.pop(name) for name, _, _ in options}
+        kwargs[target] = build(values, kwargs)
         return command(*args, **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
     return wrapper
+
+
+def remote_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the remote-model options to `command`, which takes `remote: RemoteOptions | None`
+    (and reads `model`, when it has one, to refuse --model with a server)."""
+    return _with_options(command, _OPTIONS, "remote",
+                         lambda values, others: remote_options(model=others.get("model"), **values))
 
 
 def model_or_server(model: str | None, remote: RemoteOptions | None, command: str) -> None:
@@ -98,17 +105,4 @@ _OFFLOAD_OPTIONS = (
 def offload_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --cpu-moe, --n-cpu-moe, --flash-attn and --kv-type to `command`, which takes
     `offload: OffloadOptions` (bad values are one line before anything loads)."""
-    signature = inspect.signature(command)
-    kept = [p for p in signature.parameters.values() if p.name != "offload"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
-             for name, kind, option in _OFFLOAD_OPTIONS]
-    kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else p for p in kept]
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name) for name, _, _ in _OFFLOAD_OPTIONS}
-        kwargs["offload"] = OffloadOptions.from_flags(**values)
-        return command(*args, **kwargs)
-
-    wrapper.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
-    return wrapper
+    return _with_options(command, _OFFLOAD_OPTIONS, "offload", lambda values, others: OffloadOptions.from_flags(**values))

@@ -104,7 +104,7 @@ class LlamaBackend:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
             except OutOfMemory:
                 gc.collect()  # free what the failed attempt allocated before trying again
-                retry = smaller_after_oom(path, self.gpu_layers, n_ctx, self._notice)
+                retry = smaller_after_oom(path, self.gpu_layers, n_ctx, self._notice, offload)
                 self.gpu_layers, n_ctx = retry.gpu_layers, retry.n_ctx
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, retrying=True, **options)
             #: llama.cpp's log of this load (what it allocated, what it could not).

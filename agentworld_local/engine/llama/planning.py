@@ -109,9 +109,11 @@ def announce_estimate(
     )
 
 
-def smaller_after_oom(path: Path, failed_layers: int, failed_ctx: int, notice: Notice) -> OffloadPlan:
+def smaller_after_oom(
+    path: Path, failed_layers: int, failed_ctx: int, notice: Notice, options: OffloadOptions = OffloadOptions()
+) -> OffloadPlan:
     """The one retry after llama.cpp ran out of memory, announced through `notice`."""
-    estimate = estimate_memory(inspect_gguf(path), failed_ctx)
+    estimate = estimate_for(path, failed_ctx, options)
     retry = smaller_plan(estimate, machine_hardware(), failed_layers=failed_layers, failed_ctx=failed_ctx)
     if retry is None:
         raise explain_load_failure(path, LOGS.text())
