@@ -108,3 +108,31 @@ def test_a_bad_option_is_one_line_and_no_file(tmp_path, args, message):
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrent_calls_queue_one_turn_at_a_time(tmp_path):
+    """An MCP client may send calls at once; each becomes a whole turn, one after another
+    (never refused, never two on the model together). Raced in several rounds."""
+    answers = answer_file(tmp_path, ["thinking_then_tags"], chunk=1)
+    rounds, width = 3, 4
+
+    async def session() -> list:
+        results = []
+        async with Client(server(tmp_path, "--model", f"scripted:{answers}", "--think", "full")) as client:
+            for number in range(rounds):
+                async def call(index: int) -> None:
+                    results.append(await client.call_tool("act", {"action": f"echo {number}-{index}"}))
+
+                async with anyio.create_task_group() as group:
+                    for index in range(width):
+                        group.start_soon(call, index)
+                    group.start_soon(client.call_tool, "state", {})
+        return results
+
+    results = anyio.run(session)
+    assert len(results) == rounds * width
+    assert all(not result.is_error and text(result) == answer("thinking_then_tags").observation for result in results)
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    saved = read_trajectory(path)
+    assert [turn.turn for turn in saved.turns] == list(range(1, rounds * width + 1))
+    assert sorted(turn.action for turn in saved.turns) == sorted(f"echo {n}-{i}" for n in range(rounds) for i in range(width))
