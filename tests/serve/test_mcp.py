@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,11 @@ def answer_file(tmp_path: Path, names: list[str], chunk: int = 2) -> Path:
 
 
 def server(tmp_path: Path, *args: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "agentworld_local.cli.main", "mcp", *args, "--out-dir", str(tmp_path / "out")],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+    """`awl mcp ...` as an MCP client's config starts it: the installed `awl` script."""
+    awl = shutil.which("awl", path=str(Path(sys.executable).parent))
+    command, first = (awl, []) if awl else (sys.executable, ["-m", "agentworld_local.cli.main"])
+    return StdioServerParameters(command=command, args=[*first, "mcp", *args, "--out-dir", str(tmp_path / "out")],
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
 
 
 def text(result) -> str:
