@@ -17,6 +17,7 @@ sends is executed: the world model predicts what the environment would answer.
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import fields, replace
 from datetime import datetime
@@ -52,8 +53,7 @@ class SimulatedEnv:
         if model is None and backend is None and not (load_options or {}).get("remote"):
             raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
         self.spec = spec
-        self._resolved = spec.resolve()  # a bad option or scenario is refused before the model loads
-        self.domain = self._resolved.domain
+        self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
         self.out_dir = Path(out_dir) if out_dir is not None else sessions_dir()
         self._log = EventLog()
         self._runner = SessionRunner(self._log, backend=backend)
@@ -102,13 +102,13 @@ class SimulatedEnv:
             said = self._call(lambda: self._runner.step(session, action))
         except ActionError as error:
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
-            return reason, 0.0, False, False, {"invalid_action": reason, "turn": len(self._observations) - 1,
-                                                "trajectory": session}
+            return reason, 0.0, False, False, {"invalid_action": reason, "turn": self.turns, "trajectory": session}
         finished = next(event for event in said if isinstance(event, events.TurnFinished))
         record = finished.record
         self._observations.append(record.observation)
         info = {
-            "trajectory": session, "turn": finished.turn, "action": record.action_payload,
+            # Copies: what a caller does with info never reaches the session's history.
+            "trajectory": session, "turn": finished.turn, "action": copy.deepcopy(record.action_payload),
             "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
             "finish": record.finish, "parse_method": record.parse_method,
         }
