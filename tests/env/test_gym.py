@@ -30,8 +30,8 @@ def answer_file(tmp_path: Path, names: list[str], chunk: int = 3) -> Path:
     return path
 
 
-@pytest.mark.parametrize("env_id", ["agentworld/Terminal-v0", "agentworld/MCP-v0", "agentworld/WebmailInbox-v0"])
-def test_gymnasium_s_own_checker_passes(tmp_path, env_id):
+@pytest.mark.parametrize("env_id", [entry.id for entry in env_ids()])
+def test_gymnasium_s_own_checker_passes_on_every_id(tmp_path, env_id):
     answers = answer_file(tmp_path, ["thinking_then_tags", "ansi_colour_screen", "tags_split_across_chunks"])
     env = gymnasium.make(env_id, model=f"scripted:{answers}", out_dir=tmp_path / "out")
     try:
