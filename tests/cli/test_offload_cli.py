@@ -8,18 +8,13 @@ import pytest
 
 from tests.cli.helpers import assert_one_line_error, awl
 
-FAST = ["--think", "4", "--max-tokens", "8", "--seed", "1", "--ctx", "4096", "--gpu-layers", "0"]
+FAST = ["--think", "off", "--max-tokens", "2", "--seed", "1", "--ctx", "4096", "--gpu-layers", "0"]
 
 
-@pytest.mark.parametrize(("flags", "fragment"), [
-    (["--kv-type", "q4"], "Unknown --kv-type `q4`"),
-    (["--n-cpu-moe", "-1"], "--n-cpu-moe -1 must be 0 or more"),
-    (["--flash-attn", "maybe"], "Unknown --flash-attn `maybe`"),
-])
-def test_bad_offload_values_are_one_line_before_the_load(tmp_path, qwen_gguf, flags, fragment):
-    result = awl("run", "--model", str(qwen_gguf), *FAST, *flags, home=tmp_path, stdin="ls\n")
-    assert_one_line_error(result, fragment)
-    assert "llama" not in result.stderr.lower().replace("llama.cpp", "")  # nothing was loaded
+def test_a_bad_offload_value_is_one_line_before_the_load(tmp_path, qwen_gguf):
+    # Every value's message is checked in tests/unit/test_inspect_memory_plan.py; this is the path to the user.
+    result = awl("run", "--model", str(qwen_gguf), *FAST, "--kv-type", "q4", home=tmp_path, stdin="ls\n")
+    assert_one_line_error(result, "Unknown --kv-type `q4`", "--kv-type q8_0")
 
 
 def test_experts_in_ram_for_a_dense_model_is_one_line_before_the_load(tmp_path, llama_gguf):
@@ -38,12 +33,10 @@ def test_a_session_with_experts_in_ram_runs_and_llama_cpp_says_where_they_went(t
 
 
 def test_info_plan_counts_experts_in_ram_flash_attention_and_the_kv_type(tmp_path, qwen_gguf):
-    plain = json.loads(awl("models", "info", str(qwen_gguf), "--plan", "--ctx", "8192", "--flash-attn", "off", "--json",
-                           home=tmp_path).stdout)
     tuned = json.loads(awl("models", "info", str(qwen_gguf), "--plan", "--ctx", "8192", "--cpu-moe", "--kv-type", "q8_0",
                            "--json", home=tmp_path).stdout)
-    assert tuned["memory"]["kv_bytes"] == plain["memory"]["kv_bytes"] * 34 // 64
-    assert tuned["memory"]["compute_bytes"] < plain["memory"]["compute_bytes"]
+    assert tuned["memory"]["kv_bytes"] == 2 * 8192 * 2 * (32 + 32) * 34 // 32  # q8_0: 34 bytes per 32 values
+    assert tuned["memory"]["flash_attn"] is True and tuned["plan"]["kv_type"] == "q8_0"
     assert tuned["plan"]["cpu_moe"] == -1 and tuned["plan"]["cpu_expert_bytes"] == tuned["memory"]["expert_bytes"] > 0
     assert "--cpu-moe" in tuned["run_command"] and "--kv-type q8_0" in tuned["run_command"]
     text = awl("models", "info", str(qwen_gguf), "--plan", "--n-cpu-moe", "3", home=tmp_path).stdout
