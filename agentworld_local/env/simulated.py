@@ -27,6 +27,7 @@ from typing import Any
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
+from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
@@ -54,7 +55,7 @@ class SimulatedEnv:
             raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
         self.spec = spec
         self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
-        self.out_dir = Path(out_dir) if out_dir is not None else sessions_dir()
+        self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
         self._log = EventLog()
         self._runner = SessionRunner(self._log, backend=backend)
         self._session: str | None = None
@@ -194,10 +195,19 @@ class SimulatedEnv:
 
     def _new_path(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = self.out_dir / f"{stamp}-{self.domain.name}.jsonl"
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        path = _ready_folder(self.out_dir) / f"{stamp}-{self.domain.name}.jsonl"
         ensure_new_file(path)
         return path
+
+
+def _ready_folder(folder: Path) -> Path:
+    """The folder for session files, made if needed; refused in one line before a model loads."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"Cannot use {folder} for the session files ({os_error_text(error)}).",
+                         "Give another `out_dir` (`--out-dir`).") from None
+    return folder
 
 
 def _episode_changes(options: dict[str, Any] | None) -> dict[str, Any]:

@@ -183,6 +183,10 @@ def test_bad_ids_and_options_are_one_clear_error(tmp_path):
     with pytest.raises(InputError, match="Invalid thinking budget `sometimes`"):
         agentworld_local.make("terminal", backend=ScriptedBackend(["x"]), think="sometimes", out_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []  # nothing was written for a refused env
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="Cannot use .*a-file/sessions for the session files") as raised:
+        agentworld_local.make("terminal", model="scripted:never-loaded.json", out_dir=tmp_path / "a-file" / "sessions")
+    assert "out_dir" in raised.value.hint
 
 
 def test_step_before_reset_and_after_close_say_what_to_do(tmp_path):
