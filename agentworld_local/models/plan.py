@@ -84,7 +84,8 @@ def _fewest_cpu_experts(estimate: MemoryEstimate, gpu_budget: int) -> int | None
 
 def _layout(estimate: MemoryEstimate, gpu_budget: int, expert_offload: bool, cpu_moe: int) -> tuple[int, int]:
     """(GPU layers, --n-cpu-moe) for this budget: everything, else experts in RAM, else fewer
-    layers; `cpu_moe` given (not 0): the user's, only the layers are planned."""
+    layers (with every expert in RAM for a MoE model); `cpu_moe` given (not 0): the user's,
+    only the layers are planned."""
     if cpu_moe:
         return (_most_layers(estimate, gpu_budget, cpu_moe) if gpu_budget else 0), cpu_moe
     layers = _most_layers(estimate, gpu_budget) if gpu_budget else 0
@@ -92,6 +93,10 @@ def _layout(estimate: MemoryEstimate, gpu_budget: int, expert_offload: bool, cpu
         cpu_moe = _fewest_cpu_experts(estimate, gpu_budget)
         if cpu_moe is not None:
             return estimate.max_gpu_layers, cpu_moe
+        # Not even the rest fits whole: split the layers, every expert in RAM (more layers fit).
+        split = _most_layers(estimate, gpu_budget, ALL_LAYERS)
+        if split > layers:
+            return split, ALL_LAYERS
     return layers, 0
 
 

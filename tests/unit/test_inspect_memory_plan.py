@@ -404,3 +404,15 @@ def test_offload_flags_that_cannot_work_are_one_input_error(flags, fragment):
     with pytest.raises(InputError) as error:
         OffloadOptions.from_flags(**flags)
     assert fragment in error.value.one_line() and "\n" not in error.value.one_line()
+
+
+def test_a_gpu_too_small_even_without_experts_splits_layers_with_every_expert_in_ram():
+    estimate = estimate_memory(moe_summary(), 16384, flash_attn=True)
+    without_experts = estimate.gpu_bytes(-1, -1)
+    gpu = (without_experts / 2 + 512 * MiB) / GiB  # half of what every layer needs without its experts
+    plan = plan_offload(estimate, machine(60, gpu), n_ctx_wanted=16384)
+    assert plan.cpu_moe == -1 and 0 < plan.gpu_layers < 42 and plan.fits
+    assert plan.gpu_bytes == estimate.gpu_bytes(plan.gpu_layers, -1) <= plan.gpu_budget
+    # More layers than a split that takes the experts along.
+    assert plan.gpu_layers > plan_offload(estimate, machine(60, gpu), n_ctx_wanted=16384, expert_offload=False).gpu_layers
+    assert "every layer" in plan.reason and "kept in RAM" in plan.reason
