@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
 
 import typer
@@ -56,6 +59,18 @@ def mcp_command(
         load_options.update(gpu_layers=gpu_layers, threads=threads)
     env = make(scenario or domain or "terminal", model, task=task, controls=list(control or []), think=think, seed=seed,
                temperature=temperature, max_tokens=max_tokens, out_dir=out_dir, load_options=load_options)
+    # The SDK reads stdin on a worker thread that only the end of input stops, so Ctrl+C or
+    # SIGTERM would wait for the client. Stop here instead: the env is closed first (a turn
+    # in flight is cancelled, every finished one is saved), then the process leaves.
+    def stop(signum: int, frame: object) -> None:
+        env.close()
+        kept = f"the session is saved in {env.trajectory}" if env.turns else "no action came, so no file was kept"
+        stderr_console().print(f"awl mcp: interrupted; {kept}", soft_wrap=True, markup=False, highlight=False)
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, stop)
     try:
         _, info = env.reset(seed=seed)
     except BaseException:
@@ -64,4 +79,4 @@ def mcp_command(
     # stdout is the MCP channel: what people read goes to stderr.
     stderr_console().print(f"awl mcp: serving a simulated {env.domain.title} on stdio; turns go to {info['trajectory']}",
                            soft_wrap=True, markup=False, highlight=False)
-    serve_stdio(env)
+    serve_stdio(env)  # closes the env (every turn saved) when the client disconnects

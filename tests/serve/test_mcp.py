@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +141,54 @@ def test_concurrent_calls_queue_one_turn_at_a_time(tmp_path):
     saved = read_trajectory(path)
     assert [turn.turn for turn in saved.turns] == list(range(1, rounds * width + 1))
     assert sorted(turn.action for turn in saved.turns) == sorted(f"echo {n}-{i}" for n in range(rounds) for i in range(width))
+
+
+def awl_mcp_command(tmp_path: Path, *args: str) -> list[str]:
+    params = server(tmp_path, *args)
+    return [params.command, *params.args]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_ends_the_server_at_once_even_while_the_client_keeps_stdin_open(tmp_path, signum, code):
+    answers = answer_file(tmp_path, ["thinking_then_tags"])
+    process = subprocess.Popen(awl_mcp_command(tmp_path, "--model", f"scripted:{answers}"), cwd=ROOT,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert "serving a simulated Linux terminal" in process.stderr.readline()
+        process.send_signal(signum)
+        assert process.wait(timeout=20) == code  # stdin is still open: the server does not wait for it
+        assert "interrupted; no action came, so no file was kept" in process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
+        process.stdin.close()
+    assert list((tmp_path / "out").glob("*.jsonl")) == []
+
+
+def test_a_signal_after_a_turn_keeps_it(tmp_path):
+    answers = answer_file(tmp_path, ["thinking_then_tags"])
+    pid_file = tmp_path / "pid"
+    command = " ".join(shlex.quote(word) for word in awl_mcp_command(tmp_path, "--model", f"scripted:{answers}"))
+    params = StdioServerParameters(command="sh", args=["-c", f"echo $$ > {shlex.quote(str(pid_file))}; exec {command}"],
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+
+    async def session() -> str:
+        async with Client(params) as client:
+            observation = text(await client.call_tool("act", {"action": "ls -la"}))
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(200):  # gone at once, though the client still holds its stdin
+                await anyio.sleep(0.05)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    return observation
+            raise AssertionError("awl mcp was still running 10 s after SIGTERM")
+
+    try:
+        assert anyio.run(session) == answer("thinking_then_tags").observation
+    except BaseExceptionGroup as group:  # the client may notice the server left; that is all
+        assert not group.subgroup(AssertionError), group
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    assert [turn.action for turn in read_trajectory(path).turns] == ["ls -la"]
