@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import random
+import weakref
 from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -58,6 +59,9 @@ class SimulatedEnv:
         self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
         self._log = EventLog()
         self._runner = SessionRunner(self._log, backend=backend)
+        # A program that ends without close() still closes the runner (an episode without a
+        # turn leaves no file; the model is freed before the interpreter tears down).
+        self._finalizer = weakref.finalize(self, self._runner.close)
         self._session: str | None = None
         self._path: Path | None = None  # the last session's file, kept after it closes
         self._observations: list[str] = []
@@ -68,7 +72,7 @@ class SimulatedEnv:
             try:
                 self._call(lambda: self._runner.load(model, **dict(load_options or {})))
             except BaseException:
-                self._runner.close()
+                self._finalizer()
                 raise
 
     # -- the environment -----------------------------------------------------------------
@@ -148,7 +152,7 @@ class SimulatedEnv:
     def close(self) -> None:
         """Close the session and free the model. A second close does nothing."""
         if not self._runner.closed:
-            self._runner.close()
+            self._finalizer()
             self._log.drain()
         self._session = None
 

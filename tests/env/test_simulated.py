@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import _thread
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -269,3 +271,20 @@ def test_controls_may_be_one_string_or_a_list(tmp_path):
         assert read_trajectory(env.trajectory).header.controls == ["the disk is full"]
         with pytest.raises(InputError, match="`controls` is a list"):
             env.reset(options={"controls": 3})
+
+
+def test_a_program_that_ends_without_close_keeps_its_turns_and_leaves_no_empty_file(tmp_path):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"version": 1, "answers": [{"raw": answer("thinking_then_tags").raw}]}), encoding="utf-8")
+    code = (
+        "import agentworld_local\n"
+        f"env = agentworld_local.make('terminal', model='scripted:{answers}', out_dir=r'{tmp_path / 'out'}')\n"
+        "env.reset(); env.step('ls -la')\n"
+        f"other = agentworld_local.make('terminal', model='scripted:{answers}', out_dir=r'{tmp_path / 'out'}')\n"
+        "other.reset()\n"  # never stepped, never closed
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    assert [turn.action for turn in read_trajectory(path).turns] == ["ls -la"]
