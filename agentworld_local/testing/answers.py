@@ -7,9 +7,12 @@ default): the stream shown on screen and the saved turn must both equal `observa
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from agentworld_local.engine.scripted import ScriptedAnswer
+from agentworld_local.engine.scripted import ANSWER_FILE_VERSION, ScriptedAnswer
 
 
 @dataclass(frozen=True)
@@ -160,3 +163,12 @@ def answer(name: str) -> RealisticAnswer:
         if item.name == name:
             return item
     raise KeyError(name)
+
+
+def write_answer_file(path: Path, answers: Iterable[RealisticAnswer], *, chunk: int = 3) -> Path:
+    """An answer file for `--model scripted:FILE` (a face started as its own process) with
+    these answers, cut into `chunk`-character pieces."""
+    items = [{"raw": item.raw, "chunk": chunk, "finish": item.finish} for item in answers]
+    path.write_text(json.dumps({"version": ANSWER_FILE_VERSION, "answers": items}), encoding="utf-8")
+    return path
+

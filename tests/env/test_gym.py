@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import warnings
@@ -16,18 +15,14 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from agentworld_local.env import SimulatedEnv, env_ids  # noqa: E402
 from agentworld_local.env.gym import AgentWorldEnv, AnyText  # noqa: E402  (registers the ids)
 from agentworld_local.errors import InputError  # noqa: E402
-from agentworld_local.testing.answers import ANSWERS, answer  # noqa: E402
+from agentworld_local.testing.answers import ANSWERS, answer, write_answer_file  # noqa: E402
 from agentworld_local.trajectory.reader import read_trajectory  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def answer_file(tmp_path: Path, names: list[str], chunk: int = 3) -> Path:
-    path = tmp_path / "answers.json"
-    items = [answer(name) for name in names]
-    path.write_text(json.dumps({"version": 1, "answers": [
-        {"raw": item.raw, "chunk": chunk, "finish": item.finish} for item in items]}), encoding="utf-8")
-    return path
+def answer_file(tmp_path: Path, names: list[str]) -> Path:
+    return write_answer_file(tmp_path / "answers.json", [answer(name) for name in names])
 
 
 @pytest.mark.parametrize("env_id", [entry.id for entry in env_ids()])
@@ -68,9 +63,7 @@ def test_the_spaces_hold_every_observation_a_world_gives(tmp_path):
     """Screens hold any character (ANSI colours, control bytes, non-ASCII): the observation
     space says so, and the action space's samples are what a random agent would type."""
     answers = [item for item in ANSWERS if not item.several_blocks]
-    path = tmp_path / "answers.json"
-    path.write_text(json.dumps({"version": 1, "answers": [{"raw": a.raw, "finish": a.finish} for a in answers]}),
-                    encoding="utf-8")
+    path = write_answer_file(tmp_path / "answers.json", answers)
     env = gymnasium.make("agentworld/Terminal-v0", model=f"scripted:{path}", out_dir=tmp_path / "out", think="full")
     try:
         observation, _ = env.reset(seed=0)

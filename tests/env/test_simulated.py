@@ -21,7 +21,7 @@ from agentworld_local.env import SimulatedEnv, env_ids
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.testing import ScriptedAnswer, ScriptedBackend
-from agentworld_local.testing.answers import ANSWERS, answer
+from agentworld_local.testing.answers import ANSWERS, answer, write_answer_file
 from agentworld_local.trajectory.reader import read_trajectory
 
 SHOWN = [item for item in ANSWERS if not item.several_blocks]
@@ -274,8 +274,7 @@ def test_controls_may_be_one_string_or_a_list(tmp_path):
 
 
 def test_a_program_that_ends_without_close_keeps_its_turns_and_leaves_no_empty_file(tmp_path):
-    answers = tmp_path / "answers.json"
-    answers.write_text(json.dumps({"version": 1, "answers": [{"raw": answer("thinking_then_tags").raw}]}), encoding="utf-8")
+    answers = write_answer_file(tmp_path / "answers.json", [answer("thinking_then_tags")])
     code = (
         "import agentworld_local\n"
         f"env = agentworld_local.make('terminal', model='scripted:{answers}', out_dir=r'{tmp_path / 'out'}')\n"

@@ -6,7 +6,6 @@ scripted:FILE`), with realistic raw answers; every `act` must be a turn of the s
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -21,17 +20,14 @@ anyio = pytest.importorskip("anyio")
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from agentworld_local.testing.answers import answer  # noqa: E402
+from agentworld_local.testing.answers import answer, write_answer_file  # noqa: E402
 from agentworld_local.trajectory.reader import read_trajectory  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def answer_file(tmp_path: Path, names: list[str], chunk: int = 2) -> Path:
-    path = tmp_path / "answers.json"
-    path.write_text(json.dumps({"version": 1, "answers": [
-        {"raw": answer(name).raw, "chunk": chunk, "finish": answer(name).finish} for name in names]}), encoding="utf-8")
-    return path
+    return write_answer_file(tmp_path / "answers.json", [answer(name) for name in names], chunk=chunk)
 
 
 def server(tmp_path: Path, *args: str) -> StdioServerParameters:
