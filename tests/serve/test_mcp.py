@@ -188,3 +188,20 @@ def test_a_signal_after_a_turn_keeps_it(tmp_path):
         assert not group.subgroup(AssertionError), group
     (path,) = (tmp_path / "out").glob("*.jsonl")
     assert [turn.action for turn in read_trajectory(path).turns] == ["ls -la"]
+
+
+def test_awl_mcp_on_the_real_llama_path(tmp_path, qwen_gguf):
+    created = tmp_path / "made-by-the-agent"
+
+    async def session() -> str:
+        async with Client(server(tmp_path, "--model", str(qwen_gguf), "--think", "off", "--max-tokens", "8",
+                                 "--ctx", "4096")) as client:
+            result = await client.call_tool("act", {"action": f"touch {created}"})
+            assert not result.is_error
+            return text(await client.call_tool("state", {}))
+
+    state = anyio.run(session)
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    (turn,) = read_trajectory(path).turns
+    assert turn.action == f"touch {created}" and turn.observation == state and turn.token_count("generated") > 0
+    assert not created.exists()
