@@ -12,14 +12,16 @@ import typer
 from agentworld_local.cli import session_options as opt
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
-from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.errors import InputError
+from agentworld_local.models.offload_options import OffloadOptions
 
 
 @app.command("mcp")
 @remote_model_options
+@offload_model_options
 def mcp_command(
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
     domain: str = opt.DOMAIN,
@@ -36,6 +38,7 @@ def mcp_command(
     out_dir: Path = typer.Option(None, "--out-dir", help="Where the session file goes (default: awl's sessions folder).",
                                  show_default=False),
     remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
 ) -> None:
     """Serve a simulated machine to an agent over MCP (stdio): tools `act`, `state`, `undo`.
 
@@ -54,7 +57,7 @@ def mcp_command(
         from agentworld_local.session.spec import SessionSpec
 
         SessionSpec(domain=domain, scenario=scenario).resolve()
-    load_options = {"ctx": ctx, "remote": remote}
+    load_options = {"ctx": ctx, "remote": remote, "offload": offload}
     if remote is None:
         load_options.update(gpu_layers=gpu_layers, threads=threads)
     env = make(scenario or domain or "terminal", model, task=task, controls=list(control or []), think=think, seed=seed,
