@@ -346,8 +346,8 @@ class SessionRunner:
             else read_trajectory(session.path)
         return SessionView(
             id=sid, path=session.path, domain=session.world.domain, header=session.header,
-            settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory, branch=tuple(session.history),
-            pending_controls=tuple(session.world.pending_controls), model=session.world.backend.info,
+            settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory,
+            branch=tuple(session.history), pending_controls=tuple(session.world.pending_controls), model=session.world.backend.info,
             forked=session.forked,
         )
 
@@ -376,8 +376,8 @@ class SessionRunner:
                              "Give a larger `--ctx`, or a smaller `--max-tokens`.")
         run = RowResimulation.start(row, source, backend, settings, out=out)
         command.session = str(out)
-        turns = run.ground_truth_turns
-        self._emit(command.session, events.SessionOpened(str(out), row.domain, turns, run.world.head, False, run))
+        # Not a session a face goes on in (the file is closed once the prediction is saved): no view.
+        self._emit(command.session, events.SessionOpened(str(out), row.domain, run.ground_truth_turns, run.world.head))
         for event in run.predict(command.cancel):
             self._emit(command.session, event)
 
