@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld_local.engine.scripted import ANSWER_FILE_VERSION, ScriptedAnswer
+from agentworld_local.files import writing_whole
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ def write_answer_file(path: Path, answers: Iterable[RealisticAnswer], *, chunk: 
     """An answer file for `--model scripted:FILE` (a face started as its own process) with
     these answers, cut into `chunk`-character pieces."""
     items = [{"raw": item.raw, "chunk": chunk, "finish": item.finish} for item in answers]
-    path.write_text(json.dumps({"version": ANSWER_FILE_VERSION, "answers": items}), encoding="utf-8")
+    with writing_whole(path, overwrite=True) as handle:
+        handle.write(json.dumps({"version": ANSWER_FILE_VERSION, "answers": items}).encode("utf-8"))
     return path
 
