@@ -231,7 +231,8 @@ class TurnPrinter:
         streams, dim and marked, on stderr; the observation the turn records follows."""
         if not self._untagged_open and not text.strip():
             return  # the blank line between `</think>` and the observation tag is no untagged answer
-        self._end_thoughts()
+        if self._thinking_open:
+            self._end_thoughts()  # shown thinking is over; the untagged text goes on its own line
         if not self._untagged_open:
             self.live.stop()
             self._thoughts_out.write("\x1b[2m(untagged answer) ")

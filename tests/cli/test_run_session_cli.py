@@ -207,3 +207,16 @@ def test_the_default_session_file_of_a_taken_second_gets_a_number(tmp_path, monk
     second.write_text("taken")
     assert (first.name, second.name, files.default_session_path("terminal", tmp_path).name) == (
         "20261203-095945-terminal.jsonl", "20261203-095945-terminal-2.jsonl", "20261203-095945-terminal-3.jsonl")
+
+
+def test_untagged_text_at_a_terminal_is_one_marked_line_as_it_streams(capsys):
+    from agentworld_local.cli.turn_output import TurnPrinter
+    from agentworld_local.engine import events as ev
+
+    printer = TurnPrinter(as_json=False, show_thinking=False, live=False)
+    printer.show(ev.TurnStarted(1, "ls"))
+    for piece in ("\n", "total", " 0", "\nfile"):
+        printer.show(ev.AnswerDelta(1, piece))
+        printer.show(ev.UntaggedDelta(1, piece))
+    err = capsys.readouterr().err
+    assert err.count("(untagged answer)") == 1 and "(untagged answer) total 0\nfile" in err

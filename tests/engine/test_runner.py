@@ -357,3 +357,22 @@ def test_a_change_queued_behind_a_cancelled_turn_does_not_run_once_the_runner_cl
     assert any(isinstance(event, ev.Refused) and event.command == "undo" for _, event in said)
     traj = read_trajectory(tmp_path / "s.jsonl")
     assert [t.action for t in traj.current_branch()] == ["ls"]
+
+
+def test_a_model_load_leaves_the_process_streams_alone(qwen_gguf):
+    """llama-cpp-python pointed file descriptors 1 and 2 (and sys.stdout/stderr) at /dev/null
+    for the whole process while a model loaded: with the load on the runner's thread, the
+    faces' own output (the CLI's notices, the TUI's screen) vanished meanwhile."""
+    import os
+    import sys
+
+    from agentworld_local.session.loading import load_backend
+
+    def streams():
+        return os.fstat(1).st_ino, os.fstat(2).st_ino, sys.stdout, sys.stderr
+
+    before = streams()
+    during = []
+    backend = load_backend(str(qwen_gguf), gpu_layers="0", ctx=2048, progress=lambda fraction: during.append(streams()))
+    backend.close()
+    assert during and all(seen == before for seen in during)

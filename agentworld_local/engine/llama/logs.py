@@ -61,6 +61,32 @@ class LogCapture:
         return "".join(self.lines)
 
 
+class _StreamsLeftAlone:
+    """Stands in for llama-cpp-python's `suppress_stdout_stderr`, which silences a load by
+    pointing file descriptors 1 and 2 (and sys.stdout/sys.stderr) at /dev/null for the whole
+    process. A model loads on the runner's thread while the faces go on writing (the CLI's
+    notices and progress bar, the TUI's screen): their output vanished meanwhile. llama.cpp's
+    own log already reaches LOGS through the callback, so nothing needs silencing."""
+
+    def __init__(self, disable: bool = True) -> None:
+        pass
+
+    def __enter__(self) -> _StreamsLeftAlone:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _leave_streams_alone() -> None:
+    import llama_cpp._internals
+    import llama_cpp.llama
+
+    llama_cpp._internals.suppress_stdout_stderr = _StreamsLeftAlone  # type: ignore[assignment,misc]
+    llama_cpp.llama.suppress_stdout_stderr = _StreamsLeftAlone  # type: ignore[assignment,misc]
+
+
 LOGS = LogCapture()
+_leave_streams_alone()
 #: One load (or header check) at a time: the captured log belongs to it.
 LOAD_LOCK = threading.Lock()
