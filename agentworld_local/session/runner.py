@@ -88,9 +88,7 @@ class SessionView:
     #: The file's turns in file order (abandoned branches included) and the current branch's head.
     trajectory: Trajectory
     branch: tuple[TurnRecord, ...]
-    pending_controls: tuple[str, ...]
     model: Any  # the backend's ModelInfo
-    forked: events.Forked | None = None
 
 
 @dataclass
@@ -347,8 +345,7 @@ class SessionRunner:
         return SessionView(
             id=sid, path=session.path, domain=session.world.domain, header=session.header,
             settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory,
-            branch=tuple(session.history), pending_controls=tuple(session.world.pending_controls), model=session.world.backend.info,
-            forked=session.forked,
+            branch=tuple(session.history), model=session.world.backend.info,
         )
 
     def _turn(self, command: _Command, kind: str, action: str | None) -> None:

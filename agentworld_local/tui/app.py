@@ -161,6 +161,10 @@ class AwlApp(App[None]):
         from agentworld_local.tui.start import LoadingScreen
 
         event = message.event
+        if isinstance(event, events.LoadProgress):
+            if isinstance(self.screen, LoadingScreen):
+                self.screen.show_progress(event.fraction)
+            return
         if isinstance(event, events.SessionOpened):
             if self._waiting:
                 self._waiting = False
@@ -192,12 +196,6 @@ class AwlApp(App[None]):
         screen = self._session_screen(message.session)
         if screen is not None:
             screen.on_stream(message)
-
-    def on_load_progress(self, message: messages.LoadProgress) -> None:
-        from agentworld_local.tui.start import LoadingScreen
-
-        if isinstance(self.screen, LoadingScreen):
-            self.screen.show_progress(message.fraction)
 
     def _session_screen(self, session: str | None) -> Any:
         from agentworld_local.tui.session_screen import SessionScreen

@@ -30,6 +30,11 @@ class RunnerEvent(Message):
         self.session = session
         self.event = event
 
+    def can_replace(self, message: Message) -> bool:
+        """A newer load progress replaces an older one still in the queue; nothing else merges."""
+        return (isinstance(message, RunnerEvent) and isinstance(self.event, events.LoadProgress)
+                and isinstance(message.event, events.LoadProgress))
+
 
 class StreamUpdated(Message):
     """Thinking and observation of the running turn, as far as they have streamed; `untagged`:
@@ -48,17 +53,6 @@ class StreamUpdated(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, StreamUpdated) and message.session == self.session and message.turn == self.turn
-
-
-class LoadProgress(Message):
-    """How far the model load is (0..1), for the loading screen."""
-
-    def __init__(self, fraction: float) -> None:
-        super().__init__()
-        self.fraction = fraction
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LoadProgress)
 
 
 class RunnerBridge:
@@ -94,9 +88,6 @@ class RunnerBridge:
             self._observation += event.text
         elif isinstance(event, events.ObservationReplaced):
             self._observation = event.text
-        elif isinstance(event, events.LoadProgress):
-            self._post(LoadProgress(event.fraction))
-            return
         else:
             self._flush()
             if isinstance(event, events.TurnStarted):

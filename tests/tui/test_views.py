@@ -83,6 +83,9 @@ def test_stream_messages_of_a_turn_replace_each_other_and_nothing_else():
     assert not older.can_replace(messages.StreamUpdated("other", 1, "a", "", "", 1, 0.1))
     saved = messages.RunnerEvent("s", events.TurnCancelled(1))
     assert not older.can_replace(saved) and not saved.can_replace(older)
+    # Load progress: a newer fraction replaces an older one; no other runner event merges.
+    first, later = (messages.RunnerEvent(None, events.LoadProgress("m", f)) for f in (0.2, 0.4))
+    assert later.can_replace(first) and not later.can_replace(saved) and not saved.can_replace(first)
 
 
 def test_the_bridge_merges_a_fast_stream_and_passes_every_other_event_in_order():
