@@ -22,7 +22,7 @@ from agentworld_local.session.header import header_for
 from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_from_header: for older importers
     ResumeOptions, check_backend, last_model, model_ref, resumed_settings, same_model, settings_from_header,
 )
-from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.schema import Header, ModelRef, TurnRecord, stored_number
 from agentworld_local.trajectory.writer import TrajectoryWriter
 
@@ -61,6 +61,8 @@ class Session:
         self.forked: events.Forked | None = None
         #: The file holds only the header this session wrote (`create`): nothing worth keeping.
         self.unused = False
+        #: The file as `resume` read it (every turn in file order), so nothing reads it twice.
+        self.loaded: Trajectory | None = None
 
     @classmethod
     def create(
@@ -103,6 +105,7 @@ class Session:
         for control in traj.pending_controls:  # given after the last turn, or handed back by an undo
             world.add_control(control)
         session = cls(world, writer, header)
+        session.loaded = traj
         session._turn_settings = turn_settings
         if not same_model(header.model, backend.info):
             session._turn_model = model_ref(backend.info)

@@ -33,7 +33,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
 from agentworld_local.session.core import Session
-from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 
 #: Where the runner's events go: (session id or None, event). Called on the worker thread.
@@ -338,10 +338,11 @@ class SessionRunner:
                                              session.world.head, resumed, view))
 
     def _view(self, sid: str, session: Session) -> SessionView:
-        # Read once here, on the runner's thread, so a face never reads the file itself (a new
-        # session's file holds its header alone).
-        trajectory = Trajectory(header=session.header, turns=[], path=session.path, head=0) if session.unused \
-            else read_trajectory(session.path)
+        # The file as the session read it, handed to the face (which never reads it itself); a
+        # new session's file holds its header alone.
+        trajectory, session.loaded = session.loaded, None
+        if trajectory is None:
+            trajectory = Trajectory(header=session.header, turns=[], path=session.path, head=0)
         return SessionView(
             id=sid, path=session.path, domain=session.world.domain, header=session.header,
             settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory,

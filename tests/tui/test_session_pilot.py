@@ -131,7 +131,7 @@ async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_
     yet, and the app exited): here it runs back to back many times, with the UI thread busy."""
     import time
 
-    import agentworld_local.session.runner as runner_module
+    import agentworld_local.session.core as session_core
 
     reads: list[object] = []
 
@@ -139,7 +139,7 @@ async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_
         reads.append(path)
         return read_trajectory(path)
 
-    monkeypatch.setattr(runner_module, "read_trajectory", counted)
+    monkeypatch.setattr(session_core, "read_trajectory", counted)
     backend = scripted("thinking_then_tags", "no_tags", "marker_form", "draft_tags_inside_thinking")
     app = session_app(tmp_path, backend)
     async with app.run_test(size=SIZE) as pilot:
