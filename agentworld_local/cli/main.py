@@ -71,6 +71,7 @@ COMMAND_MODULES = (
     "models_info",
     "doctor",
     "mcp",
+    "serve",
 )
 
 

@@ -1,0 +1,102 @@
+"""`awl serve`: simulated environments over HTTP (serve/app.py; FastAPI + uvicorn)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from agentworld_local.cli import session_options as opt
+from agentworld_local.cli.consoles import stderr_console
+from agentworld_local.cli.main import app
+from agentworld_local.cli.model_options import model_or_server, offload_model_options, remote_model_options
+from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.engine import events
+from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.errors import AwlError
+from agentworld_local.models.offload_options import OffloadOptions
+
+DEFAULT_PORT = 8760
+DEFAULT_TOKEN_ENV = "AWL_SERVE_TOKEN"
+
+
+@app.command("serve")
+@remote_model_options
+@offload_model_options
+def serve_command(
+    model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP, show_default=False),
+    host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on; any but loopback needs a token (--token-env)."),
+    port: int = typer.Option(DEFAULT_PORT, "--port", help="The port to listen on."),
+    token_env: str = typer.Option(DEFAULT_TOKEN_ENV, "--token-env",
+                                  help="The environment variable that holds the token clients send (`Authorization: Bearer TOKEN`); when set, every request needs it."),
+    folder: Path = typer.Option(None, "--dir", help="The server's session folder (default: awl's sessions folder + /serve).",
+                                show_default=False),
+    max_sessions: int = typer.Option(32, "--max-sessions", help="Sessions open at once."),
+    max_turns: int = typer.Option(1000, "--max-turns", help="Turns per session."),
+    idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),
+    max_action_chars: int = typer.Option(64 * 1024, "--max-action-chars", help="The longest action accepted."),
+    max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
+    ctx: int = opt.CTX,
+    gpu_layers: str = opt.GPU_LAYERS,
+    threads: int = opt.THREADS,
+    remote: RemoteOptions | None = None,
+    offload: OffloadOptions | None = None,
+) -> None:
+    """Serve simulated environments over HTTP + JSON: sessions, steps (streamed as server-sent events), undo, fork.
+
+    One model serves every session; each session is an ordinary trajectory file in --dir, so a restarted
+    server lists and resumes them. API docs at http://HOST:PORT/docs. E.g. `awl serve --model PATH/TO/model.gguf`.
+    """
+    from agentworld_local.errors import InputError
+    from agentworld_local.paths import sessions_dir
+    from agentworld_local.serve.app import make_app
+    from agentworld_local.serve.bridge import RunnerBridge
+    from agentworld_local.serve.limits import ServeLimits
+    from agentworld_local.serve.server import bind, check_exposure, run
+
+    model_or_server(model, remote, "serve")
+    for flag, value in (("--max-sessions", max_sessions), ("--max-turns", max_turns), ("--idle", idle),
+                        ("--max-action-chars", max_action_chars), ("--max-body-bytes", max_body_bytes)):
+        if value <= 0:
+            raise InputError(f"{flag} must be more than 0.", f"E.g. `{flag} 10`.")
+    token = os.environ.get(token_env) or None
+    check_exposure(host, token, token_env)
+    limits = ServeLimits(max_body_bytes=max_body_bytes, max_action_chars=max_action_chars, max_sessions=max_sessions,
+                         idle_s=idle, max_turns=max_turns)
+    folder = folder if folder is not None else sessions_dir() / "serve"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"Cannot use {folder} for the sessions ({error.strerror}).", "Give another folder with --dir.") from None
+    sock = bind(host, port)  # a taken port is said before the model loads
+    console = stderr_console()
+    load_options = {"ctx": ctx, "remote": remote, "offload": offload}
+    if remote is None:
+        load_options.update(gpu_layers=gpu_layers, threads=threads)
+    bridge = RunnerBridge()
+    try:
+        outcome = bridge.call_blocking(lambda runner: runner.load(model, **load_options),
+                                       on_event=lambda event: _say_load(console, event))
+        if outcome.error is not None:
+            error = outcome.error.error
+            raise error if isinstance(error, AwlError) else AwlError(outcome.error.message, outcome.error.hint)
+    except BaseException:
+        bridge.close()
+        sock.close()
+        raise
+    shown = f"{host}:{sock.getsockname()[1]}" if ":" not in host else f"[{host}]:{sock.getsockname()[1]}"
+    label = bridge.runner.model or (remote.api_model if remote is not None else "")
+    console.print(f"awl serve: {label} on http://{shown} "
+                  f"(docs: http://{shown}/docs); sessions in {folder}"
+                  f"{'; clients need the token in $' + token_env if token else ''}. Ctrl+C stops (every turn is saved).",
+                  soft_wrap=True, markup=False, highlight=False)
+    try:
+        run(make_app(folder=folder, limits=limits, token=token, bridge=bridge), sock)
+    finally:  # uvicorn raises the signal that stopped it again, once the sessions are closed
+        console.print("awl serve: stopped; every session's turns are saved.", soft_wrap=True, markup=False, highlight=False)
+
+
+def _say_load(console: object, event: events.SessionEvent) -> None:
+    if isinstance(event, events.Notice):
+        console.print(f"awl serve: {event.text}", soft_wrap=True, markup=False, highlight=False)  # type: ignore[attr-defined]

@@ -1,0 +1,274 @@
+"""`awl serve`'s HTTP face: FastAPI routes over the session registry (serve/registry.py).
+
+The server parses requests and renders the runner's events; what a session does lives in
+session/. Every refusal is `{"error": ..., "hint": ...}` with a 4xx status (a 5xx is the
+server's own failure); `/docs` has the OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette.sse import EventSourceResponse
+
+from agentworld_local.domains.endings import ends_task
+from agentworld_local.engine import events
+from agentworld_local.env.simulated import CUT_SHORT, control_list
+from agentworld_local.errors import AwlError
+from agentworld_local.serve.bridge import Outcome, RunnerBridge
+from agentworld_local.serve.limits import HttpProblem, ServeLimits
+from agentworld_local.serve.registry import SessionRegistry, check
+from agentworld_local.session.runner import NewSession
+from agentworld_local.session.spec import SessionSpec
+
+#: How often idle sessions are looked for (at most; a short idle limit looks more often).
+_REAP_EVERY_S = 30.0
+
+
+class CreateSession(BaseModel):
+    """A new session: a domain or a bundled scenario, and the session's options (None: the default)."""
+
+    model_config = ConfigDict(extra="forbid")
+    domain: str | None = Field(None, description="terminal, web, os, android, mcp, swe or search")
+    scenario: str | None = Field(None, description="A bundled scenario's name (`awl scenarios list`)")
+    task: str | None = None
+    initial_state: str | None = None
+    controls: list[str] | str | None = Field(None, description="Control instructions for the first turn")
+    think: str | None = Field(None, description="Thinking budget: off, a number of tokens, or full")
+    seed: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class StepRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: str = Field(description="The agent's action in the domain's raw form, e.g. `ls -la` in the terminal")
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    turn: int | None = Field(None, description="Keep the first `turn` turns (default: all of them)")
+
+
+def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | None = None,
+             bridge: RunnerBridge | None = None, backend: Any = None) -> FastAPI:
+    """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
+    (tests); session files go to `folder`. With `token`, every request but /docs needs it."""
+    bridge = bridge or RunnerBridge(backend=backend)
+    folder.mkdir(parents=True, exist_ok=True)
+    registry = SessionRegistry(bridge, folder, limits)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap(registry))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await asyncio.to_thread(bridge.close)  # every session closed, each turn saved
+
+    app = FastAPI(title="awl serve", summary="Simulated environments from a language world model, over HTTP.",
+                  lifespan=lifespan, dependencies=[Depends(_bearer(token))] if token else [])
+    app.state.registry = registry
+    app.add_middleware(_BodyLimit, limit=limits.max_body_bytes)
+
+    @app.exception_handler(HttpProblem)
+    async def refused(request: Request, error: HttpProblem) -> JSONResponse:
+        return JSONResponse(error.body(), status_code=error.status)
+
+    @app.exception_handler(AwlError)
+    async def bad_input(request: Request, error: AwlError) -> JSONResponse:
+        return JSONResponse({"error": error.message, "hint": error.hint or ""}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        return JSONResponse({"error": f"Bad request: {where or 'body'}: {first.get('msg', 'invalid')}.",
+                             "hint": "GET /docs describes what each endpoint takes."}, status_code=422)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """The model served, the sessions open and the limits."""
+        return {"model": bridge.runner.model, "sessions_open": registry.open_count, "limits": asdict(limits)}
+
+    @app.get("/sessions")
+    async def list_sessions() -> list[dict[str, Any]]:
+        """Every session file in the server's folder, last changed first, open or not."""
+        return await asyncio.to_thread(registry.listing)
+
+    @app.post("/sessions", status_code=201)
+    async def create(body: CreateSession) -> dict[str, Any]:
+        """Open a new session; its file is created in the server's folder."""
+        spec = _spec(body, limits)
+        resolved = spec.resolve()
+        return await registry.create(lambda path: NewSession.from_spec(resolved, path), resolved.domain.name)
+
+    @app.get("/sessions/{sid}")
+    async def state(sid: str) -> dict[str, Any]:
+        """Where a session is: open or not, turns, head, the current observation (open ones)."""
+        return await asyncio.to_thread(registry.state, sid)
+
+    @app.post("/sessions/{sid}/resume")
+    async def resume(sid: str) -> dict[str, Any]:
+        """Open a saved session of the folder again (one a restarted server lists, or one closed as idle)."""
+        return await registry.resume(sid)
+
+    @app.post("/sessions/{sid}/step")
+    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
+        """One turn: the action goes to the world model; the saved turn comes back."""
+        return _turn_result(registry, sid, await _collect(registry.turn(sid, "step", body.action)))
+
+    @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse)
+    async def step_stream(sid: str, body: StepRequest) -> EventSourceResponse:
+        """One turn as server-sent events: the session's events as they come, `turn_done` and `ready` last."""
+        return await _sse(registry.turn(sid, "step", body.action))
+
+    @app.post("/sessions/{sid}/regenerate")
+    async def regenerate(sid: str) -> dict[str, Any]:
+        """Run the last turn's action again with a new sample (the file keeps the old one)."""
+        return _turn_result(registry, sid, await _collect(registry.turn(sid, "regenerate")))
+
+    @app.post("/sessions/{sid}/regenerate/stream", response_class=EventSourceResponse)
+    async def regenerate_stream(sid: str) -> EventSourceResponse:
+        return await _sse(registry.turn(sid, "regenerate"))
+
+    @app.post("/sessions/{sid}/undo")
+    async def undo(sid: str) -> dict[str, Any]:
+        """Drop the last turn (the file keeps it and records the undo)."""
+        return await registry.undo(sid)
+
+    @app.post("/sessions/{sid}/fork", status_code=201)
+    async def fork(sid: str, body: ForkRequest | None = None) -> dict[str, Any]:
+        """A new session with the first `turn` turns of this one; both stay open."""
+        return await registry.fork(sid, body.turn if body else None)
+
+    @app.get("/sessions/{sid}/trajectory")
+    async def trajectory(sid: str) -> Response:
+        """The session's trajectory file (JSON lines), between turns."""
+        return Response(await registry.trajectory(sid), media_type="application/x-ndjson")
+
+    @app.delete("/sessions/{sid}")
+    async def close(sid: str) -> dict[str, Any]:
+        """Close a session: its file keeps every turn (one that never had a turn leaves none)."""
+        return await registry.close(sid)
+
+    return app
+
+
+def _spec(body: CreateSession, limits: ServeLimits) -> SessionSpec:
+    if body.scenario and ("/" in body.scenario or "\\" in body.scenario or body.scenario.endswith(".toml")):
+        raise HttpProblem(400, "A server opens bundled scenarios by name, not scenario files.",
+                          "Give a name from `awl scenarios list`.")
+    given = {name: value for name, value in (("temperature", body.temperature), ("max_tokens", body.max_tokens),
+                                              ("seed", body.seed)) if value is not None}
+    return SessionSpec(domain=body.domain, scenario=body.scenario, task=body.task, initial_state=body.initial_state,
+                       controls=control_list(body.controls), think=body.think, **given)
+
+
+async def _collect(turn: AsyncIterator[events.SessionEvent]) -> Outcome:
+    outcome = Outcome()
+    async for event in turn:
+        outcome.said.append(event)
+    return outcome
+
+
+def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[str, Any]:
+    finished = check(outcome).first(events.TurnFinished)
+    record = finished.record
+    domain = registry.state(sid)["domain"]
+    return {"session": sid, "turn": finished.turn, "observation": record.observation,
+            "terminated": ends_task(domain, record.action_payload), "truncated": record.finish in CUT_SHORT,
+            "turns": finished.turns, "head": finished.head, "record": record.to_dict()}
+
+
+async def _sse(turn: AsyncIterator[events.SessionEvent]) -> EventSourceResponse:
+    """Server-sent events, one per session event (`event:` its name, `data:` its JSON). A
+    refusal before the turn starts is an ordinary HTTP error, not a stream."""
+    try:
+        first = await anext(turn)
+    except StopAsyncIteration:
+        first = None
+
+    async def body() -> AsyncIterator[dict[str, str]]:
+        if first is not None:
+            yield _sse_event(first)
+        async for event in turn:
+            yield _sse_event(event)
+
+    return EventSourceResponse(body())
+
+
+def _sse_event(event: events.SessionEvent) -> dict[str, str]:
+    return {"event": event.name, "data": json.dumps(event.to_dict(), ensure_ascii=False, default=str)}
+
+
+async def _reap(registry: SessionRegistry) -> None:
+    while True:
+        await asyncio.sleep(min(_REAP_EVERY_S, max(registry.limits.idle_s / 4, 0.05)))
+        await registry.close_idle()
+
+
+def _bearer(token: str) -> Any:
+    expected = token.encode("utf-8")
+    scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer TOKEN` (the server's --token-env)")
+
+    async def authorized(credentials: HTTPAuthorizationCredentials | None = Depends(scheme)) -> None:
+        given = credentials.credentials.encode("utf-8") if credentials is not None else b""
+        if not hmac.compare_digest(given, expected):  # constant time: the token is not guessed byte by byte
+            raise HttpProblem(401, "This server needs its token.", "Send the header `Authorization: Bearer TOKEN`.")
+
+    return authorized
+
+
+class _BodyLimit:
+    """Refuse a request body over `limit` bytes (413) before it is read whole."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        received = 0
+
+        async def limited() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Any) -> None:
+        body = json.dumps({"error": f"The request is larger than this server takes ({self.limit} bytes).",
+                           "hint": "Send less (the server's --max-body-bytes)."}).encode("utf-8")
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,151 @@
+"""The server's way to the runner (session/runner.py): commands from the event loop, events back.
+
+The runner takes one command at a time and refuses a second one while the first runs. A server
+has many clients, so here they wait their turn instead of being refused: one command at a time
+goes to the runner, and its events (up to its `Ready` or `Refused`) come back to the request
+that sent it. The command runs in a task of its own, so a client that goes away mid-stream
+never leaves a command half-read: it runs to its end and its turn is saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentworld_local.engine import events
+from agentworld_local.session.runner import SessionRunner
+
+#: A command as the server sends it: a call on the runner that says whether it was accepted.
+Send = Callable[[SessionRunner], bool]
+_END = object()
+_NO_LOCK = contextlib.nullcontext()
+
+
+@dataclass
+class Outcome:
+    """One command's events in order, the last a `Ready` or a `Refused`."""
+
+    said: list[events.SessionEvent] = field(default_factory=list)
+
+    def first(self, kind: type) -> Any:
+        return next((event for event in self.said if isinstance(event, kind)), None)
+
+    @property
+    def refused(self) -> events.Refused | None:
+        return self.first(events.Refused)
+
+    @property
+    def error(self) -> events.ErrorEvent | None:
+        return self.first(events.ErrorEvent)
+
+
+class RunnerBridge:
+    """Owns the runner; `stream()` and `call()` send one command and give back its events."""
+
+    def __init__(self, **runner_options: Any) -> None:
+        self._sink: Callable[[tuple[str | None, events.SessionEvent]], None] | None = None
+        self.runner = SessionRunner(self._emit, **runner_options)
+        self._turn: asyncio.Lock | None = None  # made on the server's loop
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _emit(self, session: str | None, event: events.SessionEvent) -> None:
+        sink = self._sink
+        if sink is not None:
+            sink((session, event))
+
+    # -- from the event loop -----------------------------------------------------------------
+
+    async def stream(self, send: Send, **options: Any) -> AsyncIterator[events.SessionEvent]:
+        """The command's events as they come. Leaving early (a client gone) leaves the command
+        running to its end in its own task. `options`: `_run`'s."""
+        out: asyncio.Queue[Any] = asyncio.Queue()
+        task = self._start(send, out.put_nowait, options)
+        while (item := await out.get()) is not _END:
+            yield item
+        await task
+
+    async def call(self, send: Send, **options: Any) -> Outcome:
+        """The command's events, once it has ended (a request cancelled meanwhile leaves it running)."""
+        outcome = Outcome()
+        await asyncio.shield(self._start(send, outcome.said.append, options))
+        outcome.said = [event for event in outcome.said if event is not _END]
+        return outcome
+
+    def _start(self, send: Send, deliver: Callable[[Any], None], options: dict[str, Any]) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._run(send, deliver, **options))
+        self._tasks.add(task)  # held until done: nobody may be awaiting it any more
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _run(self, send: Send, deliver: Callable[[Any], None], *, lock: asyncio.Lock | None = None,
+                   gate: Callable[[], None] | None = None,
+                   watch: Callable[[events.SessionEvent], None] | None = None) -> None:
+        """`lock`: one more lock held around the command (a session's); `gate` runs under it
+        first and may raise to refuse the command (the error reaches whoever awaits it);
+        `watch` sees every event, whether or not anybody still reads them."""
+        try:
+            async with lock or _NO_LOCK:
+                if gate is not None:
+                    gate()
+                await self._send(send, deliver, watch)
+        finally:
+            deliver(_END)
+
+    async def _send(self, send: Send, deliver: Callable[[Any], None],
+                    watch: Callable[[events.SessionEvent], None] | None) -> None:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        async with self._turn:  # until the runner takes commands for several sessions at once
+            arrived: asyncio.Queue[events.SessionEvent] = asyncio.Queue()
+
+            def sink(item: tuple[str | None, events.SessionEvent]) -> None:
+                if threading.get_ident() == loop_thread:  # a refusal, said inside send()
+                    arrived.put_nowait(item[1])
+                else:
+                    loop.call_soon_threadsafe(arrived.put_nowait, item[1])
+
+            loop_thread = threading.get_ident()
+            self._sink = sink
+            try:
+                accepted = send(self.runner)
+                while accepted or not arrived.empty():
+                    event = await arrived.get()
+                    if watch is not None:
+                        watch(event)
+                    deliver(event)
+                    if isinstance(event, (events.Ready, events.Refused)):
+                        return
+            finally:
+                self._sink = None
+
+    # -- from a plain thread (the CLI before the server starts) -------------------------------
+
+    def call_blocking(self, send: Send, on_event: Callable[[events.SessionEvent], None] | None = None) -> Outcome:
+        """The same, waiting on this thread: no event loop runs yet (the model's load)."""
+        arrived: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
+        self._sink = arrived.put
+        outcome = Outcome()
+        try:
+            accepted = send(self.runner)
+            while True:
+                try:
+                    _, event = arrived.get(timeout=None if accepted else 0)
+                except queue.Empty:
+                    return outcome
+                outcome.said.append(event)
+                if on_event is not None:
+                    on_event(event)
+                if isinstance(event, (events.Ready, events.Refused)):
+                    return outcome
+        finally:
+            self._sink = None
+
+    def close(self, timeout: float | None = None) -> None:
+        """Cancel what runs, close every session (each turn saved) and free the model."""
+        self.runner.close(timeout)

@@ -1,0 +1,32 @@
+"""What one server takes, and the HTTP error every refusal becomes (`{"error", "hint"}`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    """`awl serve`'s limits (each has a command-line option)."""
+
+    #: A request body larger than this is refused (413) before it is read whole.
+    max_body_bytes: int = 1024 * 1024
+    #: An action longer than this is refused (413); a long program fits, a pasted disk image does not.
+    max_action_chars: int = 64 * 1024
+    #: Sessions open at once (new, resumed or forked); the next one is refused (429) until one closes.
+    max_sessions: int = 32
+    #: A session nobody used for this long is closed (every turn saved); resume it to go on.
+    idle_s: float = 30 * 60
+    #: Turns on a session's branch; the next step is refused (409): fork it or start a new one.
+    max_turns: int = 1000
+
+
+class HttpProblem(Exception):
+    """A request the server refuses: its status, what went wrong and what to do next."""
+
+    def __init__(self, status: int, message: str, hint: str = "", **extra: object) -> None:
+        super().__init__(message)
+        self.status, self.message, self.hint, self.extra = status, message, hint, extra
+
+    def body(self) -> dict[str, object]:
+        return {"error": self.message, "hint": self.hint, **self.extra}
