@@ -1,0 +1,76 @@
+"""Prompt-lookup drafting: guess the next tokens by finding the context's last few tokens
+earlier in the context and proposing what followed them there.
+
+A world model's observations often repeat text the context already holds (a file shown
+before, a screen redrawn), so the guess is often right; the backend verifies a draft in one
+batch and keeps the prefix the sampler agrees with (backend._sample_loop). Pure: no llama.cpp.
+
+The tokens are kept as machine integers in one bytearray, so a lookup is `bytes.rfind`
+(C speed) over a session of tens of thousands of tokens instead of a Python scan; a match
+that does not start on a token boundary is skipped.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+_WIDTH = array("i").itemsize  # bytes per token id
+
+
+def _encode(tokens: Iterable[int]) -> bytes:
+    return array("i", tokens).tobytes()
+
+
+def _decode(data: bytes | bytearray) -> list[int]:
+    return array("i", bytes(data)).tolist()
+
+
+class PromptLookup:
+    """The context's tokens, and drafts looked up in them.
+
+    `draft()` tries the last `max_ngram` tokens first, then shorter tails down to `min_ngram`;
+    the most recent earlier occurrence wins (the latest screen is the likeliest to repeat).
+    """
+
+    def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = 8) -> None:
+        if not 1 <= min_ngram <= max_ngram or max_draft < 1:
+            raise ValueError("need 1 <= min_ngram <= max_ngram and max_draft >= 1")
+        self.min_ngram, self.max_ngram, self.max_draft = min_ngram, max_ngram, max_draft
+        self._buffer = bytearray(_encode(tokens))
+
+    def __len__(self) -> int:
+        return len(self._buffer) // _WIDTH
+
+    def extend(self, tokens: Iterable[int]) -> None:
+        self._buffer += _encode(tokens)
+
+    def truncate(self, n: int) -> None:
+        """Keep the first `n` tokens (a rejected draft or a rolled-back turn)."""
+        del self._buffer[n * _WIDTH :]
+
+    def tokens(self) -> list[int]:
+        return _decode(self._buffer)
+
+    def draft(self, limit: int | None = None) -> list[int]:
+        """Up to `limit` (default max_draft) tokens that followed the longest matching tail; [] if none."""
+        limit = self.max_draft if limit is None else min(limit, self.max_draft)
+        n_tokens = len(self)
+        if limit < 1:
+            return []
+        buffer = self._buffer
+        for n in range(min(self.max_ngram, n_tokens - 1), self.min_ngram - 1, -1):
+            key = bytes(buffer[(n_tokens - n) * _WIDTH :])
+            # An earlier occurrence must end before the last token, so at least one follows it.
+            end = (n_tokens - 1) * _WIDTH
+            while True:
+                found = buffer.rfind(key, 0, end)
+                if found < 0:
+                    break
+                if found % _WIDTH == 0:
+                    start = found + len(key)
+                    stop = min(start + limit * _WIDTH, n_tokens * _WIDTH)
+                    return _decode(buffer[start:stop])
+                end = found + len(key) - 1  # a match across token boundaries: look further back
+        return []
+
