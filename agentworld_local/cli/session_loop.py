@@ -134,11 +134,14 @@ def play_lines(
     *,
     printer: TurnPrinter,
     interactive: bool = False,
+    on_event: Callable[[events.SessionEvent], None] | None = None,
 ) -> int:
     """Open the session (`open_session` sends runner.open or runner.resume), play every line,
     then close it; however it ends, the completed turns are kept and the user is told how
     many and where (`--json`: a last `saved` event). A new session that never got a turn
     leaves no file.
+
+    `on_event` sees every event of the session (the agent loop reads its observations there).
 
     Ctrl+C and SIGTERM: cli/interrupts.SessionSignals decides between cancelling the turn and
     quitting. A failing turn (a full disk, a full context) ends the session with one error
@@ -158,6 +161,8 @@ def play_lines(
         for session, event in log.until_ready(on_wait=forward_cancel):
             forward_cancel()
             end.follow(session, event)
+            if on_event is not None:
+                on_event(event)
             if isinstance(event, (events.ErrorEvent, events.Refused)):
                 if tolerate and isinstance(event.error if isinstance(event, events.ErrorEvent) else None, InputError):
                     stderr_console().print(f"awl: {safe_for_terminal(event.message)} {event.hint}".rstrip(), markup=False)
@@ -211,7 +216,7 @@ def _send(runner: SessionRunner, session: str, line: ScriptLine) -> bool:
         return runner.undo(session)
     if line.command == REGENERATE:
         return runner.regenerate(session)
-    return runner.step(session, line.action)
+    return runner.step(session, line.action, agent=line.agent)
 
 
 def _close(runner: SessionRunner, log: EventLog, end: SessionEnd) -> None:

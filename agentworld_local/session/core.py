@@ -57,6 +57,8 @@ class Session:
         #: What each new turn records when it differs from the header (a resume's options).
         self._turn_settings: dict[str, Any] = {}
         self._turn_model: ModelRef | None = None
+        #: The agent side of the turn being run, when an agent model proposed it (agent/).
+        self._turn_agent: dict[str, Any] | None = None
         #: Where this session's file was forked from, when `fork` made it.
         self.forked: events.Forked | None = None
         #: The file holds only the header this session wrote (`create`): nothing worth keeping.
@@ -67,9 +69,12 @@ class Session:
     @classmethod
     def create(
         cls, world: World, path: str | Path, *, scenario: dict[str, Any] | None = None, note: str = "",
+        agent: dict[str, Any] | None = None,
     ) -> Session:
-        """A new session in a new file (an existing file is refused, never overwritten)."""
+        """A new session in a new file (an existing file is refused, never overwritten).
+        `agent`: the agent model that will propose the actions, for the header."""
         header = header_for(world, scenario=scenario, note=note)
+        header.agent = agent
         session = cls(world, TrajectoryWriter.create(path, header), header)
         session.unused = True
         return session
@@ -126,16 +131,20 @@ class Session:
 
     # -- changes ---------------------------------------------------------------------
 
-    def step(self, action: str | Action, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
-        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled."""
+    def step(self, action: str | Action, cancel: threading.Event | None = None, *,
+             agent: dict[str, Any] | None = None) -> Iterator[events.SessionEvent]:
+        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled.
+        `agent`: the agent side of the turn (TurnRecord.agent) when an agent model proposed it."""
         parsed = self.world.domain.parse_action(action) if isinstance(action, str) else action
         turn = len(self.history) + 1
         yield events.TurnStarted(turn, parsed.text, parsed.payload)
         seed = turn_seed(self.world.settings.seed, turn, self._attempt)
+        self._turn_agent = agent
         try:
             yield from self.world.step(parsed, cancel, seed=seed)
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
+            self._turn_agent = None
 
     def undo(self) -> events.Undone:
         """Drop the last turn (the file keeps it, and records the undo)."""
@@ -183,7 +192,7 @@ class Session:
         self.world.undo()
         yield events.Regenerated(last.turn, attempt, len(self.history), self.world.head)
         self._attempt = attempt
-        yield from self.step(last.action, cancel)  # parsed again, as it was typed
+        yield from self.step(last.action, cancel, agent=last.agent)  # parsed again, as it was typed
 
     def close(self, *, discard_if_unused: bool = False) -> bool:
         """Close the file; True when it is kept. With `discard_if_unused`, a new session that
@@ -207,6 +216,7 @@ class Session:
             record.extra[ATTEMPT] = self._attempt
         record.settings = dict(self._turn_settings) or None
         record.model = self._turn_model
+        record.agent = self._turn_agent
         self.writer.append(record)
         self.unused = False
 

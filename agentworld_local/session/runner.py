@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.domains.base import Domain
+from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine import events
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
@@ -66,11 +66,13 @@ class NewSession:
     out: Path
     scenario: dict[str, Any] | None = None
     note: str = ""
+    #: The agent model that will propose the actions (agent/), for the header.
+    agent: dict[str, Any] | None = None
 
     @classmethod
-    def from_spec(cls, resolved: Any, out: Path, *, note: str = "") -> NewSession:
+    def from_spec(cls, resolved: Any, out: Path, *, note: str = "", agent: dict[str, Any] | None = None) -> NewSession:
         """From a ResolvedSpec (SessionSpec(...).resolve())."""
-        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note)
+        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class SessionRunner:
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
         self._pending: list[_Command] = []
+        self._idle_cancel = threading.Event()  # stops the prefetch between turns (see _prefetch_next)
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
         self._thread.start()
@@ -145,8 +148,9 @@ class SessionRunner:
         return self._submit("resimulate", None,
                             lambda command: self._resimulate(command, row, Path(source), settings, Path(out)))
 
-    def step(self, session: str, action: str) -> bool:
-        return self._submit("step", session, lambda command: self._turn(command, "step", action))
+    def step(self, session: str, action: str | Action, *, agent: dict[str, Any] | None = None) -> bool:
+        """One turn; `agent`: its agent side (TurnRecord.agent) when an agent model proposed it."""
+        return self._submit("step", session, lambda command: self._turn(command, "step", action, agent))
 
     def regenerate(self, session: str) -> bool:
         return self._submit("regenerate", session, lambda command: self._turn(command, "regenerate", None))
@@ -175,6 +179,7 @@ class SessionRunner:
         """Stop what runs now (a turn stops at its next token, a load at its next progress
         report) and whatever was accepted behind it."""
         with self._lock:
+            self._idle_cancel.set()
             for command in self._pending:
                 command.cancel.set()
 
@@ -182,6 +187,7 @@ class SessionRunner:
         """Cancel, wait, dispose: every session is closed and the backend freed, on the
         worker thread, after the running command has stopped. A second close does nothing."""
         with self._lock:
+            self._idle_cancel.set()
             if not self._closed:
                 self._closed = True
                 for command in self._pending:
@@ -213,6 +219,7 @@ class SessionRunner:
             refusal = self._refusal(name, session)
             if refusal is None:
                 command = _Command(name, session, body)
+                self._idle_cancel.set()  # a prefetch stops at its next chunk: the command runs next
                 self._pending.append(command)
                 self._queue.put(command)
         if refusal is not None:
@@ -258,7 +265,27 @@ class SessionRunner:
             turns = len(session.history) if session is not None else None
             self._emit(command.session, events.Ready(command.name, turns,
                                                      session.world.head if session is not None else None))
+            self._prefetch_next(session)
         self._dispose()
+
+    def _prefetch_next(self, session: Session | None) -> None:
+        """While the user reads and types, evaluate the known start of `session`'s next turn
+        (the backend's `prefetch`, where it has one and `idle_prefetch` is on). It runs on this
+        thread; any command submitted meanwhile stops it at its next chunk, and it writes nothing."""
+        backend = self._backend
+        if session is None or not getattr(backend, "idle_prefetch", False):
+            return
+        with self._lock:
+            if self._pending or self._closed:
+                return
+            self._idle_cancel = cancel = threading.Event()
+        try:
+            backend.prefetch(session.world.next_turn_prefix(), cancel=cancel)
+        except AwlError:
+            pass  # the turn itself meets it (a full context) and says so
+        except Exception as error:  # noqa: BLE001 - only time is lost: the turn evaluates it
+            self._emit(None, events.Notice(f"Could not evaluate the next turn ahead ({type(error).__name__}: {error}); "
+                                           "it is evaluated when the action comes."))
 
     def _emit(self, session: str | None, event: events.SessionEvent) -> None:
         try:
@@ -315,7 +342,7 @@ class SessionRunner:
         if not self._ready_backend(command, model, load_options):
             return
         world = World(self._backend, new.domain, new.settings)
-        session = Session.create(world, new.out, scenario=new.scenario, note=new.note)
+        session = Session.create(world, new.out, scenario=new.scenario, note=new.note, agent=new.agent)
         self._opened(command, session, replaces, resumed=False)
 
     def _resume(self, command: _Command, path: Path, model: str | None, load_options: dict[str, Any] | None,
@@ -349,10 +376,11 @@ class SessionRunner:
             branch=tuple(session.history), model=session.world.backend.info,
         )
 
-    def _turn(self, command: _Command, kind: str, action: str | None) -> None:
+    def _turn(self, command: _Command, kind: str, action: str | None, agent: dict[str, Any] | None = None) -> None:
         session = self._get(command)
         turn: Iterator[events.SessionEvent] = (
-            session.regenerate(command.cancel) if kind == "regenerate" else session.step(action or "", command.cancel))
+            session.regenerate(command.cancel) if kind == "regenerate"
+            else session.step(action or "", command.cancel, agent=agent))
         for event in turn:
             self._emit(command.session, event)
 

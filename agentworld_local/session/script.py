@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.errors import AwlError, InputError
@@ -29,6 +30,8 @@ class ScriptLine:
     action: Action | None  # None for a session command
     command: str = ""
     text: str = ""  # the command's argument (`:control TEXT`)
+    #: The agent side of the turn when an agent model proposed the action (TurnRecord.agent).
+    agent: dict[str, Any] | None = None
 
 
 def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:

@@ -156,13 +156,16 @@ class Header:
     state_format: str | None = None  # how the state is written, for domains with a choice (web)
     #: The prompt pack the system prompt came from: {"path": ..., "files": {"<domain>/system_prompt.txt": sha256}}
     prompt_pack: dict[str, Any] | None = None
+    #: The agent model that proposed the actions (agent/), written only when there was one:
+    #: {"name": ..., "backend": ..., "path"/"endpoint": ...} (never a key).
+    agent: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "header"}
         out.update(self.extra)
         for f in fields(self):
-            if f.name != "extra":
+            if f.name != "extra" and not (f.name == "agent" and self.agent is None):
                 out[f.name] = getattr(self, f.name)
         out["model"] = self.model.to_dict() if self.model else None
         return out
@@ -192,6 +195,7 @@ class Header:
             world=_get(data, "world", (str,), ""),
             state_format=_get(data, "state_format", (str, NoneT), None),
             prompt_pack=_get(data, "prompt_pack", (dict, NoneT), None),
+            agent=_get(data, "agent", (dict, NoneT), None),
             extra=_extra(data, cls),
         )
 
@@ -246,6 +250,9 @@ class TurnRecord:
     # the model, when another than the header's (`--allow-other-model`).
     settings: dict[str, Any] | None = None
     model: ModelRef | None = None
+    # The agent side of a turn an agent model proposed (agent/episode.py): {"proposal": what it
+    # wrote, "decision": "auto" | "approved" | "edited" | "replaced", "asks": 1 or 2, "thinking"}.
+    agent: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def token_count(self, key: str) -> int | None:
@@ -276,6 +283,8 @@ class TurnRecord:
             out["settings"] = dict(self.settings)
         if self.model is not None:
             out["model"] = self.model.to_dict()
+        if self.agent is not None:
+            out["agent"] = dict(self.agent)
         return out
 
     @classmethod
@@ -301,5 +310,6 @@ class TurnRecord:
             context=_get(data, "context", (dict, NoneT), None),
             settings=_get(data, "settings", (dict, NoneT), None),
             model=_model_ref(_get(data, "model", (dict, NoneT), None)),
+            agent=_get(data, "agent", (dict, NoneT), None),
             extra=_extra(data, cls),
         )

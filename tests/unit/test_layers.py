@@ -107,6 +107,10 @@ BREACHES = [
     ("views/web_page.py", "import agentworld_local.testing", VIEWS_CONTRACT),
     ("env/simulated.py", "import agentworld_local.serve.mcp", CORE_CONTRACT),
     ("session/runner.py", "import agentworld_local.env.simulated", LAYERS_CONTRACT),
+    ("agent/episode.py", "import agentworld_local.tui.app", CORE_CONTRACT),
+    ("session/core.py", "import agentworld_local.agent.episode", LAYERS_CONTRACT),
+    ("agent/prompt.py", "import agentworld_local.env.simulated", LAYERS_CONTRACT),
+    ("agent/model_agent.py", "import openai", OPENAI_CONTRACT),
     ("env/simulated.py", "import gymnasium", GYM_CONTRACT),
     ("cli/mcp.py", "import mcp", MCP_CONTRACT),
 ]
