@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, GenerationError, InputError
+from agentworld_local.errors import ActionError, AwlError, GenerationError, InputError, TrajectoryError
 from agentworld_local.serve.bridge import Outcome, RunnerBridge
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.session.listing import session_paths, summarize
@@ -241,4 +241,6 @@ def problem(error: events.ErrorEvent) -> HttpProblem:
         return HttpProblem(502, error.message, error.hint)
     if isinstance(cause, InputError):
         return HttpProblem(400, error.message, error.hint)
-    return HttpProblem(500, error.message, error.hint)
+    if isinstance(cause, AwlError) and not isinstance(cause, TrajectoryError):
+        return HttpProblem(409, error.message, error.hint)  # not in the session's state now (e.g. its context is full)
+    return HttpProblem(500, error.message, error.hint)  # the server's own failure (e.g. its disk)
