@@ -67,6 +67,20 @@ class AnswerRules:
             self.finish = "length"
         return events
 
+    def tokens_left(self) -> int | None:
+        """How many more tokens can be fed before the thinking budget or max_tokens ends the
+        thinking or the turn (the one that does counted); None when neither can. A caller that
+        feeds several tokens at once (a verified draft) feeds no more than this."""
+        stats, thinking = self._stats, self.splitter.thinking
+        left: list[int] = []
+        if thinking and self._think.mode == "budget":
+            left.append((self._think.tokens or 0) - stats.thinking_tokens)
+        if self._counts_thinking:
+            left.append(self._max_tokens - stats.generated_tokens)
+        elif not thinking:
+            left.append(self._max_tokens - (stats.generated_tokens - stats.thinking_tokens))
+        return max(1, min(left)) if left else None
+
     def end_thinking(self) -> list[StreamEvent]:
         """The budget is spent: thinking ends here with FORCED_THINK_END in the raw answer."""
         self.budget_spent = False

@@ -92,6 +92,9 @@ class GenerationStats:
     prompt_s: float = 0.0
     generate_s: float = 0.0
     restore_s: float = 0.0
+    #: Prompt-lookup draft tokens verified, and those the sampler accepted (engine/llama/speculation.py).
+    drafted: int = 0
+    accepted: int = 0
     #: stop | length (max_tokens or the context ran out) | cancelled | repetition (a degenerate loop)
     finish: str = "stop"
 

@@ -12,6 +12,7 @@ it; undo and fork are the same restore.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gc
 import os
 import threading
@@ -29,11 +30,15 @@ from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.llama import checkpoints, vocab
+from agentworld_local.engine.llama.batching import BatchDecoder, DecodeFailed, sample_row
 from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
 from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
+from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots
+from agentworld_local.engine.llama.speculation import PromptLookup, speculation_default
+from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
     GenerationDone,
@@ -63,6 +68,9 @@ class LlamaBackend:
     #: starts there: `awl bench predict` turns it on (trajectories of a benchmark file share
     #: system prompts of thousands of tokens). Off for sessions: their checkpoints are turns.
     checkpoint_system_prompt = False
+    #: A runner evaluates the next turn's known start while the user types (`prefetch`);
+    #: `awl run --no-prefetch` turns it off.
+    idle_prefetch = True
 
     def __init__(
         self,
@@ -77,6 +85,9 @@ class LlamaBackend:
         name: str | None = None,
         notice: Callable[[str], None] | None = None,
         offload: OffloadOptions | None = None,
+        state_cache: StateCache | None = None,
+        speculate: str = "auto",
+        sequences: int = 1,
     ) -> None:
         """Load the model. Nothing is printed: the face decides how to show what happens.
 
@@ -86,6 +97,11 @@ class LlamaBackend:
         (those may come later too, from the thread that generates). Every notice is also
         kept in `self.notices`. `offload`: experts kept in RAM, flash attention, KV cache type
         (`auto` layers may add experts in RAM to fit the GPU: `self.offload` says what was used).
+        `state_cache`: system-prompt states on disk (state_cache.py); None evaluates every
+        new session's system prompt. `speculate`: prompt-lookup drafting (speculation.py) on,
+        off, or auto (where bench/speculation.py measured it faster: `speculation_default`).
+        `sequences`: session slots, each a sequence of its own in
+        the context with `n_ctx` tokens (sequences.py; a server's sessions, decoded together).
         """
         path = check_gguf_path(model_path)
         self.notices: list[str] = []
@@ -98,7 +114,8 @@ class LlamaBackend:
         #: The load options used: what was asked, with the plan's experts in RAM.
         self.offload = offload
         identity = file_identity(path)
-        options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload)
+        options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload,
+                       sequences=max(1, sequences))
         with LOAD_LOCK, load_progress(progress):
             try:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
@@ -120,7 +137,7 @@ class LlamaBackend:
         self._stateful = bool(
             llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
         )
-        self.n_ctx = llm.n_ctx()
+        self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_sequences)
         self.n_batch = n_batch
         metadata = llm.metadata
         self.template, embedded = vocab.chat_template(llm)
@@ -137,9 +154,27 @@ class LlamaBackend:
             chat_template_source="gguf" if embedded else "fallback",
             template_thinks=template_handles_thinking(self.template.source),
         )
-        self._tokens: list[int] = []
-        self._checkpoints: list[Checkpoint] = [Checkpoint(0, None)]
-        self._pinned: set[int] = set()  # checkpoint positions thinning keeps (see _generate)
+        #: The sessions' places in the context (sequences.py): per sequence its tokens, its
+        #: checkpoints, its pinned positions and whether its live state holds exactly its tokens
+        #: (`_tokens`, `_checkpoints`, `_pinned`, `_live` are those of the generation running
+        #: on the calling thread, else of the sequence used last).
+        self.sequences = max(1, sequences)
+        self.slots = Slots(self.sequences)
+        self._local = threading.local()
+        #: Every decode of the context; generations in flight share its rounds (batching.py).
+        self._batcher = BatchDecoder(llm._ctx, n_batch, llama_cpp.llama_vocab_n_tokens(self._vocab))
+        self._running = 0  # generations and prefetches in flight (close waits for them)
+        self._running_changed = threading.Condition()
+        self.state_cache = state_cache
+        self._store_failed = False
+        llama_build = llama_cpp.__version__
+        flash = {True: "on", False: "off"}.get(self.flash_attention, offload.flash_attn)
+        # n_seq: a context with several sequences lays out its KV cache in as many streams.
+        self._state_key = StateKey(identity.sha256, identity.size, llama_build, offload.kv_type, flash,
+                                   self.info.architecture, llama_cpp.llama_n_seq_max(self._ctx))
+        #: Whether the sampling loop verifies prompt-lookup drafts.
+        self.speculate = speculation_default(self.info.architecture, self.info.gpu_layers) if speculate == "auto" \
+            else speculate == "on"
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # set by close(): a generation in flight stops
         self._freed = False
@@ -164,6 +199,90 @@ class LlamaBackend:
     def is_stateful(self) -> bool:
         return self._stateful
 
+    # -- sequences: one per session slot (sequences.py) ---------------------------------
+
+    @property
+    def parallel(self) -> bool:
+        """Whether turns of different sessions may run at once (the runner asks)."""
+        return self.sequences > 1
+
+    def bind_session(self) -> SessionBackend:
+        """A Backend for one session: its turns run in a sequence of their own."""
+        return SessionBackend(self)
+
+    @property
+    def _seq(self) -> Sequence:
+        return getattr(self._local, "sequence", None) or self.slots.latest
+
+    @property
+    def _tokens(self) -> list[int]:
+        return self._seq.tokens
+
+    @property
+    def _checkpoints(self) -> list[Checkpoint]:
+        return self._seq.checkpoints
+
+    @_checkpoints.setter
+    def _checkpoints(self, value: list[Checkpoint]) -> None:
+        self._seq.checkpoints = value
+
+    @property
+    def _pinned(self) -> set[int]:
+        return self._seq.pinned
+
+    @_pinned.setter
+    def _pinned(self, value: set[int]) -> None:
+        self._seq.pinned = value
+
+    @property
+    def _live(self) -> bool:
+        return self._seq.live
+
+    @_live.setter
+    def _live(self, value: bool) -> None:
+        self._seq.live = value
+
+    @contextlib.contextmanager
+    def _occupy(self, owner: object | None) -> Iterator[Sequence]:
+        """The owner's sequence for one generation or prefetch (BackendBusy if it is in use).
+        No owner: the backend's own callers, one at a time, as before sequences."""
+        with self._guard.hold() if owner is None else contextlib.nullcontext():
+            sequence = self.slots.acquire(self if owner is None else owner)
+            with self._running_changed:
+                self._running += 1
+            try:
+                with self._batcher.generating():
+                    yield sequence
+            finally:
+                self.slots.release(sequence)
+                with self._running_changed:
+                    self._running -= 1
+                    self._running_changed.notify_all()
+
+    @contextlib.contextmanager
+    def _in(self, sequence: Sequence) -> Iterator[None]:
+        """`_tokens` and the rest mean `sequence` on this thread meanwhile."""
+        previous = getattr(self._local, "sequence", None)
+        self._local.sequence = sequence
+        try:
+            yield
+        finally:
+            self._local.sequence = previous
+
+    def _stepped_in(self, sequence: Sequence, events: Iterator[GenerationEvent]) -> Iterator[GenerationEvent]:
+        """`events` with each step run in `sequence`, whichever thread advances it."""
+        try:
+            while True:
+                with self._in(sequence):
+                    try:
+                        event = next(events)
+                    except StopIteration:
+                        return
+                yield event
+        finally:
+            with self._in(sequence):
+                events.close()  # type: ignore[attr-defined]
+
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
         """(text up to the turn boundary, full prompt text with the generation prompt)."""
         return self.template.render(messages, add_generation_prompt=False), vocab.render_prompt(self.template, messages, think)
@@ -178,7 +297,8 @@ class LlamaBackend:
         n = len(self._tokens)
         if self._checkpoints[-1].n_tokens == n:
             return
-        state = checkpoints.copy_state(self._ctx) if self._stateful else None
+        with self._batcher.exclusive():
+            state = checkpoints.copy_state(self._ctx, self._seq.id) if self._stateful else None
         self._checkpoints.append(Checkpoint(n, state))
         checkpoints.thin(self._checkpoints, self.checkpoint_budget, pinned=self._pinned)
 
@@ -189,47 +309,71 @@ class LlamaBackend:
         """Make the context hold exactly self._tokens[:n] for the best reachable n <= target;
         returns the seconds it took."""
         started = time.perf_counter()
-        if self._stateful:
-            checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
-            n = checkpoint.n_tokens
-            if n == len(self._tokens):
-                pass  # nothing was evaluated after this checkpoint
-            elif n == 0 or checkpoint.state is None:
-                llama_cpp.llama_memory_clear(self._memory, True)
-                n = 0
-            elif not checkpoints.set_state(self._ctx, checkpoint.state):
-                llama_cpp.llama_memory_clear(self._memory, True)
-                n = 0
-            else:
-                llama_cpp.llama_memory_seq_rm(self._memory, SEQ, n, -1)
-        else:
-            n = min(target, len(self._tokens))
-            llama_cpp.llama_memory_seq_rm(self._memory, SEQ, n, -1)
+        with self._batcher.exclusive():
+            n = self._restore_sequence(target)
         del self._tokens[n:]
         self._checkpoints = [c for c in self._checkpoints if c.n_tokens <= n]
         self._llm.n_tokens = n
         return time.perf_counter() - started
 
+    def _restore_sequence(self, target: int) -> int:
+        seq = self._seq.id
+        if self._stateful:
+            checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
+            n = checkpoint.n_tokens
+            if n == len(self._tokens) or (target >= len(self._tokens) and self._live):
+                n = len(self._tokens)  # nothing to drop (e.g. a prefetch stopped between chunks)
+            elif n == 0 or checkpoint.state is None:
+                llama_cpp.llama_memory_seq_rm(self._memory, seq, -1, -1)
+                n = 0
+            elif not checkpoints.set_state(self._ctx, checkpoint.state, seq):
+                llama_cpp.llama_memory_seq_rm(self._memory, seq, -1, -1)
+                n = 0
+            else:
+                llama_cpp.llama_memory_seq_rm(self._memory, seq, n, -1)
+            self._live = True
+        else:
+            n = min(target, len(self._tokens))
+            llama_cpp.llama_memory_seq_rm(self._memory, seq, n, -1)
+        return n
+
     def room(self) -> int:
         """Tokens the context can still take."""
         return self.n_ctx - len(self._tokens)
 
-    def _decode(self, tokens: list[int]) -> None:
-        """Evaluate `tokens` after the context. Callers check `room()` first: a full context
+    def _decode(self, tokens: list[int], *, all_logits: bool = False) -> None:
+        """Evaluate `tokens` after the context (with `all_logits`, logits at every position:
+        the sampler reads position i at index i). Callers check `room()` first: a full context
         makes llama.cpp fail; anything it raises becomes one clear GenerationError."""
         if len(tokens) > self.room():
             raise GenerationError(
                 f"The context is full: {len(tokens)} more tokens do not fit in {self.n_ctx:,}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
+        sequence = self._seq
         try:
-            self._llm.eval(tokens)
-        except (RuntimeError, ValueError, OSError) as error:
+            # Copied out when other sequences decode too: their rounds may come before the sample.
+            sequence.logits = self._batcher.decode(sequence.id, len(sequence.tokens), tokens, all_logits=all_logits,
+                                                   keep=self.sequences > 1)
+        except DecodeFailed as error:
+            self._live = False  # a failed batch may have changed the recurrent state: restore before reuse
             raise GenerationError(
                 f"llama.cpp failed while evaluating the conversation ({error}).",
                 "Try a smaller `--ctx` or `--gpu-layers`; run with `--verbose` to see llama.cpp's log.",
             ) from None
-        self._tokens.extend(tokens)
+        sequence.tokens.extend(tokens)
+
+    def _sample_at(self, sampler: Any, index: int) -> int:
+        """Sample from the last decode's logits at `index` (its position in that decode; -1:
+        the last): the context's own with one sequence, else the copy (batching.sample_row)."""
+        logits = self._seq.logits
+        if logits is None:
+            return sampler.sample(self._llm._ctx, index)
+        return sample_row(sampler, logits[index])
+
+    def _copy_state(self) -> bytes:
+        with self._batcher.exclusive():
+            return checkpoints.copy_state(self._ctx, self._seq.id)
 
     def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
         """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
@@ -266,16 +410,20 @@ class LlamaBackend:
         think: ThinkBudget,
         seed: int,
         cancel: threading.Event | None = None,
+        owner: object | None = None,
     ) -> Iterator[GenerationEvent]:
         """Stream the model's answer to `messages` (which end with the current user turn).
 
-        One generation at a time: another one while this is in flight gets BackendBusy.
+        One generation at a time per owner (a session's SessionBackend; None: this backend's
+        own callers): another one while this is in flight gets BackendBusy. Generations of
+        different owners run at once, in sequences of their own, decoded together.
         """
         if self._closed.is_set():
             raise GenerationError("The model was closed.", "Load it again to run another turn.")
-        with self._guard.hold():
+        with self._occupy(owner) as sequence:
             stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
-            yield from self._generate(messages, sampling=sampling, think=think, seed=seed, cancel=stop)
+            yield from self._stepped_in(sequence, self._generate(messages, sampling=sampling, think=think, seed=seed,
+                                                                  cancel=stop))
 
     def _generate(
         self,
@@ -296,32 +444,117 @@ class LlamaBackend:
         boundary = len(base) if full_text.startswith(base_text) and full[: len(base)] == base else 0
         # Positions whose checkpoints outlive thinning: what a context cut or a shared system
         # prompt restores. Made even when a turn evaluates past them at once (after a resume).
-        self._pinned = {self._system_boundary(messages, full_text, full), self._turn_one_end(messages, full)} - {0}
+        system = self._system_boundary(messages, full_text, full)
+        self._pinned = {system, self._turn_one_end(messages, full)} - {0}
         stops = sorted((self._pinned | {boundary}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
-        common = 0
-        limit = min(len(self._tokens), len(full) - 1)  # always evaluate at least one token for logits
-        while common < limit and self._tokens[common] == full[common]:
-            common += 1
-        stats.restore_s = self._restore(common)
-        stats.prompt_tokens_total = len(full)
-        stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
-        for stop in stops:
-            if stop > len(self._tokens):
-                if not self._evaluate(full[len(self._tokens) : stop], cancel):
-                    yield self._cancelled(stats, started)
-                    return
-                self._save_checkpoint()
-        if not self._evaluate(full[len(self._tokens) :], cancel):
+        if not self._evaluate_prompt(full, stops, system, cancel, stats):
             yield self._cancelled(stats, started)
             return
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
         yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+
+    def _evaluate_prompt(self, full: list[int], stops: list[int], system: int, cancel: threading.Event | None,
+                         stats: GenerationStats, *, leave_one: bool = True) -> bool:
+        """Make the context hold `full`: restore the longest prefix it can reuse, evaluate the
+        rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
+        at least the last token (a generation samples from its logits)."""
+        common = 0
+        limit = min(len(self._tokens), len(full) - 1 if leave_one else len(full))
+        while common < limit and self._tokens[common] == full[common]:
+            common += 1
+        stats.restore_s = self._restore(common)
+        cache_at = 0  # where a first turn evaluated from nothing stores its system prompt's state
+        if self.state_cache is not None and not self._tokens:
+            stats.restore_s += self._load_cached_prefix(full, self._seq.id)
+            cache_at = system
+        stats.prompt_tokens_total = len(full)
+        stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
+        for stop in stops:
+            if stop > len(self._tokens):
+                if not self._evaluate(full[len(self._tokens) : stop], cancel):
+                    return False
+                self._save_checkpoint()
+                if stop == cache_at:
+                    self._store_cached_prefix(self._seq.id)
+        return self._evaluate(full[len(self._tokens) :], cancel)
+
+    # -- prefetch: the next turn's known start, evaluated before its action comes ---------
+
+    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
+                 owner: object | None = None) -> int:
+        """Evaluate the prompt of the next turn up to where its action starts, and checkpoint
+        there; the tokens it evaluated. `messages` end with a user message holding the fixed
+        start of that turn's prompt (World.next_turn_prefix). Stops between n_batch chunks
+        when `cancel` is set, keeping what it evaluated; the turn's `generate` then evaluates
+        only the rest. The World calls it before every turn too, so a turn's prompt is always
+        evaluated in the same chunks, prefetched or not (a different split moves logits in
+        their last bits). Writes nothing; busy while a generation runs (BackendBusy)."""
+        if self._closed.is_set():
+            return 0
+        with self._occupy(owner) as sequence, self._in(sequence):
+            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+            tokens, system = self._known_prefix(messages)
+            if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
+                return 0  # nothing known, too long for the context, or in the context already
+            stats = GenerationStats()
+            self._evaluate_prompt(tokens, [system, len(tokens)], system, stop, stats, leave_one=False)
+            return stats.prompt_tokens_evaluated - (len(tokens) - len(self._tokens))
+
+    def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
+        """The tokens of `messages` up to the end of the last message's text, kept only as far
+        as any continuation of that text tokenizes alike; and the system prompt's end (or 0).
+
+        Found as the text two renders share when only the text after it differs (as
+        `_system_boundary` does), so it holds no assumption about the template."""
+        last = messages[-1]
+        one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
+                                         add_generation_prompt=False) for tail in ("A", "\nB"))
+        shared = one[: len(os.path.commonprefix([one, two]))]
+        tokens, one_tokens, two_tokens = self.tokenize(shared), self.tokenize(one), self.tokenize(two)
+        n = len(os.path.commonprefix([tokens, one_tokens, two_tokens]))
+        return tokens[:n], self._system_boundary(messages, one, one_tokens)
+
+    def _load_cached_prefix(self, full: list[int], seq: int = SEQ) -> float:
+        """Into an empty context, load the longest cached state that starts `full` (a system
+        prompt this model evaluated before, leaving at least one token to evaluate); the
+        seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
+        started = time.perf_counter()
+        assert self.state_cache is not None and not self._tokens
+        entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
+        if entry is not None:
+            with self._batcher.exclusive():
+                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq)
+            if loaded:
+                # What evaluating these tokens would have left: the list, llama's count, a checkpoint.
+                tokens = full[: entry.n_tokens]
+                self._tokens.extend(tokens)
+                self._llm.n_tokens = len(tokens)
+                self._llm.input_ids[: len(tokens)] = tokens
+                self._save_checkpoint()
+            else:
+                self.state_cache.discard(entry)
+        return time.perf_counter() - started
+
+    def _store_cached_prefix(self, seq: int = SEQ) -> None:
+        """Cache the state of the whole context (a system prompt just evaluated) on disk."""
+        assert self.state_cache is not None
+        tokens = list(self._tokens)
+        stored = self.state_cache.store(self._state_key, tokens,
+                                        lambda path: self._save_sequence(path, seq))
+        if stored is None and not self._store_failed:
+            self._store_failed = True  # said once: the session goes on evaluating its prompts
+            self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "
+                         "new sessions evaluate it again (`awl cache info` shows the cache).")
+
+    def _save_sequence(self, path: Path, seq: int) -> bool:
+        with self._batcher.exclusive():
+            return checkpoints.save_sequence(self._ctx, path, seq)
 
     def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
         """Tokens up to the end of turn 1's prompt (the first user message), when they are a
@@ -334,12 +567,14 @@ class LlamaBackend:
 
     def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
         """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
-        is on and the conversation opens with a system message; else 0 (no such checkpoint).
+        or the state cache is on and the conversation opens with a system message; else 0
+        (no such checkpoint).
 
         Found as the text two renders share when only that message's text differs, so it holds
         no assumption about the template; kept only when its tokens are a prefix of the prompt's.
         """
-        if not self.checkpoint_system_prompt or len(messages) < 2 or messages[0].get("role") != "system":
+        wanted = self.checkpoint_system_prompt or self.state_cache is not None
+        if not wanted or len(messages) < 2 or messages[0].get("role") != "system":
             return 0
         first = messages[1]
         one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
@@ -369,7 +604,9 @@ class LlamaBackend:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
+        lookup = PromptLookup(self._tokens) if self.speculate else None
         started = time.perf_counter()
+        token: int | None = None  # the next token, when a draft's verify already sampled it
         try:
             while True:
                 if cancel is not None and cancel.is_set():
@@ -378,27 +615,104 @@ class LlamaBackend:
                 if self.room() < 1:
                     stats.finish = "length"  # the context is full: the turn ends, the session stays usable
                     break
-                token = sampler.sample(self._llm._ctx, -1)
+                if token is None:
+                    token = self._sample_at(sampler, -1)
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.finish = "stop"
                     break
-                self._decode([token])
-                yield from rules.feed(decoder.decode(self._llm.detokenize([token], special=True)))
+                draft = self._draft(lookup, token, rules) if lookup is not None else []
+                base = len(self._tokens)
+                if draft:
+                    step, token, snapshot = self._verify(sampler, [token, *draft], stats)
+                else:
+                    self._decode([token])
+                    step, token, snapshot = [token], None, None
+                kept = 0
+                for piece in step:
+                    kept += 1
+                    yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
+                    if rules.finish or rules.budget_spent:
+                        break
+                if base + kept < len(self._tokens):  # rejected draft tokens, or a rule ended the step early
+                    self._keep(base, kept, snapshot)
+                if kept < len(step):
+                    token = None  # sampled after tokens the turn does not keep
                 if rules.finish:
                     stats.finish = rules.finish
                     break
                 if rules.budget_spent:
+                    token = None  # sampled before thinking was closed
                     if len(forced_end) > self.room():
                         stats.finish = "length"  # no room left even to close thinking
                         break
                     yield from rules.end_thinking()
                     self._decode(forced_end)
+                if lookup is not None:
+                    lookup.extend(self._tokens[len(lookup) :])
         finally:
             sampler.close()
         yield from rules.flush()
         stats.generate_s = time.perf_counter() - started
         raw = "".join(rules.raw) + decoder.decode(b"", final=True)
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
+
+    def _draft(self, lookup: PromptLookup, token: int, rules: AnswerRules) -> list[int]:
+        """Tokens to verify after `token`, looked up in the context: none past the end of the
+        context or of the batch, past the point where a thinking budget or max_tokens ends
+        (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
+        limit = min(self.room() - 1, self.n_batch - 1)
+        left = rules.tokens_left()
+        if left is not None:
+            limit = min(limit, left - 1)  # `token` is fed first
+        if limit < 1:
+            return []
+        lookup.extend([token])
+        draft = lookup.draft(limit)
+        lookup.truncate(len(lookup) - 1)
+        for i, drafted in enumerate(draft):
+            if llama_cpp.llama_vocab_is_eog(self._vocab, drafted):
+                return draft[:i]
+        return draft
+
+    def _verify(self, sampler: Any, batch: list[int], stats: GenerationStats) -> tuple[list[int], int | None, bytes | None]:
+        """Evaluate `batch` (a sampled token and its draft) in one decode with logits at every
+        position and apply the sampler at each: a draft token is accepted while the sampler picks
+        it (so sampling at any temperature gives what it would without the draft). The context
+        keeps the whole batch; returns (the accepted tokens, the token the sampler picked after
+        them or None, the recurrent state before the batch for `_keep`)."""
+        snapshot = self._copy_state() if self._stateful else None
+        self._decode(batch, all_logits=True)
+        stats.drafted += len(batch) - 1
+        for i in range(len(batch) - 1):
+            picked = self._sample_at(sampler, i)
+            if picked != batch[i + 1]:
+                stats.accepted += i
+                return batch[: i + 1], picked, snapshot
+        stats.accepted += len(batch) - 1
+        return batch, self._sample_at(sampler, len(batch) - 1), snapshot
+
+    def _keep(self, base: int, kept: int, snapshot: bytes | None) -> None:
+        """After a verify from `base`, keep `kept` of its tokens in the context. Attention drops
+        the rest; recurrent layers cannot, so their state goes back to `snapshot` (taken before
+        the batch) and the kept tokens are evaluated again."""
+        tokens = self._tokens[base : base + kept]
+        seq = self._seq.id
+        if snapshot is None:
+            with self._batcher.exclusive():
+                llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
+            del self._tokens[base + kept :]
+            self._llm.n_tokens = len(self._tokens)
+            return
+        with self._batcher.exclusive():
+            restored = checkpoints.set_state(self._ctx, snapshot, seq)
+            llama_cpp.llama_memory_seq_rm(self._memory, seq, base, -1)
+        del self._tokens[base:]
+        self._llm.n_tokens = base
+        if not restored:
+            self._live = False  # the next turn restores from a checkpoint
+            raise GenerationError("llama.cpp refused to roll back a rejected draft.",
+                                  "Run the turn again with `--speculate off`.")
+        self._decode(tokens)
 
     def close(self, timeout: float = 30.0) -> None:
         """Free the model; a second close does nothing. Safe from any thread: a generation in
@@ -407,7 +721,9 @@ class LlamaBackend:
         if self._closed.is_set() and self._freed:
             return
         self._closed.set()
-        if not self._guard.wait_idle(timeout):
+        with self._running_changed:
+            idle = self._running_changed.wait_for(lambda: self._running == 0, timeout)
+        if not idle or not self._guard.wait_idle(timeout):
             raise GenerationError("The model is still generating and cannot be freed yet.",
                                   "Cancel the turn, wait for it to stop, then close again.")
         if self._freed:
@@ -415,4 +731,5 @@ class LlamaBackend:
         self._freed = True
         if LOGS.echo == self._notice:
             LOGS.echo = None  # llama.cpp's log outlives the model: stop handing it to this backend's notice
+        self._batcher.close()
         self._llm.close()

@@ -74,3 +74,8 @@ class PromptLookup:
                 end = found + len(key) - 1  # a match across token boundaries: look further back
         return []
 
+
+
+def speculation_default(architecture: str | None, gpu_layers: int) -> bool:
+    """`--speculate auto`: on only where bench/speculation.py measured it faster (docs/speculation.md)."""
+    return False

