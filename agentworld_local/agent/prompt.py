@@ -11,6 +11,7 @@ import re
 
 from agentworld_local.agent.protocol import AgentHistory
 from agentworld_local.domains.forms import ACTION_FORMS
+from agentworld_local.domains.syntax import strip_fence
 from agentworld_local.errors import AwlError
 
 #: How an agent declares its task over, in each domain that has such an action (domains/endings.py).
@@ -68,10 +69,10 @@ def reask_message(error: AwlError) -> str:
 
 
 def action_text(answer: str) -> str:
-    """The action in an answer: its last fenced code block when it has one (the domain's parser
-    takes the fences off), else the whole answer."""
+    """The action in an answer: the body of its last fenced code block when it has one (words
+    around it are the model's, not the action), else the whole answer."""
     blocks = _FENCED.findall(answer)
-    return (blocks[-1] if blocks else answer).strip()
+    return strip_fence(blocks[-1]).strip() if blocks else answer.strip()
 
 
 def identity_label(identity: dict[str, object]) -> str:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from agentworld_local.cli.action_prompt import PROMPT, ActionPrompt
+from agentworld_local.cli.agent_run import check_agent_options, load_agent, run_agent_session
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.cli import session_options as options
@@ -147,6 +148,9 @@ def run(
     temperature: float = options.TEMPERATURE,
     max_tokens: int = options.MAX_TOKENS,
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
+    agent: str = typer.Option(None, "--agent", help="An agent model proposes every action: openai:MODEL@URL (key from OPENAI_API_KEY), a .gguf path or a registry name (loaded beside the world model), or scripted:FILE.", show_default=False),
+    agent_steps: int = typer.Option(None, "--agent-steps", help="With --agent: the most turns the agent takes (default 10); the domain's own ending (`[]` in the terminal) ends the episode sooner.", show_default=False),
+    approve: bool = typer.Option(False, "--approve", help="With --agent, at a terminal: ask about each proposal (run it, edit it, replace it, let the agent run, quit)."),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
@@ -161,6 +165,8 @@ def run(
 
     Continue a saved session in its file, with its own model: `echo "cat notes.txt" | awl run --resume s.jsonl`
     (`--resume last`: the newest session; `awl sessions list` shows them).
+
+    An agent model acts: `awl run -m world.gguf --agent openai:qwen3@http://127.0.0.1:8000/v1 --agent-steps 5 --task "..."`.
     """
     # Everything that can be checked without the model is checked before it loads.
     spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
@@ -169,6 +175,8 @@ def run(
     spec.check()
     check_ctx_value(ctx)
     threads = check_threads(threads)
+    steps = check_agent_options(agent, agent_steps, approve, {"a script": script is not None and str(script) != "-",
+                                                             "--resume": resume, "--from-bench": from_bench})
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote,
                 offload=offload)
     if resume is not None:
@@ -218,12 +226,29 @@ def run(
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     new = NewSession.from_spec(resolved, out)
     runner, log = start_runner()
+    if agent is not None:
+        _agent_session(runner, log, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model)
     try:
         say_model_limits(load_model(runner, log, model, **load), think)
         code = play_lines(runner, log, lambda: runner.open(new), lines, printer=printer,
                           interactive=from_stdin and sys.stdin.isatty())
     finally:
         runner.close()
+    raise typer.Exit(code)
+
+
+def _agent_session(runner: Any, log: Any, new: NewSession, spec: str, load: dict[str, Any], *, steps: int,
+                   approve: bool, printer: TurnPrinter, think: str, model: str | None) -> None:
+    """`--agent`: the agent model proposes every action; always ends the command (typer.Exit)."""
+    agent_model = None
+    try:
+        say_model_limits(load_model(runner, log, model, **load), think)
+        agent_model = load_agent(spec, load)
+        code = run_agent_session(runner, log, new, agent_model, steps=steps, approve=approve, printer=printer)
+    finally:
+        runner.close()
+        if agent_model is not None:
+            agent_model.close()
     raise typer.Exit(code)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentworld_local.errors import TrajectoryError
 from agentworld_local.safe_parse import SyntaxProblem, load_json
@@ -45,6 +46,8 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
     lines.append(f"domain: {h.domain or 'unknown'}{scenario}")
     if h.task:
         lines.append(f"task: {h.task}")
+    if isinstance(h.agent, dict):
+        lines.append(f"agent: {h.agent.get('name')} ({h.agent.get('backend')})")
     for control in h.controls:
         lines.append(f"control: {control}")
     if h.forked_from:
@@ -125,7 +128,22 @@ def turn_notes(record: TurnRecord) -> list[str]:
         notes.append(f"settings other than the header's: {changed}")
     if record.model is not None:
         notes.append(f"model other than the header's: {record.model.path or record.model.name}")
+    if isinstance(record.agent, dict):
+        notes.append(agent_note(record.agent))
     return notes
+
+
+#: How a proposal became the action, as replay says it (agent/episode.py's decisions).
+_DECISIONS = {"auto": "run as proposed", "approved": "approved by the user", "edited": "edited by the user",
+              "replaced": "replaced by the user"}
+
+
+def agent_note(agent: dict[str, Any]) -> str:
+    """`agent proposed: ls -la (edited by the user)`: the agent side of a turn."""
+    proposal = " ".join(str(agent.get("proposal", "")).split())
+    shown = proposal if len(proposal) <= 80 else proposal[:79] + "…"
+    asked = ", asked twice" if agent.get("asks") == 2 else ""
+    return f"agent proposed: {shown} ({_DECISIONS.get(str(agent.get('decision')), 'run')}{asked})"
 
 
 # -- branches ------------------------------------------------------------------------------

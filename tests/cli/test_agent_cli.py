@@ -1,0 +1,118 @@
+"""`awl run --agent`: an agent model proposes, the world model answers, the file holds both.
+
+Through the real entry point: the world model is scripted (realistic raw answers in small
+chunks), the agent model is scripted, a GGUF fixture on the real llama.cpp path, or an
+OpenAI-compatible server on 127.0.0.1 (tests/remote/fake_openai.py) through the official client.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentworld_local.testing.answers import ANSWERS
+from agentworld_local.trajectory.reader import read_trajectory
+from tests.cli.helpers import assert_one_line_error, awl, scripted_model
+from tests.remote.fake_openai import FakeOpenAI, Reply
+
+WORLD = [item for item in ANSWERS if not item.several_blocks and item.finish == "stop"]
+AGENT = ["I'll look around first.\n\n```bash\nls -la\n```", '[{"keystrokes": "cat README.md\\n", "duration": 1.0}]',
+         "pwd", "make test"]
+
+
+def world(tmp_path):
+    return scripted_model(tmp_path, *(item.raw for item in WORLD), name="world.json")
+
+
+def agent(tmp_path, *answers: str):
+    return scripted_model(tmp_path, *answers, chunk=2, name="agent.json")
+
+
+def test_agent_steps_records_that_many_agent_turns(tmp_path):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-m", world(tmp_path), "--agent", agent(tmp_path, *AGENT), "--agent-steps", "3",
+                 "--task", "Build the project", "--think", "full", "--out", str(out), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    saved = read_trajectory(out)
+    assert [turn.action for turn in saved.turns] == ["ls -la", AGENT[1], "pwd"]
+    assert [turn.observation for turn in saved.turns] == [item.observation for item in WORLD[:3]]
+    assert [turn.agent["proposal"] for turn in saved.turns] == AGENT[:3]
+    assert {turn.agent["decision"] for turn in saved.turns} == {"auto"}
+    assert saved.header.agent["name"] == "scripted:agent.json" and saved.header.task == "Build the project"
+    assert "agent: The agent took 3 steps, the episode's limit." in result.stderr
+    assert f"saved 3 turns to {out}" in result.stderr
+    replayed = awl("replay", str(out), "--plain", home=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "agent: scripted:agent.json" in replayed.stdout and "agent proposed" in replayed.stdout
+
+
+def test_the_domains_stop_condition_ends_the_episode_earlier(tmp_path):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-m", world(tmp_path), "--agent", agent(tmp_path, "pwd", "```json\n[]\n```", "ls"),
+                 "--agent-steps", "5", "--out", str(out), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    saved = read_trajectory(out)
+    assert [turn.action_payload for turn in saved.turns] == [[{"keystrokes": "pwd\n", "duration": 1.0}], []]
+    assert "agent: The agent ended its task ([])." in result.stderr
+
+
+def test_a_proposal_that_never_parses_ends_with_one_clear_line(tmp_path):
+    result = awl("run", "-m", world(tmp_path), "--agent", agent(tmp_path, "I would click the login button."),
+                 "--domain", "web", "--json", home=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
+    assert len(errors) == 1, result.stderr
+    assert "not a web action, even when asked again (Unknown web action" in errors[0]
+    assert "Try another --agent model" in errors[0] and "No turn was completed" in errors[0]
+    assert not list(tmp_path.glob("sessions/*.jsonl"))
+
+
+def test_json_events_carry_the_agent_side(tmp_path):
+    result = awl("run", "-m", world(tmp_path), "--agent", agent(tmp_path, *AGENT), "--agent-steps", "2", "--json",
+                 home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    done = [json.loads(line) for line in result.stdout.splitlines() if '"turn_done"' in line]
+    assert [event["record"]["agent"]["proposal"] for event in done] == AGENT[:2]
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--agent-steps", "3"], ("--agent-steps only works with --agent",)),
+    (["--approve"], ("--approve only works with --agent",)),
+    (["--agent", "scripted:x.json", "--agent-steps", "0"], ("--agent-steps 0 must be at least 1",)),
+    (["--agent", "scripted:x.json", "--approve"], ("--approve asks about each proposal at a terminal", "drop --approve")),
+    (["--agent", "scripted:x.json", "--resume", "last"], ("--resume cannot go with it",)),
+])
+def test_agent_options_are_checked_before_any_model_loads(tmp_path, args, fragments):
+    assert_one_line_error(awl("run", "-m", "scripted:missing.json", *args, home=tmp_path, stdin=""), *fragments)
+
+
+def test_an_agent_on_an_openai_compatible_server(tmp_path):
+    server = FakeOpenAI(replies=[Reply("<think>\nStart by listing.\n</think>\n```\nls -la\n```", separate=True),
+                                 Reply("cat README.md")], models=["agent-model"])
+    out = tmp_path / "s.jsonl"
+    try:
+        result = awl("run", "-m", world(tmp_path), "--agent", f"openai:agent-model@{server.base_url}",
+                     "--agent-steps", "2", "--out", str(out), home=tmp_path)
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr
+    saved = read_trajectory(out)
+    assert [turn.action for turn in saved.turns] == ["ls -la", "cat README.md"]
+    assert saved.header.agent["backend"] == "openai" and saved.header.agent["endpoint"] == server.base_url
+    # The agent read the world's first observation before its second action.
+    second = server.requests[-1]["messages"]
+    assert WORLD[0].observation.strip().splitlines()[0] in second[-1]["content"]
+    assert second[-2] == {"role": "assistant", "content": "ls -la"}
+
+
+def test_a_second_gguf_as_the_agent_on_the_real_llama_path(tmp_path, qwen_gguf):
+    out = tmp_path / "s.jsonl"
+    result = awl("run", "-m", world(tmp_path), "--agent", str(qwen_gguf), "--agent-steps", "2", "--out", str(out),
+                 home=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr  # seeded: the fixture's random weights write 2 "commands"
+    saved = read_trajectory(out)
+    assert saved.header.agent["architecture"] == "qwen35moe" and saved.header.agent["sha256"]
+    assert saved.header.agent["path"] == str(qwen_gguf) and saved.header.model.name == "scripted:world.json"
+    assert len(saved.turns) == 2 and all(turn.agent["proposal"].strip() for turn in saved.turns)
+    assert "the agent is tiny-qwen35moe" in result.stderr
