@@ -5,12 +5,16 @@
     [session]
     prompts = "~/src/Qwen-AgentWorld/prompts"   # a prompt pack for every new session
 
+    [cache]
+    prompt_states = "8GB"   # disk for system-prompt states new sessions reuse; "off" for none
+
 A missing file means no settings. A file awl cannot use is refused with its path and the
 fix, never half-read: a typo in a key would otherwise be ignored without a word.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,8 @@ from agentworld_local.safe_parse import SyntaxProblem, load_toml
 CONFIG_FILE_NAME = "config.toml"
 CONFIG_VERSION = 1
 #: table -> keys it may hold (each a string for now).
-KNOWN_KEYS: dict[str, tuple[str, ...]] = {"session": ("prompts",)}
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {"session": ("prompts",), "cache": ("prompt_states",)}
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class UserConfig:
 
     #: A prompt pack for new sessions (`--prompts` overrides it).
     prompts: Path | None = None
+    #: Bytes of disk for cached system-prompt states; 0 turns the cache off, None: the default.
+    prompt_states: int | None = None
     source: Path | None = None  # the file they came from
 
 
@@ -55,7 +62,21 @@ def load_config(path: Path | None = None) -> UserConfig:
     prompts = session.get("prompts")
     if prompts is not None and (not isinstance(prompts, str) or not prompts.strip()):
         raise _error(path, "has a `session.prompts` that is not a directory path", 'Write e.g. `prompts = "~/prompts"`.')
-    return UserConfig(prompts=_path_near(path, prompts) if prompts else None, source=path)
+    states = data.get("cache", {}).get("prompt_states")
+    return UserConfig(prompts=_path_near(path, prompts) if prompts else None,
+                      prompt_states=None if states is None else _budget(path, states), source=path)
+
+
+def _budget(path: Path, value: Any) -> int:
+    """`cache.prompt_states`: "off", or a size such as "8GB" or "500 MiB"."""
+    text = str(value).strip().lower().replace(" ", "") if isinstance(value, str) else ""
+    if text in ("off", "0"):
+        return 0
+    match = re.fullmatch(r"([0-9]{1,9}(?:\.[0-9]{1,9})?)([a-z]*)", text)
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise _error(path, f"has a `cache.prompt_states` of {value!r}",
+                     'Write a size such as `prompt_states = "8GB"`, or `"off"`.')
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
 
 
 def _table(path: Path, data: dict[str, Any]) -> dict[str, Any]:

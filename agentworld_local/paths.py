@@ -30,6 +30,11 @@ def cache_dir() -> Path:
     return home / "cache" if home else Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def state_cache_dir() -> Path:
+    """System-prompt states a model evaluated, reused by new sessions (engine/llama/state_cache.py)."""
+    return cache_dir() / "prompt-states"
+
+
 def sessions_dir() -> Path:
     """Where sessions are saved when the user does not name a file."""
     return data_dir() / "sessions"

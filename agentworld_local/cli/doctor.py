@@ -60,9 +60,14 @@ def _files() -> dict[str, Any]:
     from agentworld_local.config import config_path
     from agentworld_local.models.registry import user_registry_file
 
+    from agentworld_local.engine.llama.state_cache import StateCache
+
     config = config_path()
+    states = StateCache(paths.state_cache_dir()).info()
     return {"config": str(config), "config_exists": config.exists(), "registry": str(user_registry_file()),
-            "sessions": str(paths.sessions_dir())}
+            "sessions": str(paths.sessions_dir()),
+            "state_cache": {"directory": str(states.directory), "entries": states.entries, "files": states.files,
+                            "bytes": states.bytes}}
 
 
 def _gpu(gpu: GpuInfo) -> dict[str, Any]:
@@ -102,6 +107,9 @@ def render(facts: dict[str, Any], console: Console) -> None:
     files = facts["files"]
     table.add_row("config file", files["config"] + ("" if files["config_exists"] else " (none yet)"))
     table.add_row("sessions", files["sessions"])
+    states = files["state_cache"]
+    table.add_row("prompt state cache", f"{states['directory']}: {states['files']} files, "
+                  f"{format_bytes(states['bytes'])} (`awl cache clear` empties it)")
     console.print(table)
     console.print()
     advice = facts["advice"]

@@ -70,6 +70,7 @@ COMMAND_MODULES = (
     "models",
     "models_info",
     "doctor",
+    "cache",
     "mcp",
     "serve",
 )

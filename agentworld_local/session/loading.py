@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.defaults import DEFAULT_CTX, MIN_CTX
+from agentworld_local.defaults import DEFAULT_CTX, DEFAULT_CTX_CEILING, MIN_CTX
 from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.errors import InputError
@@ -61,36 +61,46 @@ def load_backend(
     from agentworld_local.models.resolve import resolve_model
 
     resolved = resolve_model(model)
-    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice)
+    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload)
     from agentworld_local.engine.llama import LlamaBackend
+    from agentworld_local.engine.llama.state_cache import user_state_cache
 
     return LlamaBackend(resolved.path, gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose,
-                        name=resolved.name, progress=progress, notice=notice, offload=offload)
+                        name=resolved.name, progress=progress, notice=notice, offload=offload,
+                        state_cache=user_state_cache())
 
 
 def check_ctx_value(ctx: int | None) -> None:
     if ctx is not None and ctx < MIN_CTX:
         raise InputError(
             f"--ctx {ctx} is too small: the system prompt and one turn need at least {MIN_CTX:,} tokens.",
-            f"Use `--ctx {MIN_CTX}` or more (the default is {DEFAULT_CTX:,}).",
+            f"Use `--ctx {MIN_CTX}` or more, or leave it out (the default is the largest context this machine holds, "
+            f"up to {DEFAULT_CTX_CEILING:,}).",
         )
 
 
-def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None) -> int:
+def check_ctx_for_model(
+    model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None, offload: Any = None
+) -> int:
     """The context size to load: at most what the model was trained on, and what memory can hold.
 
-    An explicit `--ctx` beyond either is refused; the default is lowered to fit, and that is
-    said through `notice`. `hardware` (a models.hardware.Hardware) is for tests; by default
-    this machine's.
+    An explicit `--ctx` beyond either is refused. Without one, the offload plan chooses the
+    largest context this machine holds for the model (`default_ctx`), said through `notice`.
+    `hardware` (a models.hardware.Hardware) is for tests; by default this machine's. `offload`
+    (OffloadOptions): the KV cache type and flash attention the estimate counts.
     """
     from agentworld_local.models.inspect import inspect_gguf
 
     notice = notice or _ignore
-    wanted = DEFAULT_CTX if ctx is None else ctx
     try:
         summary = inspect_gguf(model_path)
     except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
+        return DEFAULT_CTX if ctx is None else ctx
+    if ctx is None:
+        wanted, why = default_ctx(summary, hardware, offload)
+        notice(f"context: {wanted:,} tokens, {why} (`--ctx N` sets another).")
         return wanted
+    wanted = ctx
     trained = summary.context_length
     if trained and wanted > trained:
         if ctx is not None:
@@ -112,6 +122,22 @@ def check_ctx_for_model(model_path: Path, ctx: int | None, *, hardware: Any = No
             advice,
         )
     return wanted
+
+
+def default_ctx(summary: Any, hardware: Any = None, offload: Any = None) -> tuple[int, str]:
+    """(context size, why) for a load without --ctx: the largest the offload plan fits here, up
+    to the model's trained context and DEFAULT_CTX_CEILING (models.plan.default_context)."""
+    from agentworld_local.models.memory import estimate_memory
+    from agentworld_local.models.offload_options import OffloadOptions
+    from agentworld_local.models.plan import default_context
+
+    options = offload or OffloadOptions()
+    estimate = estimate_memory(summary, DEFAULT_CTX_CEILING, kv_type=options.kv_type, flash_attn=options.flash_attn != "off")
+    if hardware is None:
+        from agentworld_local.engine.llama import machine_hardware
+
+        hardware = machine_hardware()
+    return default_context(estimate, hardware, ceiling=DEFAULT_CTX_CEILING, cpu_moe=options.cpu_moe)
 
 
 def _cache_room(summary: Any, n_ctx: int, hardware: Any) -> tuple[int, int]:

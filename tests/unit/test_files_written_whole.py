@@ -17,6 +17,7 @@ ALLOWED = {
     "cli/main.py": "stdout pointed at os.devnull after a closed pipe",
     "models/hub.py": "a download appends to NAME.incomplete, resumable, and renames it when its hash is checked",
     "fixtures/tiny_gguf.py": "test fixtures, written by the gguf package",
+    "engine/llama/state_cache.py": "llama.cpp writes a state into a new temporary file's memory map; renamed when whole",
 }
 
 

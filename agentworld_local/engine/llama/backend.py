@@ -531,11 +531,8 @@ class LlamaBackend:
             with self._batcher.exclusive():
                 loaded = checkpoints.load_sequence(self._ctx, entry.state, seq)
             if loaded:
-                # What evaluating these tokens would have left: the list, llama's count, a checkpoint.
-                tokens = full[: entry.n_tokens]
-                self._tokens.extend(tokens)
-                self._llm.n_tokens = len(tokens)
-                self._llm.input_ids[: len(tokens)] = tokens
+                # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
+                self._tokens.extend(full[: entry.n_tokens])
                 self._save_checkpoint()
             else:
                 self.state_cache.discard(entry)

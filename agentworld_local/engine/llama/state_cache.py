@@ -1,0 +1,252 @@
+"""System-prompt states cached on disk: a new session does not evaluate a prompt this model evaluated before.
+
+An entry is two files named by what its state depends on: `NAME.seqstate`, a sequence's
+whole state as llama.cpp serialises it (attention KV cache and recurrent state), and
+`NAME.json`, a small versioned header that commits the entry (written last, so a state
+file without one is a write in progress or a leftover). The header names the model
+identity, the llama.cpp build, the load options that change a state's layout and the
+digest of the tokens the state holds; a file awl cannot read, one that is not the size
+its header says (truncated), or one llama.cpp refuses, is a miss that is removed, never
+an error. The cache keeps within a byte budget by dropping the least recently used
+entries (a hit touches its header). The context size is not part of the key: a state
+loads into any context with room for its tokens.
+
+llama.cpp itself is called by the backend (checkpoints.save_sequence / load_sequence);
+this module only names, lists, publishes and evicts files, so `awl cache` and `awl doctor`
+use it without loading a model.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agentworld_local import paths
+from agentworld_local.config import load_config
+from agentworld_local.files import writing_whole
+
+SCHEMA = "agentworld-local/state-cache"
+VERSION = 1
+STATE_SUFFIX = ".seqstate"
+HEADER_SUFFIX = ".json"
+TEMPORARY_PREFIX = ".part-"
+PART_SUFFIX = ".part"  # files.writing_whole's temporary header
+#: Default budget: a real model's system-prompt state is a few hundred MB (KV cache of
+#: 3,000 to 9,500 tokens plus the recurrent state), so this keeps about a dozen prompts.
+DEFAULT_BUDGET = 4 * 1024**3
+#: A temporary or headerless file older than this is a write that died: removed on eviction.
+STALE_S = 600.0
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """What a state's bytes depend on, besides its tokens."""
+
+    model_sha256: str
+    model_size: int
+    llama_cpp: str  # llama-cpp-python's version: the build that wrote the state
+    kv_type: str
+    flash_attention: str  # as llama.cpp ran it (on/off), or the mode asked when it did not say
+    architecture: str | None = None
+    n_seq: int = 1  # the context's sequences: llama.cpp refuses a state with another stream count
+
+    def fingerprint(self) -> str:
+        text = json.dumps({"version": VERSION, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def tokens_digest(tokens: Sequence[int]) -> str:
+    return hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached state: its file, how many tokens it holds, its size on disk."""
+
+    state: Path
+    header: Path
+    n_tokens: int
+    size: int
+    used: float  # when it was last written or hit (the header's mtime)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    directory: Path
+    entries: int
+    files: int
+    bytes: int
+
+
+class StateCache:
+    """Cached sequence states in `directory`, kept within `budget` bytes."""
+
+    def __init__(self, directory: Path, budget: int = DEFAULT_BUDGET) -> None:
+        self.directory = Path(directory)
+        self.budget = budget
+
+    # -- lookup ---------------------------------------------------------------------
+
+    def lookup(self, key: StateKey, tokens: Sequence[int], *, limit: int | None = None) -> Entry | None:
+        """The entry holding the longest prefix of `tokens` (at most `limit` of them) for this
+        key, or None. Entries whose files do not agree with their header are removed."""
+        fingerprint = key.fingerprint()
+        limit = len(tokens) if limit is None else min(limit, len(tokens))
+        digests: dict[int, str] = {}
+        best: Entry | None = None
+        for entry, header in self._entries():
+            if header.get("key") != fingerprint or not 0 < entry.n_tokens <= limit:
+                continue
+            if best is not None and entry.n_tokens <= best.n_tokens:
+                continue
+            if entry.n_tokens not in digests:
+                digests[entry.n_tokens] = tokens_digest(tokens[: entry.n_tokens])
+            if header.get("tokens_sha256") == digests[entry.n_tokens]:
+                best = entry
+        if best is not None:
+            with suppress(OSError):
+                os.utime(best.header)  # most recently used
+        return best
+
+    def discard(self, entry: Entry) -> None:
+        """Remove an entry llama.cpp could not load (damaged, or written by another build)."""
+        for path in (entry.header, entry.state):
+            with suppress(OSError):
+                path.unlink()
+
+    # -- store ----------------------------------------------------------------------
+
+    def store(self, key: StateKey, tokens: Sequence[int], write: Callable[[Path], bool]) -> Entry | None:
+        """Cache the state of `tokens`: `write(path)` writes llama.cpp's state file there (True
+        when it did). Published whole under its final name by a rename, so processes writing
+        the same entry at once leave one valid file. None when it could not be written (a
+        full disk, a read-only cache): the session goes on without it."""
+        fingerprint = key.fingerprint()
+        digest = tokens_digest(tokens)
+        name = f"{fingerprint[:16]}-{digest[:32]}"
+        state = self.directory / (name + STATE_SUFFIX)
+        header = self.directory / (name + HEADER_SUFFIX)
+        temporary = self.directory / f"{TEMPORARY_PREFIX}{name}-{secrets.token_hex(4)}{STATE_SUFFIX}"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if not write(temporary):
+                raise OSError("llama.cpp did not write the state")
+            size = temporary.stat().st_size
+            os.replace(temporary, state)  # written whole by llama.cpp under a temporary name
+            record = {"schema": SCHEMA, "version": VERSION, "key": fingerprint, "model": asdict(key),
+                      "n_tokens": len(tokens), "tokens_sha256": digest, "state_bytes": size,
+                      "created": time.time()}
+            with writing_whole(header, overwrite=True) as handle:
+                handle.write(json.dumps(record, indent=1).encode())
+        except OSError:
+            with suppress(OSError):
+                temporary.unlink()
+            return None
+        self.evict()
+        return Entry(state, header, len(tokens), size, time.time()) if header.exists() else None
+
+    # -- housekeeping ---------------------------------------------------------------
+
+    def evict(self, budget: int | None = None) -> None:
+        """Drop the least recently used entries until the cache fits `budget` (the cache's own
+        by default); remove files that belong to no entry once they are stale."""
+        budget = self.budget if budget is None else budget
+        entries = sorted((entry for entry, _ in self._entries()), key=lambda entry: entry.used)
+        total = sum(entry.size for entry in entries)
+        while entries and total > budget:
+            oldest = entries.pop(0)
+            self.discard(oldest)
+            total -= oldest.size
+        self._remove_strays({entry.state for entry in entries})
+
+    def info(self) -> CacheInfo:
+        files = self._files()
+        entries = sum(1 for path in files if path.suffix == HEADER_SUFFIX)
+        return CacheInfo(self.directory, entries, len(files), sum(_size(path) for path in files))
+
+    def clear(self) -> CacheInfo:
+        """Remove every file of the cache; what was removed."""
+        removed = self.info()
+        for path in self._files():
+            with suppress(OSError):
+                path.unlink()
+        return removed
+
+    def _files(self) -> list[Path]:
+        try:
+            return [path for path in self.directory.iterdir()
+                    if path.suffix in (STATE_SUFFIX, HEADER_SUFFIX, PART_SUFFIX) and path.is_file()]
+        except OSError:
+            return []
+
+    def _entries(self) -> list[tuple[Entry, dict[str, Any]]]:
+        """Every committed entry with its header; an entry that cannot be read, or whose
+        state file is missing or not the size its header says (truncated), is removed."""
+        found = []
+        for header in self._files():
+            if header.suffix != HEADER_SUFFIX:
+                continue
+            state = header.with_suffix(STATE_SUFFIX)
+            record = _read_header(header)
+            try:
+                stat = header.stat()
+                size = state.stat().st_size
+            except OSError:
+                size, stat = -1, None
+            if record is None or stat is None or size != record.get("state_bytes"):
+                self.discard(Entry(state, header, 0, 0, 0.0))
+                continue
+            found.append((Entry(state, header, record["n_tokens"], size, stat.st_mtime), record))
+        return found
+
+    def _remove_strays(self, kept: set[Path]) -> None:
+        now = time.time()
+        for path in self._files():
+            stray = path.suffix == PART_SUFFIX or (
+                path.suffix == STATE_SUFFIX and path not in kept and not path.with_suffix(HEADER_SUFFIX).exists())
+            if stray and now - _mtime(path) > STALE_S:
+                with suppress(OSError):
+                    path.unlink()
+
+
+def user_state_cache() -> StateCache | None:
+    """The cache new sessions use: in the user's cache dir, within the config's budget
+    (`[cache] prompt_states`); None when the config turns it off."""
+    budget = load_config().prompt_states
+    if budget == 0:
+        return None
+    return StateCache(paths.state_cache_dir(), DEFAULT_BUDGET if budget is None else budget)
+
+
+def _read_header(path: Path) -> dict[str, Any] | None:
+    """The header's record, or None when it is not one this version wrote."""
+    try:
+        record = json.loads(path.read_bytes()[:65536])
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA or record.get("version") != VERSION:
+        return None
+    if not isinstance(record.get("n_tokens"), int) or not isinstance(record.get("state_bytes"), int):
+        return None
+    return record
+
+
+def _size(path: Path) -> int:
+    with suppress(OSError):
+        return path.stat().st_size
+    return 0
+
+
+def _mtime(path: Path) -> float:
+    with suppress(OSError):
+        return path.stat().st_mtime
+    return 0.0

@@ -1,0 +1,103 @@
+"""The system-prompt state cache on the real llama.cpp path: a new session loads the state a
+model left after a system prompt it evaluated before, and then answers exactly as a cold
+evaluation would (same tokens, same checkpoints, same greedy output); a damaged or foreign
+file is a miss that is removed, never a crash."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.llama.state_cache import StateCache
+from agentworld_local.engine.types import GenerationDone, SamplingConfig, ThinkBudget
+
+SYSTEM = {"role": "system", "content": "You simulate a Linux terminal for an agent. Show what the shell prints. " * 12}
+GREEDY = SamplingConfig(temperature=0, max_tokens=16, stop_at_observation=False, repetition_guard=False)
+
+
+def answer(backend: LlamaBackend, action: str = "ls -la") -> GenerationDone:
+    messages = [SYSTEM, {"role": "user", "content": action}]
+    events = list(backend.generate(messages, sampling=GREEDY, think=ThinkBudget.parse("off"), seed=1))
+    return events[-1]
+
+
+def snapshot(backend: LlamaBackend) -> tuple[list[int], list[tuple[int, bytes | None]]]:
+    """The context as the backend holds it: tokens, checkpoints (with their states)."""
+    return backend.evaluated_tokens, [(c.n_tokens, c.state) for c in backend._checkpoints]
+
+
+@pytest.fixture(params=["qwen_gguf", "llama_gguf"])
+def model(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_a_hit_skips_the_system_prompt_and_answers_as_a_cold_evaluation(model, tmp_path):
+    cold = LlamaBackend(model, n_ctx=1024, gpu_layers=0)
+    cold_done = answer(cold)
+    cold.close()
+    cache = StateCache(tmp_path)
+    first = LlamaBackend(model, n_ctx=1024, gpu_layers=0, state_cache=cache)
+    miss = answer(first)
+    evaluated = snapshot(first)
+    system = first._checkpoints[1].n_tokens  # the checkpoint where the system message ends
+    first.close()
+    assert miss.stats.prompt_tokens_evaluated == miss.stats.prompt_tokens_total
+    assert cache.info().entries == 1
+    # A new process-like session: another load, in a larger context (n_ctx is not in the key).
+    second = LlamaBackend(model, n_ctx=2048, gpu_layers=0, state_cache=cache)
+    hit = answer(second)
+    assert 0 < system < hit.stats.prompt_tokens_total
+    assert hit.stats.prompt_tokens_evaluated == hit.stats.prompt_tokens_total - system
+    assert hit.raw_output == miss.raw_output == cold_done.raw_output
+    assert snapshot(second) == evaluated  # recurrent states at every later checkpoint too
+    assert cache.info().entries == 1, "a hit stores nothing new"
+    second.close()
+
+
+def test_a_new_session_on_the_loaded_model_starts_after_the_cached_prompt(qwen_gguf, tmp_path):
+    backend = LlamaBackend(qwen_gguf, n_ctx=2048, gpu_layers=0, state_cache=StateCache(tmp_path))
+    answer(backend, "pwd")
+    system = backend._checkpoints[1].n_tokens
+    backend.reset()  # what the runner does for a new session
+    done = answer(backend, "cat notes.txt")
+    assert done.stats.prompt_tokens_evaluated == done.stats.prompt_tokens_total - system
+    backend.close()
+
+
+def _truncate(entry_state, other_state):
+    entry_state.write_bytes(entry_state.read_bytes()[: entry_state.stat().st_size // 3])
+
+
+def _foreign(entry_state, other_state):
+    shutil.copyfile(other_state, entry_state)  # another model's state under this prompt's name
+
+
+@pytest.mark.parametrize("damage", [_truncate, _foreign])
+def test_a_damaged_or_foreign_state_is_a_miss_that_is_removed(qwen_gguf, llama_gguf, tmp_path, damage):
+    other = StateCache(tmp_path / "other")
+    with_llama = LlamaBackend(llama_gguf, n_ctx=1024, gpu_layers=0, state_cache=other)
+    answer(with_llama)
+    with_llama.close()
+    cache = StateCache(tmp_path / "mine")
+    first = LlamaBackend(qwen_gguf, n_ctx=1024, gpu_layers=0, state_cache=cache)
+    expected = answer(first).raw_output
+    first.close()
+    [state] = (tmp_path / "mine").glob("*.seqstate")
+    damage(state, next((tmp_path / "other").glob("*.seqstate")))
+    # The header is made to agree with the damaged file, so llama.cpp itself must refuse it
+    # (its own load_file aborts the process on a truncated file: the backend never uses it).
+    header = state.with_suffix(".json")
+    header.write_text(json.dumps({**json.loads(header.read_text()), "state_bytes": state.stat().st_size}))
+    damaged_size = state.stat().st_size
+    second = LlamaBackend(qwen_gguf, n_ctx=1024, gpu_layers=0, state_cache=cache)
+    done = answer(second)
+    assert done.stats.prompt_tokens_evaluated == done.stats.prompt_tokens_total, "a refused state is a miss"
+    assert done.raw_output == expected
+    assert state.stat().st_size != damaged_size, "the damaged file was removed (and the prompt stored again)"
+    second.close()
+    third = LlamaBackend(qwen_gguf, n_ctx=1024, gpu_layers=0, state_cache=cache)
+    assert answer(third).stats.prompt_tokens_evaluated < done.stats.prompt_tokens_total
+    third.close()
