@@ -91,7 +91,9 @@ def register_envs() -> list[str]:
     for entry in env_ids():
         if entry.id not in gymnasium.registry:
             gymnasium.register(id=entry.id, entry_point=f"{__name__}:AgentWorldEnv", kwargs={"env_id": entry.id},
-                               nondeterministic=True)
+                               nondeterministic=True,
+                               # make_vec: the sub-envs are sessions of `awl serve` (base_url=...)
+                               vector_entry_point="agentworld_local.env.gym_vector:AgentWorldVectorEnv")
         ids.append(entry.id)
     return ids
 

@@ -18,9 +18,11 @@ from agentworld_local.serve.server import bind
 
 
 @contextlib.contextmanager
-def served(folder: Path, backend: Any, **options: Any) -> Iterator[httpx2.Client]:
-    """A client of the server (base URL set); on exit the server stops as on Ctrl+C (sessions saved)."""
+def served(folder: Path, backend: Any, *, wrap: Any = None, **options: Any) -> Iterator[httpx2.Client]:
+    """A client of the server (base URL set); on exit the server stops as on Ctrl+C (sessions saved).
+    `wrap`: an ASGI middleware put around the app (a test's probe)."""
     app = make_app(folder=folder, backend=backend, **options)
+    app = wrap(app) if wrap is not None else app
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

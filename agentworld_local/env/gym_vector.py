@@ -1,0 +1,144 @@
+"""A Gymnasium vector env over `awl serve`: each sub-env is a session on the server.
+
+    env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=8, base_url="http://127.0.0.1:8760")
+
+(`import agentworld_local.env.gym` registers the ids, each with this vector entry point.) The
+steps of all sub-envs go to the server at once, so it serves them together over its one model;
+observations and actions are text (a tuple of strings per batch). Autoreset is Gymnasium's
+default, the next step: a sub-env that ended comes back reset (a new session, a new file) on
+the step after, its action ignored. Reward is always 0.0, as in the single env (env/simulated.py).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from agentworld_local.domains.syntax import MAX_ACTION_CHARS
+from agentworld_local.env.client import ServerClient
+from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
+from agentworld_local.env.ids import resolve_env
+from agentworld_local.errors import ActionError, InputError, did_you_mean
+
+#: What each sub-env's session may set (the server's `POST /sessions` fields).
+SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "temperature", "max_tokens")
+_SEED_RANGE = 2**31
+
+
+class AgentWorldVectorEnv(VectorEnv):
+    """`num_envs` sessions of one world on a server; see the module's doc."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, env_id: str = "agentworld/Terminal-v0", *, base_url: str | None = None,
+                 token: str | None = None, timeout: float = 600.0, **options: Any) -> None:
+        if not base_url:
+            raise InputError("The vector env runs its sub-envs as sessions of `awl serve`: it needs base_url.",
+                             "Start `awl serve --model ...` and pass base_url='http://127.0.0.1:8760'.")
+        if num_envs < 1:
+            raise InputError(f"num_envs is {num_envs}.", "Give 1 or more.")
+        unknown = sorted(set(options) - set(SESSION_OPTIONS))
+        if unknown:
+            raise InputError(f"Unknown option `{unknown[0]}` for the vector env.",
+                             f"{did_you_mean(unknown[0], SESSION_OPTIONS)} Accepted: {', '.join(SESSION_OPTIONS)}.".lstrip())
+        chosen = resolve_env(env_id)
+        self.env_id = env_id
+        self._world = {"scenario": chosen.scenario} if chosen.scenario else {"domain": chosen.domain}
+        self._options = options
+        self.num_envs = num_envs
+        self.single_action_space = AnyText(MAX_ACTION_CHARS, min_length=1)
+        self.single_observation_space = AnyText(MAX_OBSERVATION_CHARS)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self._client = ServerClient(base_url, token=token, timeout=timeout, connections=num_envs + 4)
+        self._pool = ThreadPoolExecutor(num_envs, thread_name_prefix="awl-vector")
+        self._sessions: list[str | None] = [None] * num_envs
+        self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+
+    def reset(self, *, seed: int | list[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """Close every sub-env's session (saved) and open new ones. `seed`: an int (sub-env i
+        gets seed + i) or one per sub-env; `options`: session options for this episode."""
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        seeds = [seed + index for index in range(self.num_envs)] if isinstance(seed, int) else list(seed or [None] * self.num_envs)
+        if len(seeds) != self.num_envs:
+            raise InputError(f"reset got {len(seeds)} seeds for {self.num_envs} sub-envs.", "Give one per sub-env, or one int.")
+        episode = dict(options or {})
+        unknown = sorted(set(episode) - set(SESSION_OPTIONS))
+        if unknown:
+            raise InputError(f"Unknown reset option `{unknown[0]}`.", f"Accepted: {', '.join(SESSION_OPTIONS)}.")
+        opened = list(self._pool.map(lambda index: self._reset_one(index, seeds[index], episode), range(self.num_envs)))
+        self._autoreset[:] = False
+        infos: dict[str, Any] = {}
+        for index, (_, info) in enumerate(opened):
+            infos = self._add_info(infos, info, index)
+        return tuple(observation for observation, _ in opened), infos
+
+    def step(self, actions: Any) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One turn in every sub-env, sent at once (a sub-env that ended last step is reset instead)."""
+        actions = tuple(actions)
+        if len(actions) != self.num_envs:
+            raise InputError(f"step got {len(actions)} actions for {self.num_envs} sub-envs.", "Give one action per sub-env.")
+        results = list(self._pool.map(lambda index: self._step_one(index, actions[index]), range(self.num_envs)))
+        infos: dict[str, Any] = {}
+        for index, result in enumerate(results):
+            infos = self._add_info(infos, result[4], index)
+        terminations = np.array([result[2] for result in results], dtype=np.bool_)
+        truncations = np.array([result[3] for result in results], dtype=np.bool_)
+        self._autoreset = terminations | truncations
+        return (tuple(result[0] for result in results), np.zeros(self.num_envs, dtype=np.float64),
+                terminations, truncations, infos)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every session (each turn is already saved on the server)."""
+        try:
+            list(self._pool.map(self._close_one, range(self.num_envs)))
+        finally:
+            self._pool.shutdown(wait=True)
+            self._client.close()
+
+    @property
+    def sessions(self) -> list[str | None]:
+        """Each sub-env's session id on the server (its file is `<id>.jsonl` in the server's folder)."""
+        return list(self._sessions)
+
+    # -- one sub-env (on a pool thread) ---------------------------------------------------
+
+    def _reset_one(self, index: int, seed: int | None, episode: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self._close_one(index)
+        if seed is None:
+            seed = int(self.np_random.integers(_SEED_RANGE))
+        opened = self._client.create(**self._world, **{**self._options, **episode}, seed=seed)
+        self._sessions[index] = opened["id"]
+        return opened["observation"], {"session": opened["id"], "trajectory": opened["file"], "turn": 0, "seed": seed}
+
+    def _step_one(self, index: int, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._autoreset[index]:
+            observation, info = self._reset_one(index, None, {})
+            return observation, 0.0, False, False, info
+        sid = self._sessions[index]
+        if sid is None:
+            raise InputError("The vector env has no sessions yet.", "Call reset() first.")
+        if not isinstance(action, str):
+            raise InputError(f"An action is text, not {type(action).__name__}.", "Give one string per sub-env.")
+        try:
+            done = self._client.step(sid, action)
+        except ActionError as error:
+            reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
+            return reason, 0.0, False, False, {"session": sid, "invalid_action": reason}
+        record = done["record"]
+        info = {"session": sid, "turn": done["turn"], "thinking": record.get("thinking") or "",
+                "finish": record.get("finish"), "parse_method": record.get("parse_method")}
+        return done["observation"], 0.0, bool(done["terminated"]), bool(done["truncated"]), info
+
+    def _close_one(self, index: int) -> None:
+        sid, self._sessions[index] = self._sessions[index], None
+        if sid is not None:
+            try:
+                self._client.close_session(sid)
+            except InputError:
+                pass  # closed already (the server's idle limit): every turn is saved either way
