@@ -6,8 +6,13 @@ Plain values only: this module imports nothing, so any layer may use it.
 
 from __future__ import annotations
 
-#: Context size in tokens when none is asked for (lowered to what the model was trained for).
+#: Context size in tokens when nothing better is known (a scripted backend, a server that does
+#: not say, a file that cannot be inspected); a GGUF loaded here gets what the machine holds.
 DEFAULT_CTX = 16384
+#: The most a GGUF gets without --ctx: llama.cpp reserves the whole KV cache up front and
+#: masks all of it for every batch (a 70-token batch took ~4x longer at 32k than at 4k on the
+#: test fixture, see docs/PERFORMANCE.md), so a context nobody asked for costs every turn.
+DEFAULT_CTX_CEILING = 32768
 #: The longest system prompt, a starting state and one observation: below this nothing useful fits.
 MIN_CTX = 2048
 
@@ -37,8 +42,8 @@ THINK_HELP = (
     f"Default: {DEFAULT_THINK_TOKENS}."
 )
 CTX_HELP = (
-    f"Context size in tokens (default: {DEFAULT_CTX:,}, or what the model was trained for if less; "
-    f"at least {MIN_CTX:,})."
+    f"Context size in tokens (default: the largest this machine's memory holds for the model, up to what it was "
+    f"trained for and {DEFAULT_CTX_CEILING:,}; the load says which and why; at least {MIN_CTX:,})."
 )
 TEMPERATURE_HELP = "Sampling temperature (0 = greedy)."
 MAX_TOKENS_HELP = "Most tokens for one observation, after thinking."

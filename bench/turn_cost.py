@@ -1,12 +1,13 @@
 """Turn cost over a long session: awl's append-only context vs. plain chat completion.
 
-Prints numbers measured in one run (no pass/fail): for a 30-turn terminal session on a
-hybrid `qwen35moe` fixture (wider than the test fixture), the time of turn 30 relative to
+Prints numbers measured in one run (no pass/fail): for a 40-turn terminal session on a
+hybrid `qwen35moe` fixture (wider than the test fixture), the time of turn 40 relative to
 turn 1, and what an undo to turn 10 costs. The baseline is llama-cpp-python's
 `create_chat_completion` with the full message list each turn, which is what users get
 from a chat API: every turn re-evaluates the whole history on a hybrid model.
+`section(quick)` is the performance report's section (bench/performance.py).
 
-    .venv/bin/python bench/turn_cost.py [--turns 30] [--tokens 24]
+    .venv/bin/python bench/turn_cost.py [--turns 40] [--tokens 24] [--section [--quick]]
 """
 
 from __future__ import annotations
@@ -16,20 +17,19 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_models import LABELS, bench_model, model, table  # noqa: E402
+
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
-from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 
-# Hidden 512, the size of the fixture our first measurements used; 8 layers of (3 DeltaNet + 1 attention) x 2.
-BENCH_SIZES = dict(n_embd=512, head_dim=64, n_rot=16, rope_sections=[4, 2, 2, 0], ssm_d_state=64, n_ff_exp=256, n_ff_shexp=512)
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
-
-
-def bench_model(directory: Path) -> Path:
-    return write_qwen35moe_fixture(directory / "bench-qwen35moe.gguf", **BENCH_SIZES)
 
 
 def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
@@ -38,17 +38,19 @@ def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> di
     world = World(backend, get_domain("terminal"), settings)
     records = [world.run_turn(ACTIONS[i % len(ACTIONS)]) for i in range(turns)]
     first, last = records[0], records[-1]
-    world.undo(to_turn=10)
-    redo = world.run_turn(ACTIONS[10 % len(ACTIONS)])
+    back = min(10, turns - 1)
+    world.undo(to_turn=back)
+    redo = world.run_turn(ACTIONS[back % len(ACTIONS)])
     backend.close()
     return {
+        "back": back,
         "turn1_s": first.timings["total_s"],
         "turnN_s": last.timings["total_s"],
         "turnN_prompt_evaluated": last.tokens["prompt_evaluated"],
         "turnN_prompt_total": last.tokens["prompt_total"],
         "undo_reevaluated": redo.tokens["prompt_evaluated"],
         "undo_restore_ms": redo.timings["restore_s"] * 1000,
-        "same_after_undo": float(redo.raw_output == records[10].raw_output),
+        "same_after_undo": float(redo.raw_output == records[back].raw_output),
     }
 
 
@@ -58,16 +60,17 @@ def chat_completion_session(model: Path, turns: int, tokens: int, threads: int |
     llm = Llama(model_path=str(model), n_ctx=32768, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
     # Same prompts as awl sends, so only the context handling differs.
     shadow = World(_NoBackend(), get_domain("terminal"), SessionSettings())
-    times = []
+    times, sent = [], 0
     for i in range(turns):
         action = get_domain("terminal").parse_action(ACTIONS[i % len(ACTIONS)])
         messages = shadow.messages_for(shadow.turn_prompt(action))
         started = time.perf_counter()
         reply = llm.create_chat_completion(messages=messages, max_tokens=tokens, temperature=0.6, top_p=0.95, top_k=20)
         times.append(time.perf_counter() - started)
+        sent = reply["usage"]["prompt_tokens"]
         shadow.history.append(_record(shadow, messages[-1]["content"], reply["choices"][0]["message"]["content"] or ""))
     llm.close()
-    return {"turn1_s": times[0], "turnN_s": times[-1]}
+    return {"turn1_s": times[0], "turnN_s": times[-1], "turnN_prompt_total": sent}
 
 
 class _NoBackend:
@@ -83,13 +86,47 @@ def _record(world: World, prompt: str, observation: str):
     return TurnRecord(action="", prompt=prompt, observation=observation, id=len(world.history) + 1)
 
 
+def section(quick: bool) -> str:
+    """The report's section: turn N / turn 1 for awl and for chat completion, per model."""
+    turns, tokens = (4, 8) if quick else (40, 24)
+    kinds = ["tiny"] if quick else ["big", "gemma"]
+    rows = []
+    for kind in kinds:
+        path = model(kind)
+        if path is None:
+            rows.append([LABELS[kind], "not installed", "", "", "", ""])
+            continue
+        ours = awl_session(path, turns, tokens, None)
+        base = chat_completion_session(path, turns, tokens, None)
+        rows.append([LABELS[kind], "awl (append-only, checkpoints)", f"{ours['turn1_s']:.3f}", f"{ours['turnN_s']:.3f}",
+                     f"{ours['turnN_s'] / ours['turn1_s']:.2f}x",
+                     f"{ours['turnN_prompt_evaluated']} of {ours['turnN_prompt_total']}"])
+        rows.append(["", "create_chat_completion, full message list", f"{base['turn1_s']:.3f}", f"{base['turnN_s']:.3f}",
+                     f"{base['turnN_s'] / base['turn1_s']:.2f}x", f"{base['turnN_prompt_total']} sent"])
+        rows.append(["", f"awl undo to turn {ours['back']}, turn re-run", "", f"{ours['undo_restore_ms']:.2f} ms restore", "",
+                     f"{ours['undo_reevaluated']} re-evaluated, same output: {bool(ours['same_after_undo'])}"])
+    return "\n\n".join([
+        "## Per-turn cost over a session",
+        f"A {turns}-turn terminal session, {tokens} tokens generated per turn (thinking off, temperature 0.6), "
+        "timed per turn in awl and with llama-cpp-python's `create_chat_completion` given the full message list "
+        "(same prompts, same model, one run); a flat cost keeps turn N / turn 1 near 1.",
+        table(["model", "method", "turn 1 s", f"turn {turns} s", f"turn {turns} / turn 1",
+               f"prompt tokens at turn {turns}"], rows),
+    ])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--section", action="store_true", help="print the report's section instead")
+    parser.add_argument("--quick", action="store_true", help="with --section: small sizes")
+    parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--tokens", type=int, default=24, help="tokens generated per turn (both methods)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--skip-baseline", action="store_true")
     args = parser.parse_args()
+    if args.section:
+        print(section(args.quick))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         model = bench_model(Path(tmp))
         ours = awl_session(model, args.turns, args.tokens, args.threads)
@@ -97,7 +134,7 @@ def main() -> None:
         print(f"  turn 1 {ours['turn1_s']:.3f}s, turn {args.turns} {ours['turnN_s']:.3f}s, "
               f"ratio {ours['turnN_s'] / ours['turn1_s']:.2f}x")
         print(f"  turn {args.turns} evaluated {ours['turnN_prompt_evaluated']} of {ours['turnN_prompt_total']} prompt tokens")
-        print(f"  undo to turn 10 + re-run turn 11: {ours['undo_reevaluated']} tokens re-evaluated, "
+        print(f"  undo to turn {ours['back']} + re-run the next turn: {ours['undo_reevaluated']} tokens re-evaluated, "
               f"restore {ours['undo_restore_ms']:.2f} ms, same output as before: {bool(ours['same_after_undo'])}")
         if not args.skip_baseline:
             base = chat_completion_session(model, args.turns, args.tokens, args.threads)

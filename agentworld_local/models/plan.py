@@ -205,3 +205,27 @@ def smaller_plan(
         gpu_budget=fresh.gpu_budget,
         ram_budget=fresh.ram_budget,
     )
+
+
+def default_context(estimate: MemoryEstimate, hardware: Hardware, *, ceiling: int, cpu_moe: int = 0) -> tuple[int, str]:
+    """(context size, why) when the user gave no --ctx: the largest one the offload plan fits
+    on this machine, halving from the lower of `ceiling` and the model's trained context, with
+    the GPU layout the smallest context would get (a longer context never moves layers or
+    experts off the GPU). The ceiling keeps a machine with room to spare from reserving (and
+    masking, every batch) a cache of 262k tokens it will not use."""
+    trained = estimate.context_length
+    top = max(MIN_CTX, min(ceiling, trained) if trained else ceiling)
+    smallest = plan_offload(estimate, hardware, n_ctx_wanted=MIN_CTX, cpu_moe=cpu_moe)
+    n_ctx = top
+    while n_ctx > MIN_CTX:
+        plan = plan_offload(estimate, hardware, n_ctx_wanted=n_ctx, cpu_moe=cpu_moe)
+        if plan.fits and plan.n_ctx == n_ctx and (plan.gpu_layers, plan.cpu_moe) == (smallest.gpu_layers, smallest.cpu_moe):
+            break
+        n_ctx = max(MIN_CTX, n_ctx // 2 // _CTX_STEP * _CTX_STEP)
+    if n_ctx == top and trained and top == trained:
+        return n_ctx, f"what the model was trained for, and it fits in {'GPU + ' if hardware.gpus else ''}memory"
+    if n_ctx == top:
+        return n_ctx, (f"the default ceiling; the model takes up to {trained:,} with --ctx" if trained
+                       else "the default ceiling")
+    where = "this machine's free memory" + (" with the same layers on the GPU" if hardware.gpus else "")
+    return n_ctx, f"the largest that fits {where} (the model takes up to {top:,})"

@@ -70,12 +70,12 @@ def test_a_context_larger_than_memory_is_refused_with_one_that_fits(qwen_gguf):
 
 
 def test_the_default_context_is_lowered_to_what_the_model_was_trained_for(tmp_path, llama_gguf):
-    """The tiny llama fixture was trained for 4,096 tokens; the default is 16,384."""
+    """The tiny llama fixture was trained for 4,096 tokens, less than the default's ceiling."""
     out = tmp_path / "s.jsonl"
     result = awl("run", "-m", str(llama_gguf), "-o", str(out), "--max-tokens", "8", "--think", "off",
                  home=tmp_path, stdin="ls\n")
     assert result.returncode == 0, result.stderr
-    assert "trained for 4,096 tokens of context; using 4,096" in result.stderr
+    assert "context: 4,096 tokens, what the model was trained for" in result.stderr
     assert "4,096-token context" in result.stderr
 
 

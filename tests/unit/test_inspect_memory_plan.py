@@ -416,3 +416,59 @@ def test_a_gpu_too_small_even_without_experts_splits_layers_with_every_expert_in
     # More layers than a split that takes the experts along.
     assert plan.gpu_layers > plan_offload(estimate, machine(60, gpu), n_ctx_wanted=16384, expert_offload=False).gpu_layers
     assert "every layer" in plan.reason and "kept in RAM" in plan.reason
+
+
+# -- the default context (no --ctx) ----------------------------------------------------------------
+
+
+def test_without_ctx_a_roomy_cpu_machine_gets_the_ceiling_not_the_trained_262k():
+    from agentworld_local.models.plan import default_context
+
+    estimate = estimate_memory(qwen_agentworld_summary(), 32768)
+    n_ctx, why = default_context(estimate, machine(120), ceiling=32768)
+    assert n_ctx == 32768
+    assert "ceiling" in why and "262,144" in why
+
+
+def test_without_ctx_a_tight_machine_gets_the_largest_context_that_fits():
+    from agentworld_local.models.plan import default_context
+
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    hardware = machine(30)
+    n_ctx, why = default_context(estimate, hardware, ceiling=262_144)
+    assert MIN_CTX <= n_ctx < 262_144 and "largest that fits" in why
+    assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx).fits
+    assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx * 2).n_ctx < n_ctx * 2  # the next step does not fit
+
+
+def test_without_ctx_a_longer_context_never_costs_gpu_layers_or_experts():
+    from agentworld_local.models.plan import default_context
+
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    hardware = machine(60, 23)
+    n_ctx, why = default_context(estimate, hardware, ceiling=262_144)
+    smallest = plan_offload(estimate, hardware, n_ctx_wanted=MIN_CTX)
+    chosen = plan_offload(estimate, hardware, n_ctx_wanted=n_ctx)
+    assert (chosen.gpu_layers, chosen.cpu_moe, chosen.fits) == (smallest.gpu_layers, smallest.cpu_moe, True)
+    assert n_ctx < 262_144  # on 23 GB the trained context would take layers off the GPU
+    if n_ctx < 262_144:
+        bigger = plan_offload(estimate, hardware, n_ctx_wanted=n_ctx * 2)
+        assert (bigger.gpu_layers, bigger.cpu_moe) != (smallest.gpu_layers, smallest.cpu_moe)
+        assert "same layers on the GPU" in why
+    # A big GPU holds the whole trained context with every layer on it.
+    assert default_context(estimate, machine(120, 139), ceiling=262_144)[0] == 262_144
+
+
+def test_a_load_without_ctx_says_the_chosen_context_and_why_and_an_explicit_ctx_wins(llama_gguf, qwen_gguf):
+    from agentworld_local.session.loading import check_ctx_for_model
+
+    said: list[str] = []
+    # The llama fixture was trained for 4,096 tokens, less than the ceiling.
+    assert check_ctx_for_model(llama_gguf, None, hardware=machine(16), notice=said.append) == 4096
+    assert said == ["context: 4,096 tokens, what the model was trained for, and it fits in memory (`--ctx N` sets another)."]
+    said.clear()
+    small = Hardware(ram_total=1024**3, ram_available=160 * MiB, cpu_threads=2, cpu_cores=2)
+    chosen = check_ctx_for_model(qwen_gguf, None, hardware=small, notice=said.append)
+    assert MIN_CTX <= chosen < 32768 and "largest that fits this machine's free memory" in said[0]
+    assert check_ctx_for_model(qwen_gguf, 2048, hardware=small, notice=said.append) == 2048
+    assert check_ctx_for_model(qwen_gguf, 65536, hardware=machine(16), notice=said.append) == 65536

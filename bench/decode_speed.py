@@ -1,0 +1,111 @@
+"""Decode speed: awl's sampling loop against a bare llama-cpp-python loop (target: at least 0.97).
+
+Same model, same prompt tokens, same number of generated tokens, greedy on both sides (so
+the tokens are the same, which is checked): awl runs a terminal turn; the bare loop is
+llama.cpp's greedy sampler, `llama_decode` of one token and detokenize, nothing else. The
+runs alternate and the median of each side is kept, so a busy neighbour slows both.
+
+    .venv/bin/python bench/decode_speed.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import llama_cpp  # noqa: E402 - the baseline is llama.cpp's own loop
+
+from bench_models import LABELS, model, table  # noqa: E402
+
+from agentworld_local.domains import get_domain  # noqa: E402
+from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
+from agentworld_local.engine.settings import SessionSettings  # noqa: E402
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget  # noqa: E402
+from agentworld_local.engine.world import World  # noqa: E402
+
+N_CTX = 4096
+
+
+def awl_turn(path: Path, tokens: int) -> tuple[list[int], list[int], float]:
+    """(prompt tokens, generated tokens, seconds generating) of one greedy turn."""
+    backend = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0)
+    try:
+        settings = SessionSettings(sampling=SamplingConfig(temperature=0.0, max_tokens=tokens),
+                                   think=ThinkBudget.parse("off"), seed=1)
+        record = World(backend, get_domain("terminal"), settings).run_turn("ls -la")
+        evaluated = backend.evaluated_tokens()
+        prompt_total = record.tokens["prompt_total"]
+        return evaluated[:prompt_total], evaluated[prompt_total:], record.timings["generate_s"]
+    finally:
+        backend.close()
+
+
+def bare_loop(path: Path, prompt: list[int], n: int) -> tuple[list[int], float]:
+    """(generated tokens, seconds) of llama.cpp's greedy loop after evaluating `prompt`."""
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_gpu_layers=0, n_batch=512, verbose=False)
+    sampler = llama_cpp.llama_sampler_init_greedy()
+    try:
+        llm.eval(prompt)
+        out = []
+        one = (llama_cpp.llama_token * 1)()
+        started = time.perf_counter()
+        for _ in range(n):
+            token = llama_cpp.llama_sampler_sample(sampler, llm.ctx, -1)
+            one[0] = token
+            if llama_cpp.llama_decode(llm.ctx, llama_cpp.llama_batch_get_one(one, 1)) != 0:
+                raise RuntimeError("llama_decode failed")
+            llm.detokenize([token], special=True)
+            out.append(token)
+        return out, time.perf_counter() - started
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+        llm.close()
+
+
+def compare(path: Path, tokens: int, repeats: int) -> dict[str, float]:
+    ours, base, same = [], [], True
+    n = 0
+    for _ in range(repeats):
+        prompt, generated, seconds = awl_turn(path, tokens)
+        n = len(generated)
+        ours.append(n / seconds)
+        bare, bare_s = bare_loop(path, prompt, n)
+        same = same and bare == generated
+        base.append(n / bare_s)
+    awl_rate, bare_rate = statistics.median(ours), statistics.median(base)
+    return {"tokens": n, "awl": awl_rate, "bare": bare_rate, "ratio": awl_rate / bare_rate, "same": float(same)}
+
+
+def section(quick: bool) -> str:
+    kinds, tokens, repeats = (["tiny"], 16, 1) if quick else (["big", "tiny", "gemma"], 128, 3)
+    rows = []
+    for kind in kinds:
+        path = model(kind)
+        if path is None:
+            rows.append([LABELS[kind], "not installed", "", "", "", ""])
+            continue
+        r = compare(path, tokens, repeats)
+        rows.append([LABELS[kind], r["tokens"], f"{r['awl']:.1f}", f"{r['bare']:.1f}", f"{r['ratio']:.3f}",
+                     "yes" if r["same"] else "no"])
+    return "\n\n".join([
+        "## Decode speed against a bare llama-cpp-python loop",
+        f"Tokens per second while generating, greedy, same prompt and token count on both sides (median of {repeats} "
+        "alternating runs): awl's sampling loop (detokenizing, parsing the answer as it streams) against llama.cpp's "
+        "greedy sampler + `llama_decode` + detokenize. Target: awl / bare at least 0.97.",
+        table(["model", "tokens", "awl tok/s", "bare loop tok/s", "awl / bare", "same tokens"], rows),
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    print(section(parser.parse_args().quick))
+
+
+if __name__ == "__main__":
+    main()

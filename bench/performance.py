@@ -1,0 +1,158 @@
+"""Run the benchmark suite and write the performance report (docs/PERFORMANCE.md).
+
+Each section is a module under bench/ with `section(quick: bool) -> str` (a markdown section
+whose ratios are measured side by side in the same run, raw times beside them); each is
+also runnable alone. A section whose module is missing or raises is noted in the report,
+never fatal. `--quick` uses small sizes (seconds per section) to check the suite works;
+the report's numbers come from a full run on a quiet machine.
+
+    .venv/bin/python bench/performance.py [--quick] [--only NAME ...] [--out docs/PERFORMANCE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import platform
+import shlex
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from agentworld_local.files import writing_whole
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+#: The report's sections in order: bench/<name>.py each (state_cache, prefetch, speculation,
+#: serve_throughput and serve_load are written with the features they measure).
+SECTIONS = (
+    "turn_cost",
+    "restore_time",
+    "decode_speed",
+    "memory_growth",
+    "checkpoint_copy",
+    "cli_startup",
+    "thinking_budget",
+    "state_cache",
+    "prefetch",
+    "speculation",
+    "serve_throughput",
+    "serve_load",
+)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def ram_total() -> str:
+    try:
+        import psutil
+
+        return f"{psutil.virtual_memory().total / 2**30:.1f} GiB"
+    except ImportError:
+        return "unknown"
+
+
+def gpus() -> str:
+    from agentworld_local.engine.llama import machine_hardware
+
+    found = machine_hardware().gpus
+    return ", ".join(gpu.name for gpu in found) if found else "none (this llama.cpp build runs on the CPU)"
+
+
+def versions() -> tuple[str, str]:
+    import llama_cpp
+
+    system = llama_cpp.llama_print_system_info().decode(errors="replace").strip(" |")
+    return llama_cpp.__version__, system
+
+
+def header(command: str, quick: bool) -> str:
+    llama_version, llama_system = versions()
+    from agentworld_local import __version__ as awl_version
+
+    rows = [
+        ("Date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("Command", f"`{command}`"),
+        ("Mode", "quick (small sizes: a check that the suite runs, not the report's numbers)" if quick else "full"),
+        ("CPU", f"{cpu_model()}, {os.cpu_count()} logical cores"),
+        ("RAM", ram_total()),
+        ("GPU", gpus()),
+        ("OS", platform.platform()),
+        ("Python", platform.python_version()),
+        ("agentworld-local", awl_version),
+        ("llama-cpp-python", llama_version),
+        ("llama.cpp build", llama_system),
+    ]
+    lines = ["# Performance report", "",
+             "Written by `bench/performance.py`; every ratio below is measured side by side in the same run, "
+             "with the raw times beside it.", "", "| | |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def run_section(name: str, quick: bool) -> tuple[str, float, str]:
+    """(markdown, seconds, status): a missing module or one that raises is a note, not a crash."""
+    started = time.perf_counter()
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            return _failed(name, started, error)
+        return f"## {name}\n\n_Not measured: bench/{name}.py does not exist yet._", 0.0, "missing"
+    except Exception as error:  # noqa: BLE001 - one broken module must not lose the rest of the report
+        return _failed(name, started, error)
+    try:
+        text = module.section(quick)
+    except Exception as error:  # noqa: BLE001 - as above
+        return _failed(name, started, error)
+    return text.strip(), time.perf_counter() - started, "ok"
+
+
+def _failed(name: str, started: float, error: BaseException) -> tuple[str, float, str]:
+    trace = "".join(traceback.format_exception(error)[-6:]).rstrip()
+    text = (f"## {name}\n\n_Not measured: bench/{name}.py raised {type(error).__name__}: {error}_\n\n"
+            f"```\n{trace}\n```")
+    return text, time.perf_counter() - started, "failed"
+
+
+def report(names: list[str], quick: bool, command: str, progress=print) -> str:
+    parts, summary = [], []
+    for name in names:
+        progress(f"[{name}] running...")
+        text, seconds, status = run_section(name, quick)
+        progress(f"[{name}] {status} in {seconds:.1f}s")
+        parts.append(text)
+        summary.append(f"| {name} | {status} | {seconds:.1f} |")
+    contents = "\n".join(["## Sections", "", "| section | status | seconds |", "|---|---|---|", *summary])
+    return "\n\n".join([header(command, quick), contents, *parts]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: seconds per section")
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=SECTIONS, help="these sections only")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "PERFORMANCE.md")
+    args = parser.parse_args(argv)
+    command = "python bench/performance.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    text = report(list(args.only or SECTIONS), args.quick, command.strip(), progress=lambda line: print(line, file=sys.stderr))
+    with writing_whole(args.out, overwrite=True) as out:  # a run stopped half-way leaves the last report whole
+        out.write(text.encode())
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Undo and fork restore time against the length of the history (it should be flat).
+
+A session whose first action carries a long text (1k, 10k, 50k tokens of history) and two
+short turns after it; then an undo of the last turn and a fork at turn 2, each followed by
+a turn. Measured: the time to restore the turn-2 checkpoint (recurrent state + trimming the
+attention cache) and the tokens re-evaluated, beside the time the same history took to
+evaluate once (what a restore without checkpoints would cost again).
+
+    .venv/bin/python bench/restore_time.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_models import LABELS, model, table  # noqa: E402
+
+from agentworld_local.domains import get_domain  # noqa: E402
+from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
+from agentworld_local.engine.settings import SessionSettings  # noqa: E402
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget  # noqa: E402
+from agentworld_local.engine.world import World  # noqa: E402
+
+_WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+
+
+def long_action(backend: LlamaBackend, tokens: int) -> str:
+    """`cat <<EOF` of a made-up file about `tokens` tokens long (measured with the model's tokenizer)."""
+    line = " ".join(_WORDS) + "\n"
+    per_line = max(1, len(backend.tokenize(line)))
+    body = "".join(f"{i} {line}" for i in range(max(1, tokens // (per_line + 2))))
+    return f"cat > notes.txt <<'EOF'\n{body}EOF"
+
+
+def measure(path: Path, history: int, tokens: int) -> dict[str, float]:
+    backend = LlamaBackend(path, n_ctx=history + 4096, gpu_layers=0)
+    try:
+        settings = SessionSettings(sampling=SamplingConfig(temperature=0.0, max_tokens=tokens),
+                                   think=ThinkBudget.parse("off"), seed=1)
+        world = World(backend, get_domain("terminal"), settings)
+        first = world.run_turn(long_action(backend, history))
+        world.run_turn("ls")
+        last = world.run_turn("pwd")
+        world.undo()
+        redo = world.run_turn("pwd")
+        child = world.fork(2)
+        forked = child.run_turn("pwd")
+        return {
+            "history": len(backend.evaluated_tokens()),
+            "first_prompt_s": first.timings["prompt_s"],
+            "undo_ms": redo.timings["restore_s"] * 1000,
+            "undo_tokens": redo.tokens["prompt_evaluated"],
+            "fork_ms": forked.timings["restore_s"] * 1000,
+            "fork_tokens": forked.tokens["prompt_evaluated"],
+            "same": float(redo.raw_output == last.raw_output == forked.raw_output),
+        }
+    finally:
+        backend.close()
+
+
+def section(quick: bool) -> str:
+    kind, sizes, tokens = ("tiny", (256, 1024), 4) if quick else ("big", (1_000, 10_000, 50_000), 8)
+    path = model(kind)
+    rows, results = [], []
+    for size in sizes:
+        result = measure(path, size, tokens)
+        results.append(result)
+        rows.append([f"{size:,}", f"{result['history']:,}", f"{result['first_prompt_s']:.2f}",
+                     f"{result['undo_ms']:.2f}", result["undo_tokens"], f"{result['fork_ms']:.2f}", result["fork_tokens"],
+                     "yes" if result["same"] else "no"])
+    ratio = (f"Largest / smallest history: undo restore {results[-1]['undo_ms'] / max(results[0]['undo_ms'], 1e-6):.2f}x, "
+             f"fork restore {results[-1]['fork_ms'] / max(results[0]['fork_ms'], 1e-6):.2f}x, while the history "
+             f"is {results[-1]['history'] / results[0]['history']:.0f}x longer.")
+    return "\n\n".join([
+        "## Undo and fork restore time",
+        f"On the {LABELS[kind]}: a first action carrying a long text, two short turns, then an undo of the last "
+        "turn and a fork at turn 2, each followed by the same turn (greedy). Restore = setting the turn-2 "
+        "checkpoint (recurrent state) and trimming the attention cache; beside it the time the history took to "
+        "evaluate once, which a context without checkpoints pays again.",
+        table(["history asked", "tokens in context", "history eval s (once)", "undo restore ms", "undo tokens evaluated",
+               "fork restore ms", "fork tokens evaluated", "same output"], rows),
+        ratio,
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    print(section(parser.parse_args().quick))
+
+
+if __name__ == "__main__":
+    main()
