@@ -85,7 +85,8 @@ def test_resume_on_the_real_llama_path(tmp_path, qwen_gguf):
     done = [json.loads(line) for line in result.stdout.splitlines() if '"turn_done"' in line]
     assert [d["turn"] for d in done] == [3]
     record = done[0]["record"]
-    assert record["tokens"]["prompt_evaluated"] >= record["tokens"]["prompt_total"] - 8  # the history read once, fresh
+    # The history read once, fresh, after the system prompt the first run left in the state cache.
+    assert 8 < record["tokens"]["prompt_evaluated"] < record["tokens"]["prompt_total"] // 2
     traj = read_trajectory(out)
     assert [t.action for t in traj.current_branch()] == ["ls", "pwd", "whoami"]
     assert traj.current_branch()[2].parent == traj.current_branch()[1].id
