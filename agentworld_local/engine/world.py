@@ -6,6 +6,7 @@ Every observation comes from the model: the World never runs an action on the ho
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -101,7 +102,9 @@ class World:
         turns kept); both run before the World changes, so when saving fails (a full disk)
         the World is as it was and the session can go on.
         """
-        self.backend = backend
+        # A backend with session slots lends this World a sequence of its own (engine/llama/sequences.py).
+        bind = getattr(backend, "bind_session", None)
+        self.backend = bind() if bind is not None else backend
         self.settings = settings or SessionSettings()
         self.domain = with_session_tools(domain, self.settings.tools)
         self.on_turn = on_turn
@@ -152,6 +155,19 @@ class World:
             task=task_with_controls(self.settings.task if first else "", controls),
             current_state=self.initial_state if first else "",
         ).render()
+
+    def turn_start(self) -> str:
+        """The next turn prompt's fixed start: all of it that does not depend on the action
+        (the text two different actions' prompts share)."""
+        one, two = (self.turn_prompt(Action(text, None, text)) for text in ("A", "B"))
+        return one[: len(os.path.commonprefix([one, two]))]
+
+    def next_turn_prefix(self) -> list[dict[str, str]]:
+        """The next turn's messages up to where its action starts (the last one holds the
+        fixed start of its prompt): what a backend can evaluate before the action comes."""
+        start = self.turn_start()
+        kept_from, _ = self._fit(start)
+        return self.messages_for(start, kept_from=kept_from)
 
     @property
     def head(self) -> int:
@@ -214,6 +230,13 @@ class World:
         if cut is not None:
             n_ctx = self.backend.info.n_ctx
             yield events.ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
+        # The known start first, in its own chunks, whether or not it was prefetched between
+        # turns: prefetched or not, a turn's prompt is evaluated in the same split.
+        start, prefetch = self.turn_start(), getattr(self.backend, "prefetch", None)
+        known, known_started = 0, time.perf_counter()
+        if prefetch is not None and prompt.startswith(start):
+            known = prefetch(self.messages_for(start, kept_from=kept_from), cancel=cancel)
+        known_s = time.perf_counter() - known_started
         stream = ObservationStream()
         done: GenerationDone | None = None
         for event in self.backend.generate(
@@ -261,12 +284,14 @@ class World:
             parse_method=parsed_output.method,
             tokens={
                 "prompt_total": stats.prompt_tokens_total,
-                "prompt_evaluated": stats.prompt_tokens_evaluated,
+                "prompt_evaluated": known + stats.prompt_tokens_evaluated,
                 "thinking": stats.thinking_tokens,
                 "generated": stats.generated_tokens,
+                # Prompt-lookup drafts verified and accepted (--speculate), only where some were.
+                **({"drafted": stats.drafted, "accepted": stats.accepted} if stats.drafted else {}),
             },
             timings={
-                "prompt_s": round(stats.prompt_s, 4),
+                "prompt_s": round(known_s + stats.prompt_s, 4),
                 "generate_s": round(stats.generate_s, 4),
                 "restore_s": round(stats.restore_s, 6),
                 "total_s": round(time.perf_counter() - started, 4),
