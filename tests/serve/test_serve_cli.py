@@ -1,0 +1,68 @@
+"""`awl serve` as a user starts it: one clear line for a missing token or a taken port, and
+Ctrl+C / SIGTERM keeps every turn."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from agentworld_local.testing.answers import answer, write_answer_file
+from agentworld_local.trajectory.reader import read_trajectory
+from bench.serve_load import free_port, wait_ready
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def awl_serve(tmp_path: Path, *args: str, env: dict | None = None, **options) -> subprocess.Popen:
+    answers = write_answer_file(tmp_path / "answers.json", [answer("thinking_then_tags")])
+    command = [sys.executable, "-m", "agentworld_local.cli.main", "serve", "--model", f"scripted:{answers}",
+               "--dir", str(tmp_path / "sessions"), *args]
+    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+
+
+def test_another_address_without_a_token_is_refused_in_one_line(tmp_path):
+    env = {"AWL_SERVE_TOKEN": ""}
+    done = awl_serve(tmp_path, "--host", "0.0.0.0", "--port", str(free_port()), env=env)
+    _, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and err.strip().count("\n") == 0 and "Traceback" not in err
+    assert "Serving on 0.0.0.0 needs a token: $AWL_SERVE_TOKEN is not set" in err and "127.0.0.1" in err
+
+
+def test_a_taken_port_is_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = awl_serve(tmp_path, "--port", str(port))
+        _, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and err.strip() == f"awl: error: Port {port} on 127.0.0.1 is taken. " \
+                                                   "Choose another with --port, or stop what uses it."
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
+def test_sigterm_stops_the_server_with_every_turn_saved_and_a_token_guards_it(tmp_path):
+    port = free_port()
+    server = awl_serve(tmp_path, "--port", str(port), "--token-env", "MY_TOKEN", env={"MY_TOKEN": "t0ken"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, server)
+        auth = {"Authorization": "Bearer t0ken"}
+        assert httpx2.post(f"{base}/sessions", json={"domain": "terminal"}).status_code == 401
+        sid = httpx2.post(f"{base}/sessions", json={"domain": "terminal"}, headers=auth).json()["id"]
+        httpx2.post(f"{base}/sessions", json={"domain": "terminal"}, headers=auth)  # no turn: leaves no file
+        done = httpx2.post(f"{base}/sessions/{sid}/step", json={"action": "ls"}, headers=auth, timeout=60).json()
+        assert done["turn"] == 1
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=60)
+    assert "every session's turns are saved" in err and "Traceback" not in err
+    assert [path.stem for path in (tmp_path / "sessions").iterdir()] == [sid]
+    assert [turn.action for turn in read_trajectory(tmp_path / "sessions" / f"{sid}.jsonl").turns] == ["ls"]
