@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import LABELS, model, table  # noqa: E402
 
 from agentworld_local.engine.llama import LlamaBackend, checkpoints  # noqa: E402  (a module, not a name in __all__)
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget  # noqa: E402
 
 N_CTX = 4096
@@ -51,8 +52,8 @@ def turn(backend: LlamaBackend, messages: list[dict[str, str]], tokens: int) -> 
 
 
 def measure(path: Path, tokens: int, repeats: int) -> list[list[object]]:
-    off = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, speculate="off")
-    on = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, speculate="on")
+    off = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="off"))
+    on = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="on"))
     rows = []
     try:
         for name, messages in SESSIONS.items():

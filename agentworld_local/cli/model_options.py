@@ -15,7 +15,7 @@ import typer
 
 from agentworld_local.engine.remote.options import BACKENDS, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, LOCAL, OPENAI, RemoteOptions
 from agentworld_local.errors import InputError
-from agentworld_local.models.offload_options import FLASH_ATTN_MODES, KV_TYPE_BYTES, OffloadOptions
+from agentworld_local.models.offload_options import FLASH_ATTN_MODES, KV_TYPE_BYTES, SPECULATE_MODES, OffloadOptions
 
 _OPTIONS = (
     ("backend", str, typer.Option(LOCAL, "--backend", help=f"Where the model runs: `{LOCAL}` (a GGUF in this process, --model) or `{OPENAI}` (an OpenAI-compatible server: vLLM, SGLang, llama-server; --base-url and --api-model).")),
@@ -99,10 +99,11 @@ _OFFLOAD_OPTIONS = (
     ("n_cpu_moe", int, typer.Option(None, "--n-cpu-moe", metavar="N", help="Keep the routed experts of the first N layers in RAM (llama.cpp's --n-cpu-moe).", show_default=False)),
     ("flash_attn", str, typer.Option("auto", "--flash-attn", help=f"Flash attention: {', '.join(FLASH_ATTN_MODES)} (auto: on where this llama.cpp build supports it; it shrinks the compute buffer).")),
     ("kv_type", str, typer.Option("f16", "--kv-type", help=f"The KV cache's type: {', '.join(KV_TYPE_BYTES)} (q8_0 halves the cache; it needs flash attention).")),
+    ("speculate", str, typer.Option("auto", "--speculate", help=f"Prompt-lookup self-speculation: {', '.join(SPECULATE_MODES)} (drafts the next tokens from text the context already holds and verifies them in one batch; the same tokens either way; auto: on only where it measured faster, see docs/speculation.md).")),
 )
 
 
 def offload_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --cpu-moe, --n-cpu-moe, --flash-attn and --kv-type to `command`, which takes
+    """Add --cpu-moe, --n-cpu-moe, --flash-attn, --kv-type and --speculate to `command`, which takes
     `offload: OffloadOptions` (bad values are one line before anything loads)."""
     return _with_options(command, _OFFLOAD_OPTIONS, "offload", lambda values, others: OffloadOptions.from_flags(**values))

@@ -11,6 +11,8 @@ from agentworld_local.errors import InputError
 #: `cpu_moe` value for "every layer's experts stay in RAM" (llama.cpp's --cpu-moe).
 ALL_LAYERS = -1
 FLASH_ATTN_MODES = ("auto", "on", "off")
+#: --speculate: prompt-lookup drafts verified in one batch (engine/llama/speculation.py).
+SPECULATE_MODES = ("auto", "on", "off")
 #: KV cache types offered, with their bytes per cached value (q8_0: 34-byte blocks of 32).
 KV_TYPE_BYTES = {"f16": 2.0, "q8_0": 34 / 32}
 
@@ -22,15 +24,18 @@ class OffloadOptions:
     `cpu_moe`: layers whose routed experts stay in RAM (counted from the first layer, as
     llama.cpp's --n-cpu-moe does), ALL_LAYERS for all (--cpu-moe), 0 for none.
     `flash_attn`: auto (llama.cpp decides per device), on, off. `kv_type`: the KV cache's type.
+    `speculate`: how the sampling loop decodes, not a layout, but given wherever these are
+    (auto: on only where bench/speculation.py measured it faster, docs/speculation.md).
     """
 
     cpu_moe: int = 0
     flash_attn: str = "auto"
     kv_type: str = "f16"
+    speculate: str = "auto"
 
     @classmethod
     def from_flags(cls, *, cpu_moe: bool = False, n_cpu_moe: int | None = None, flash_attn: str = "auto",
-                   kv_type: str = "f16") -> "OffloadOptions":
+                   kv_type: str = "f16", speculate: str = "auto") -> "OffloadOptions":
         """The options as the command line gives them; InputError for a value that cannot work."""
         if n_cpu_moe is not None and n_cpu_moe < 0:
             raise InputError(f"--n-cpu-moe {n_cpu_moe} must be 0 or more.",
@@ -48,7 +53,10 @@ class OffloadOptions:
         if kv != "f16" and mode == "off":
             raise InputError(f"A {kv} KV cache needs flash attention (llama.cpp quantizes V only with it).",
                              "Drop `--flash-attn off`, or use `--kv-type f16`.")
-        return cls(cpu_moe=ALL_LAYERS if cpu_moe else (n_cpu_moe or 0), flash_attn=mode, kv_type=kv)
+        drafts = speculate.strip().lower()
+        if drafts not in SPECULATE_MODES:
+            raise InputError(f"Unknown --speculate `{speculate}`.", "Use `--speculate auto`, `on` or `off`.")
+        return cls(cpu_moe=ALL_LAYERS if cpu_moe else (n_cpu_moe or 0), flash_attn=mode, kv_type=kv, speculate=drafts)
 
     @property
     def cpu_moe_label(self) -> str:

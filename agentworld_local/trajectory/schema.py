@@ -233,7 +233,7 @@ class TurnRecord:
     raw_output: str = ""
     thinking: str = ""
     parse_method: str = ""
-    tokens: dict[str, Any] = field(default_factory=dict)  # prompt_evaluated, prompt_total, thinking, generated
+    tokens: dict[str, Any] = field(default_factory=dict)  # prompt_evaluated, prompt_total, thinking, generated, [drafted, accepted]
     timings: dict[str, Any] = field(default_factory=dict)  # prompt_s, generate_s, total_s, tokens_per_s
     finish: str = "stop"  # "stop" | "length" | "cancelled"
     created: str = field(default_factory=utc_now)

@@ -14,6 +14,7 @@ import pytest
 
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.llama.speculation import PromptLookup
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget
 
 FILE = "The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.\n"
@@ -41,7 +42,7 @@ def run_turns(backend: LlamaBackend, sampling: SamplingConfig, think: ThinkBudge
 
 
 def both(path: Path):
-    return [LlamaBackend(path, n_ctx=2048, gpu_layers=0, speculate=mode) for mode in ("off", "on")]
+    return [LlamaBackend(path, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate=mode)) for mode in ("off", "on")]
 
 
 @pytest.fixture(scope="module")

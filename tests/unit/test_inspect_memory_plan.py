@@ -395,6 +395,7 @@ def test_flash_attention_and_a_q8_0_cache_shrink_the_estimate():
     (dict(kv_type="q4"), "Unknown --kv-type `q4`"),
     (dict(n_cpu_moe=-1), "--n-cpu-moe -1 must be 0 or more"),
     (dict(flash_attn="maybe"), "Unknown --flash-attn `maybe`"),
+    (dict(speculate="sometimes"), "Unknown --speculate `sometimes`"),
     (dict(cpu_moe=True, n_cpu_moe=3), "--cpu-moe and --n-cpu-moe both"),
     (dict(kv_type="q8_0", flash_attn="off"), "needs flash attention"),
 ])

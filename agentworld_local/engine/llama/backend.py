@@ -86,7 +86,6 @@ class LlamaBackend:
         notice: Callable[[str], None] | None = None,
         offload: OffloadOptions | None = None,
         state_cache: StateCache | None = None,
-        speculate: str = "auto",
         sequences: int = 1,
     ) -> None:
         """Load the model. Nothing is printed: the face decides how to show what happens.
@@ -98,8 +97,8 @@ class LlamaBackend:
         kept in `self.notices`. `offload`: experts kept in RAM, flash attention, KV cache type
         (`auto` layers may add experts in RAM to fit the GPU: `self.offload` says what was used).
         `state_cache`: system-prompt states on disk (state_cache.py); None evaluates every
-        new session's system prompt. `speculate`: prompt-lookup drafting (speculation.py) on,
-        off, or auto (where bench/speculation.py measured it faster: `speculation_default`).
+        new session's system prompt. `offload.speculate`: prompt-lookup drafting (speculation.py)
+        on, off, or auto (where bench/speculation.py measured it faster: `speculation_default`).
         `sequences`: session slots, each a sequence of its own in
         the context with `n_ctx` tokens (sequences.py; a server's sessions, decoded together).
         """
@@ -173,8 +172,8 @@ class LlamaBackend:
         self._state_key = StateKey(identity.sha256, identity.size, llama_build, offload.kv_type, flash,
                                    self.info.architecture, llama_cpp.llama_n_seq_max(self._ctx))
         #: Whether the sampling loop verifies prompt-lookup drafts.
-        self.speculate = speculation_default(self.info.architecture, self.info.gpu_layers) if speculate == "auto" \
-            else speculate == "on"
+        self.speculate = speculation_default(self.info.architecture, self.info.gpu_layers) \
+            if offload.speculate == "auto" else offload.speculate == "on"
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # set by close(): a generation in flight stops
         self._freed = False
