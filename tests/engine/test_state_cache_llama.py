@@ -111,3 +111,18 @@ def test_a_damaged_or_foreign_state_is_a_miss_that_is_removed(qwen_gguf, llama_g
     third = LlamaBackend(qwen_gguf, n_ctx=1024, gpu_layers=0, state_cache=cache)
     assert answer(third).stats.prompt_tokens_evaluated < done.stats.prompt_tokens_total
     third.close()
+
+
+def test_a_cache_that_cannot_be_written_is_said_once_and_the_session_goes_on(llama_gguf, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the cache dir should be")
+    notices: list[str] = []
+    backend = LlamaBackend(llama_gguf, n_ctx=1024, gpu_layers=0, state_cache=StateCache(blocked), notice=notices.append)
+    first = answer(backend)
+    backend.reset()
+    second = answer(backend, "pwd")
+    backend.close()
+    assert first.stats.finish == second.stats.finish == "length"
+    assert second.stats.prompt_tokens_evaluated == second.stats.prompt_tokens_total
+    said = [text for text in notices if "Could not write the system prompt's state" in text]
+    assert len(said) == 1 and str(blocked) in said[0]
