@@ -48,6 +48,7 @@ class ModelAgent:
         self._think = ThinkBudget.parse(think)
         self._seed = seed
         self._asked = 0
+        self._current = threading.Event()  # the cancel of the proposal in progress
         self._backend: Any = backend
         if backend is None:
             self._backend = self._on_owner(lambda: _load(spec, dict(load_options or {}), self._stop, notice), self._stop)
@@ -58,11 +59,13 @@ class ModelAgent:
     def propose(self, history: AgentHistory, *, on_text: OnText | None = None,
                 cancel: threading.Event | None = None) -> Proposal:
         cancel = cancel or threading.Event()
+        self._current = cancel  # a close stops it too
         return self._on_owner(lambda: self._propose(history, on_text, cancel), cancel)
 
     def close(self) -> None:
         """Stop what runs, then free the model on its own thread. A second close does nothing."""
         self._stop.set()
+        self._current.set()
         if self._backend is not None:
             backend, self._backend = self._backend, None
             self._owner.submit(backend.close)

@@ -54,7 +54,8 @@ class AwlApp(App[None]):
         self, *, request: SessionRequest, backend: Any = None, sessions_dir: Path | None = None,
         replay_path: Path | None = None, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
         timings: bool = True, files_each_turn: bool = False, start_screen: bool = False,
-        models: list[str] | None = None, remote: Any = None, offload: Any = None,
+        models: list[str] | None = None, remote: Any = None, offload: Any = None, agent: Any = None,
+        agent_steps: int = 10,
     ) -> None:
         """`backend`: a model loaded already (tests); the runner owns it from here on.
         `remote`: a server's model (RemoteOptions), loaded when the model chosen is `remote.spec`.
@@ -70,6 +71,9 @@ class AwlApp(App[None]):
         self.files_each_turn = files_each_turn
         self.start_screen = start_screen
         self.models = models  # the start screen's model list (None: the registry's downloaded models)
+        #: An agent model (agent/, loaded already) that proposes each action; the app closes it.
+        self.agent = agent
+        self.agent_steps = agent_steps
         #: The session the session screen shows (its id in the runner), None before one opens.
         self.session_id: str | None = None
         #: A session the user asked for is on its way (a load, an open, a fork).
@@ -147,7 +151,8 @@ class AwlApp(App[None]):
         resolved = session_spec(request).resolve()
         out = request.out or default_session_path(request.domain or "session", self.sessions_folder())
         ensure_new_file(out)
-        return self.runner.open(NewSession.from_spec(resolved, out), **load)
+        agent = self.agent.identity if self.agent is not None else None
+        return self.runner.open(NewSession.from_spec(resolved, out, agent=agent), **load)
 
     def cancel_load(self) -> None:
         """Back from the loading screen: the load stops (llama.cpp's progress callback), and a
@@ -260,6 +265,8 @@ class AwlApp(App[None]):
 
         remove_web_pages()
         self.runner.close()  # a second close does nothing
+        if self.agent is not None:
+            self.agent.close()
 
     # -- the error boundary ------------------------------------------------------------
 
@@ -302,7 +309,8 @@ def make_app(
     gpu_layers: str = "auto", threads: int | None = None, timings: bool = True, files_each_turn: bool = False,
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
     temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
-    prompts: str | Path | None = None, remote: Any = None, offload: Any = None,
+    prompts: str | Path | None = None, remote: Any = None, offload: Any = None, agent: Any = None,
+    agent_steps: int = 10,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
@@ -314,4 +322,5 @@ def make_app(
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,
-                  start_screen=bool(start_screen), models=models, remote=remote, offload=offload)
+                  start_screen=bool(start_screen), models=models, remote=remote, offload=offload, agent=agent,
+                  agent_steps=agent_steps)

@@ -28,6 +28,7 @@ from agentworld_local.files import fit_name
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
+from agentworld_local.tui.agent_loop import AgentHooks, ProposalLine
 from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
@@ -57,7 +58,7 @@ def action_suggester(domain: Any) -> SuggestFromList:
     return SuggestFromList([*(words() if words else []), *SESSION_COMMANDS], case_sensitive=True)
 
 
-class SessionScreen(Screen[None]):
+class SessionScreen(AgentHooks, Screen[None]):
     CSS_PATH = "session.tcss"
     BINDINGS = [
         Binding("escape", "cancel_turn", "Cancel turn"),
@@ -73,6 +74,7 @@ class SessionScreen(Screen[None]):
         Binding("ctrl+g", "toggle_thinking", "Thinking", show=False, priority=True),
         Binding("ctrl+s", "save_as", "Save as", show=False, priority=True),
         Binding("ctrl+o", "open", "Open", show=False, priority=True),
+        Binding("ctrl+l", "let_agent_run", "Let the agent run", show=False, priority=True),
         Binding("f1", "help", "Help"),
     ]
 
@@ -122,6 +124,8 @@ class SessionScreen(Screen[None]):
                 if self.has_files:
                     yield FilePanel(id="files")
         yield Static(id="action-error")
+        if getattr(self.app, "agent", None) is not None:
+            yield ProposalLine(id="agent-proposal")
         yield ActionInput(placeholder=placeholder(self._domain()), suggester=action_suggester(self._domain()), id="action")
         yield StatusBar(id="status")
         yield Footer(compact=True)
@@ -139,6 +143,7 @@ class SessionScreen(Screen[None]):
         self.query_one("#action-error", Static).display = False
         self.query_one("#session-title", Static).display = bool(self._title_text().plain)
         self.query_one(ActionInput).focus()
+        self.agent_start()
 
     # -- session facts (one helper each, so where they come from can change in one place) --
 
@@ -251,6 +256,8 @@ class SessionScreen(Screen[None]):
         self._say_inline("")
         field.remember(text)
         field.value = ""
+        if action is not None and self.agent_take(action):
+            return  # the answer to the agent's proposal: the agent loop sends it
         if action is not None:
             self._start("turn", lambda: self.runner.step(self.view.id, action))
         elif line is not None and line.command == UNDO:
@@ -273,6 +280,7 @@ class SessionScreen(Screen[None]):
         if isinstance(event, events.TurnStarted):
             self._turn_began(event.turn, event.action)
         elif isinstance(event, events.TurnFinished):
+            self.agent_turn_event(event.record.observation)
             self.branch = [*self.branch[: event.turns - 1], event.record]
             self._live = None
             self._show_state()
@@ -280,6 +288,7 @@ class SessionScreen(Screen[None]):
             if self.files_each_turn and self.has_files:
                 self.call_after_refresh(self.action_files)
         elif isinstance(event, events.TurnCancelled):
+            self.agent_turn_event(None)
             del self.branch[event.turns:]
             self._live = None
             self._show_state()
@@ -298,6 +307,7 @@ class SessionScreen(Screen[None]):
         elif isinstance(event, events.Notice):
             self.notify(event.text)
         elif isinstance(event, events.ErrorEvent):
+            self.agent_turn_event(None)
             self._live = None  # the app shows the error; the session is as it was before the command
             self._show_state()
         elif isinstance(event, events.Ready):
@@ -346,7 +356,8 @@ class SessionScreen(Screen[None]):
         return bool(self.busy)
 
     def action_cancel_turn(self) -> None:
-        """The runner stops the turn at its next token (TurnCancelled, then Ready)."""
+        """The runner stops the turn at its next token (TurnCancelled, then Ready); an agent stops too."""
+        self.agent_stop()
         if self.busy:
             self.runner.cancel()
 
@@ -481,7 +492,9 @@ class SessionScreen(Screen[None]):
         """Keys for what this domain lacks are not offered (footer, command palette); Escape
         shows in the footer while there is a turn to cancel (a narrow footer keeps its room)."""
         if action == "cancel_turn":
-            return bool(self.busy)
+            return bool(self.busy) or self.agent_running
+        if action == "let_agent_run":
+            return self.agent_running
         return self._applies(action)
 
     @property

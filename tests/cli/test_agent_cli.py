@@ -116,3 +116,30 @@ def test_a_second_gguf_as_the_agent_on_the_real_llama_path(tmp_path, qwen_gguf):
     assert saved.header.agent["path"] == str(qwen_gguf) and saved.header.model.name == "scripted:world.json"
     assert len(saved.turns) == 2 and all(turn.agent["proposal"].strip() for turn in saved.turns)
     assert "the agent is tiny-qwen35moe" in result.stderr
+
+
+def test_approve_asks_about_each_proposal_and_records_the_answer():
+    from agentworld_local.agent import Proposal
+    from agentworld_local.cli.agent_run import TerminalReview
+    from agentworld_local.domains import get_domain
+
+    domain = get_domain("terminal")
+    proposal = Proposal("```\nls -la\n```", domain.parse_action("ls -la"))
+    choices = iter(["", "e", "r", "x", "e", "e", "a", "q"])
+    edits = iter(["ls -la /tmp", "make test", '[{"keys": 1}]', "ls -la src"])
+    asked_with: list[str] = []
+
+    def edit(prompt: str, text: str) -> str:
+        asked_with.append(text)
+        return next(edits)
+
+    review = TerminalReview(domain, ask=lambda prompt: next(choices), edit=edit)
+    decisions = [review(proposal) for _ in range(4)]
+    assert [(d.kind, d.action.text) for d in decisions] == [
+        ("approved", "ls -la"), ("edited", "ls -la /tmp"), ("replaced", "make test"), ("edited", "ls -la src")]
+    assert asked_with == ["ls -la", "", "ls -la", "ls -la"]  # an edit starts from the proposal, a replacement empty
+    assert review(proposal).kind == "approved"  # `a`: this one runs, and the agent runs on its own from here
+    assert review(proposal).kind == "auto"
+    stopping = TerminalReview(domain, ask=lambda prompt: "q")
+    assert stopping(proposal).kind == "stop"
+    assert TerminalReview(domain, ask=lambda prompt: (_ for _ in ()).throw(EOFError())).__call__(proposal).kind == "stop"

@@ -1,0 +1,227 @@
+"""The agent in the TUI: an agent model proposes each action into the action line.
+
+The episode loop is the core's (agent/episode.py), run on a thread of its own so the UI
+never waits for the agent model: each proposal streams into a line above the action input,
+then stands in the input for the user to approve (Enter), edit, or replace; `ctrl+l` lets the
+agent run on its own from there; Escape stops the agent (mid-proposal too). Each action goes
+to the runner like a typed one, with the agent side recorded in its turn.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from agentworld_local.agent import AgentHistory, Episode, EpisodeEnd, Proposal, run_episode
+from agentworld_local.agent.episode import AUTO, STOP, AgentStep, Decision, judged
+from agentworld_local.agent.prompt import identity_label
+from agentworld_local.domains.base import Action
+from agentworld_local.errors import Cancelled
+from agentworld_local.terminal_text import safe_for_terminal
+
+#: What the loop thread waits for from the UI: a decision, or a turn's observation (None: no turn).
+_STOPPED = object()
+
+
+class ProposalLine(Static):
+    """The agent's words as they stream, and what it waits for."""
+
+    def show(self, text: str, style: str = "italic") -> None:
+        self.update(Text(safe_for_terminal(text, keep_colour=False), style=style))
+        self.display = bool(text)
+
+
+class AgentLoop:
+    """One episode driven from a session screen (see the module's doc). `screen` is the
+    SessionScreen: the loop calls its `agent_*` hooks on the UI thread."""
+
+    def __init__(self, screen: Any, agent: Any, *, steps: int) -> None:
+        self.screen = screen
+        self.agent = agent
+        self.letting_run = False
+        self.proposal: Proposal | None = None  # the one waiting for the user, if any
+        self.cancel = threading.Event()
+        self._decisions: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._observations: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        view = screen.view
+        history = AgentHistory(view.domain, view.settings.task, view.initial_state,
+                               [(record.action, record.observation) for record in view.branch])
+        self.episode = Episode(agent, history, steps=steps, review=self._review, on_text=self._streamed)
+        self.end: EpisodeEnd | None = None
+        self._streamed_text = ""
+        self._thread = threading.Thread(target=self._run, name="awl-agent-loop", daemon=True)
+
+    @property
+    def label(self) -> str:
+        return identity_label(self.agent.identity)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    # -- from the UI thread ---------------------------------------------------------------
+
+    def submit(self, action: Action) -> None:
+        """The user pressed Enter on the proposal (as it is, edited, or replaced)."""
+        proposal, self.proposal = self.proposal, None
+        if proposal is not None:
+            self._decisions.put(judged(proposal, action))
+
+    def let_run(self) -> None:
+        """From now on every proposal runs as proposed (the one waiting too)."""
+        self.letting_run = True
+        proposal, self.proposal = self.proposal, None
+        if proposal is not None and proposal.action is not None:
+            self._decisions.put(Decision(AUTO, proposal.action))
+
+    def turn_finished(self, observation: str) -> None:
+        self._observations.put(observation)
+
+    def turn_failed(self) -> None:
+        self._observations.put(_STOPPED)
+
+    def stop(self) -> None:
+        """Esc: the proposal in progress stops at its next token; nothing more is proposed."""
+        self.cancel.set()
+        self.proposal = None
+        self._decisions.put(Decision(STOP))
+        self._observations.put(_STOPPED)
+
+    # -- on the loop's thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            end = run_episode(self.episode, self._step_world, cancel=self.cancel)
+        except Cancelled:
+            end = self.episode.stop("The agent stopped: its turn did not finish.")
+        except Exception as error:  # the agent model failed (a server gone): said, the session goes on
+            end = self.episode.stop(f"The agent stopped: {getattr(error, 'message', error)}")
+        self.end = end
+        self._to_ui(self.screen.agent_ended, end)
+
+    def _streamed(self, piece: str, ask: int) -> None:
+        if ask > 1 and not self._streamed_text.startswith("(asked again) "):
+            self._streamed_text = "(asked again) "
+        self._streamed_text += piece
+        self._to_ui(self.screen.agent_streaming, self._streamed_text)
+
+    def _review(self, proposal: Proposal) -> Decision:
+        self._streamed_text = ""
+        assert proposal.action is not None
+        if self.letting_run or self.cancel.is_set():
+            return Decision(STOP) if self.cancel.is_set() else Decision(AUTO, proposal.action)
+        self._to_ui(self.screen.agent_proposed, proposal)  # it becomes `self.proposal` there, on the UI thread
+        return self._decisions.get()
+
+    def _step_world(self, step: AgentStep) -> str:
+        self._to_ui(self.screen.agent_step, step)
+        observation = self._observations.get()
+        if observation is _STOPPED:
+            raise Cancelled("The turn did not finish.", "")
+        return observation
+
+    def _to_ui(self, callback: Any, *args: Any) -> None:
+        try:
+            self.screen.app.call_from_thread(callback, *args)
+        except RuntimeError:  # the app is gone (quit mid-proposal): nothing to show
+            self.cancel.set()
+
+
+class AgentHooks:
+    """The session screen's side of the agent loop (mixed into SessionScreen): what the loop
+    shows, and how Enter, Escape and `ctrl+l` reach it. Inert when the app has no agent."""
+
+    agent_loop: AgentLoop | None = None
+
+    def agent_start(self) -> None:
+        agent = getattr(self.app, "agent", None)  # type: ignore[attr-defined]
+        if agent is None:
+            return
+        self.agent_loop = AgentLoop(self, agent, steps=getattr(self.app, "agent_steps", 10))  # type: ignore[attr-defined]
+        self._proposal_line().show(f"{self.agent_loop.label} is proposing the first action…  (Esc stops the agent)")
+        self.agent_loop.start()
+
+    def _proposal_line(self) -> ProposalLine:
+        return self.query_one("#agent-proposal", ProposalLine)  # type: ignore[attr-defined]
+
+    def on_unmount(self) -> None:
+        """The screen goes (a quit, a fork): its loop stops; the app closes the agent model."""
+        if self.agent_loop is not None:
+            self.agent_loop.stop()
+
+    @property
+    def agent_running(self) -> bool:
+        return self.agent_loop is not None and self.agent_loop.running
+
+    def agent_take(self, action: Action) -> bool:
+        """Enter on the action line: True when it answered the agent's proposal."""
+        loop = self.agent_loop
+        if loop is None or loop.proposal is None:
+            return False
+        loop.submit(action)
+        return True
+
+    def agent_turn_event(self, finished: str | None) -> None:
+        """A turn the agent's action started ended: its observation, or None (cancelled, failed)."""
+        loop = self.agent_loop
+        if loop is None or not getattr(self, "_agent_turn", False):
+            return
+        self._agent_turn = False
+        if finished is None:
+            loop.turn_failed()
+        else:
+            loop.turn_finished(finished)
+
+    def agent_stop(self) -> bool:
+        """Escape: True when there was an agent to stop."""
+        loop = self.agent_loop
+        if loop is None or not loop.running:
+            return False
+        loop.stop()
+        self._proposal_line().show("The agent was stopped; type actions yourself.", style="dim")
+        return True
+
+    def action_let_agent_run(self) -> None:
+        loop = self.agent_loop
+        if loop is not None and loop.running:
+            loop.let_run()
+            self.query_one("#action").value = ""  # type: ignore[attr-defined]
+            self.notify("The agent runs on its own now (Esc stops it).")  # type: ignore[attr-defined]
+
+    # -- called by the loop, on the UI thread ---------------------------------------------
+
+    def agent_streaming(self, text: str) -> None:
+        self._proposal_line().show(f"{self.agent_loop.label if self.agent_loop else 'agent'}: {' '.join(text.split())}")
+
+    def agent_proposed(self, proposal: Proposal) -> None:
+        assert proposal.action is not None
+        if self.agent_loop is None or self.agent_loop.cancel.is_set():
+            return  # stopped meanwhile: the user types their own actions now
+        self.agent_loop.proposal = proposal
+        field = self.query_one("#action")  # type: ignore[attr-defined]
+        field.value = proposal.action.text
+        field.cursor_position = len(field.value)
+        field.focus()
+        self._proposal_line().show("The agent proposes this action: Enter runs it; edit or replace it first if you "
+                                   "like; ctrl+l lets the agent run; Esc stops it.")
+
+    def agent_step(self, step: AgentStep) -> None:
+        self.query_one("#action").value = ""  # type: ignore[attr-defined]
+        self._proposal_line().show(f"agent ({step.record['decision']}): {' '.join(step.action.text.split())}", style="dim")
+        self._agent_turn = True
+        if not self.runner.step(self.view.id, step.action, agent=step.record):  # type: ignore[attr-defined]
+            self.agent_turn_event(None)
+            return
+        self.busy = "turn"  # type: ignore[attr-defined]
+        self._refresh_status()  # type: ignore[attr-defined]
+
+    def agent_ended(self, end: EpisodeEnd) -> None:
+        self._proposal_line().show(end.message, style="dim")
+        self.notify(end.message, timeout=6)  # type: ignore[attr-defined]
