@@ -45,15 +45,21 @@ def serve_command(
 ) -> None:
     """Serve simulated environments over HTTP + JSON: sessions, steps (streamed as server-sent events), undo, fork.
 
-    One model serves every session; each session is an ordinary trajectory file in --dir, so a restarted
-    server lists and resumes them. API docs at http://HOST:PORT/docs. E.g. `awl serve --model PATH/TO/model.gguf`.
+    One model serves every session; each session is an ordinary trajectory file in --dir, so a restarted server lists and resumes them.
+
+    API docs at http://HOST:PORT/docs (docs/serve.md). E.g. `awl serve --model PATH/TO/model.gguf`.
     """
     from agentworld_local.errors import InputError
     from agentworld_local.paths import sessions_dir
-    from agentworld_local.serve.app import make_app
+
+    try:
+        from agentworld_local.serve.app import make_app
+        from agentworld_local.serve.server import bind, check_exposure, run
+    except ImportError:
+        raise InputError("`awl serve` needs FastAPI, uvicorn and sse-starlette.",
+                         "Install them: pip install 'agentworld-local[serve]'.") from None
     from agentworld_local.serve.bridge import RunnerBridge
     from agentworld_local.serve.limits import ServeLimits
-    from agentworld_local.serve.server import bind, check_exposure, run
 
     model_or_server(model, remote, "serve")
     for flag, value in (("--max-sessions", max_sessions), ("--max-turns", max_turns), ("--idle", idle),
