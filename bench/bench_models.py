@@ -77,3 +77,9 @@ def table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def evaluated(backend) -> list[int]:
+    """The tokens in a backend's context (a method in older trees, a property now)."""
+    tokens = backend.evaluated_tokens
+    return list(tokens() if callable(tokens) else tokens)

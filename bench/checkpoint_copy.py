@@ -50,7 +50,7 @@ def compare(label: str, buffer: ctypes.Array, written: int, repeats: int) -> Non
 
 def section(quick: bool) -> str:
     """The report's section: both copies of the big fixture's state and of a real-size one."""
-    repeats, real_mb = (3, 8) if quick else (20, 60)
+    repeats, real_mb = (3, 4) if quick else (20, 60)
     buffer, written = fixture_state(bench_model())
     cases = [("big qwen35moe fixture's state", buffer, written, repeats)]
     size = real_mb * 1_000_000

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402 - the baseline is llama.cpp's own loop
 
-from bench_models import LABELS, model, table  # noqa: E402
+from bench_models import LABELS, evaluated, model, table  # noqa: E402
 
 from agentworld_local.domains import get_domain  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
@@ -31,23 +31,25 @@ from agentworld_local.engine.world import World  # noqa: E402
 N_CTX = 4096
 
 
-def awl_turn(path: Path, tokens: int) -> tuple[list[int], list[int], float]:
-    """(prompt tokens, generated tokens, seconds generating) of one greedy turn."""
+def awl_turn(path: Path, tokens: int) -> tuple[list[int], list[int], float, bool]:
+    """(prompt tokens, generated tokens, seconds generating, flash attention on) of one greedy turn."""
     backend = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0)
     try:
         settings = SessionSettings(sampling=SamplingConfig(temperature=0.0, max_tokens=tokens),
                                    think=ThinkBudget.parse("off"), seed=1)
         record = World(backend, get_domain("terminal"), settings).run_turn("ls -la")
-        evaluated = backend.evaluated_tokens()
+        tokens = evaluated(backend)
         prompt_total = record.tokens["prompt_total"]
-        return evaluated[:prompt_total], evaluated[prompt_total:], record.timings["generate_s"]
+        return tokens[:prompt_total], tokens[prompt_total:], record.timings["generate_s"], bool(backend.flash_attention)
     finally:
         backend.close()
 
 
-def bare_loop(path: Path, prompt: list[int], n: int) -> tuple[list[int], float]:
-    """(generated tokens, seconds) of llama.cpp's greedy loop after evaluating `prompt`."""
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_gpu_layers=0, n_batch=512, verbose=False)
+def bare_loop(path: Path, prompt: list[int], n: int, flash_attn: bool) -> tuple[list[int], float]:
+    """(generated tokens, seconds) of llama.cpp's greedy loop after evaluating `prompt`, in a
+    context set up as awl's (flash attention as it ran, full sliding-window cache)."""
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_gpu_layers=0, n_batch=512, n_ubatch=512,
+                          flash_attn=flash_attn, swa_full=True, verbose=False)
     sampler = llama_cpp.llama_sampler_init_greedy()
     try:
         llm.eval(prompt)
@@ -71,10 +73,10 @@ def compare(path: Path, tokens: int, repeats: int) -> dict[str, float]:
     ours, base, same = [], [], True
     n = 0
     for _ in range(repeats):
-        prompt, generated, seconds = awl_turn(path, tokens)
+        prompt, generated, seconds, flash_attn = awl_turn(path, tokens)
         n = len(generated)
         ours.append(n / seconds)
-        bare, bare_s = bare_loop(path, prompt, n)
+        bare, bare_s = bare_loop(path, prompt, n, flash_attn)
         same = same and bare == generated
         base.append(n / bare_s)
     awl_rate, bare_rate = statistics.median(ours), statistics.median(base)

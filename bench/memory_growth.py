@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import LABELS, model, table  # noqa: E402
+from bench_models import LABELS, evaluated, model, table  # noqa: E402
 
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
 MiB = 2**20
@@ -47,7 +47,7 @@ def session(path: str, turns: int, tokens: int, flash_attn: str) -> list[dict[st
         world.run_turn(ACTIONS[i % len(ACTIONS)])
         gc.collect()
         rows.append({"turn": i + 1, "rss": process.memory_info().rss, "checkpoints": backend.checkpoint_bytes(),
-                     "tokens": len(backend.evaluated_tokens())})
+                     "tokens": len(evaluated(backend))})
     backend.close()
     return rows
 
@@ -55,7 +55,9 @@ def session(path: str, turns: int, tokens: int, flash_attn: str) -> list[dict[st
 def measure(path: Path, turns: int, tokens: int, flash_attn: str = "auto") -> list[dict[str, int]]:
     code = (f"import sys, json; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import memory_growth; "
             f"print(json.dumps(memory_growth.session({str(path)!r}, {turns}, {tokens}, {flash_attn!r})))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the session's process exited {done.returncode}: {done.stderr.strip()[-800:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -32,8 +32,8 @@ from agentworld_local.engine.world import World
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
 
 
-def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
-    backend = LlamaBackend(model, n_ctx=32768, gpu_layers=0, threads=threads)
+def awl_session(model: Path, turns: int, tokens: int, threads: int | None, n_ctx: int = 32768) -> dict[str, float]:
+    backend = LlamaBackend(model, n_ctx=n_ctx, gpu_layers=0, threads=threads)
     settings = SessionSettings(sampling=SamplingConfig(temperature=0.6, max_tokens=tokens), think=ThinkBudget.parse("off"), seed=1)
     world = World(backend, get_domain("terminal"), settings)
     records = [world.run_turn(ACTIONS[i % len(ACTIONS)]) for i in range(turns)]
@@ -54,10 +54,10 @@ def awl_session(model: Path, turns: int, tokens: int, threads: int | None) -> di
     }
 
 
-def chat_completion_session(model: Path, turns: int, tokens: int, threads: int | None) -> dict[str, float]:
+def chat_completion_session(model: Path, turns: int, tokens: int, threads: int | None, n_ctx: int = 32768) -> dict[str, float]:
     from llama_cpp import Llama  # the baseline only; the package itself imports llama_cpp in engine/llama/
 
-    llm = Llama(model_path=str(model), n_ctx=32768, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
+    llm = Llama(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
     # Same prompts as awl sends, so only the context handling differs.
     shadow = World(_NoBackend(), get_domain("terminal"), SessionSettings())
     times, sent = [], 0
@@ -88,7 +88,7 @@ def _record(world: World, prompt: str, observation: str):
 
 def section(quick: bool) -> str:
     """The report's section: turn N / turn 1 for awl and for chat completion, per model."""
-    turns, tokens = (4, 8) if quick else (40, 24)
+    turns, tokens, n_ctx = (3, 8, 8192) if quick else (40, 24, 32768)
     kinds = ["tiny"] if quick else ["big", "gemma"]
     rows = []
     for kind in kinds:
@@ -96,8 +96,8 @@ def section(quick: bool) -> str:
         if path is None:
             rows.append([LABELS[kind], "not installed", "", "", "", ""])
             continue
-        ours = awl_session(path, turns, tokens, None)
-        base = chat_completion_session(path, turns, tokens, None)
+        ours = awl_session(path, turns, tokens, None, n_ctx)
+        base = chat_completion_session(path, turns, tokens, None, n_ctx)
         rows.append([LABELS[kind], "awl (append-only, checkpoints)", f"{ours['turn1_s']:.3f}", f"{ours['turnN_s']:.3f}",
                      f"{ours['turnN_s'] / ours['turn1_s']:.2f}x",
                      f"{ours['turnN_prompt_evaluated']} of {ours['turnN_prompt_total']}"])
@@ -107,7 +107,8 @@ def section(quick: bool) -> str:
                      f"{ours['undo_reevaluated']} re-evaluated, same output: {bool(ours['same_after_undo'])}"])
     return "\n\n".join([
         "## Per-turn cost over a session",
-        f"A {turns}-turn terminal session, {tokens} tokens generated per turn (thinking off, temperature 0.6), "
+        f"A {turns}-turn terminal session, {tokens} tokens generated per turn (thinking off, temperature 0.6, "
+        f"a {n_ctx:,}-token context), "
         "timed per turn in awl and with llama-cpp-python's `create_chat_completion` given the full message list "
         "(same prompts, same model, one run); a flat cost keeps turn N / turn 1 near 1.",
         table(["model", "method", "turn 1 s", f"turn {turns} s", f"turn {turns} / turn 1",
