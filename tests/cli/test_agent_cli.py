@@ -143,3 +143,8 @@ def test_approve_asks_about_each_proposal_and_records_the_answer():
     stopping = TerminalReview(domain, ask=lambda prompt: "q")
     assert stopping(proposal).kind == "stop"
     assert TerminalReview(domain, ask=lambda prompt: (_ for _ in ()).throw(EOFError())).__call__(proposal).kind == "stop"
+
+
+def test_play_checks_the_agent_options_before_the_screen_opens(tmp_path):
+    assert_one_line_error(awl("play", "-m", "scripted:missing.json", "--agent-steps", "2", home=tmp_path),
+                          "--agent-steps only works with --agent")
