@@ -62,17 +62,22 @@ class World:
         self.runner.close()
 
 
+def play(world: World, agent: ModelAgent, *, cancel: threading.Event | None = None, **options):
+    """One episode of `agent` in `world`, both closed after it: (its end, the Episode)."""
+    try:
+        episode = Episode(agent, world.history(), **options)
+        return run_episode(episode, runner_world(world.runner, world.log, world.session), cancel=cancel), episode
+    finally:
+        world.close()
+        agent.close()
+
+
 @pytest.mark.parametrize("chunk", [1, 2, 5, 13])
 def test_an_episode_records_both_sides_of_each_turn_whatever_the_chunking(tmp_path, chunk):
     agent, agent_backend = agent_of([AGENT_LS, AGENT_JSON, AGENT_PLAIN], chunk=chunk)
     world = World(tmp_path, chunk=chunk, agent=agent.identity)
     streamed: list[str] = []
-    try:
-        episode = Episode(agent, world.history(), steps=3, on_text=lambda piece, ask: streamed.append(piece))
-        end = run_episode(episode, runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    end, _ = play(world, agent, steps=3, on_text=lambda piece, ask: streamed.append(piece))
     assert end.reason == STEPS and end.turns == 3 and "3 steps" in end.message
     saved = read_trajectory(world.path)
     assert saved.header.agent["name"] == "agent-model" and saved.header.agent["backend"] == "llama.cpp"
@@ -94,11 +99,7 @@ def test_an_episode_records_both_sides_of_each_turn_whatever_the_chunking(tmp_pa
 def test_the_domains_own_ending_ends_the_episode_after_its_turn(tmp_path):
     agent, _ = agent_of([AGENT_PLAIN, AGENT_DONE, AGENT_LS])
     world = World(tmp_path)
-    try:
-        end = run_episode(Episode(agent, world.history(), steps=10), runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    end, _ = play(world, agent, steps=10)
     assert end.reason == TASK and end.turns == 2 and "[]" in end.message
     saved = read_trajectory(world.path)
     assert [turn.action_payload for turn in saved.turns][-1] == []
@@ -108,11 +109,7 @@ def test_the_domains_own_ending_ends_the_episode_after_its_turn(tmp_path):
 def test_an_answer_the_domain_cannot_read_is_asked_again_with_the_parsers_reason(tmp_path):
     agent, backend = agent_of(['[{"keys": "ls"}]', AGENT_PLAIN])
     world = World(tmp_path)
-    try:
-        run_episode(Episode(agent, world.history(), steps=1), runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    play(world, agent, steps=1)
     saved = read_trajectory(world.path)
     assert saved.turns[0].agent == {"proposal": "pwd", "decision": AUTO, "asks": 2}
     reask = backend.last_messages[-1]["content"]
@@ -123,11 +120,7 @@ def test_an_answer_the_domain_cannot_read_is_asked_again_with_the_parsers_reason
 def test_an_answer_that_never_parses_ends_the_episode_with_a_clear_reason(tmp_path):
     agent, _ = agent_of(["I will click the login button now."])
     world = World(tmp_path, domain="web")
-    try:
-        end = run_episode(Episode(agent, world.history(), steps=3), runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    end, _ = play(world, agent, steps=3)
     assert end.reason == UNREADABLE and end.turns == 0
     assert "not a web action, even when asked again" in end.message and "Unknown web action" in end.message
     assert not world.path.exists()  # no turn: the new session leaves no file
@@ -144,12 +137,7 @@ def test_cancel_mid_proposal_stops_the_episode_and_runs_nothing(tmp_path):
         if "recursively" in "".join(seen):
             cancel.set()
 
-    try:
-        episode = Episode(agent, world.history(), steps=3, on_text=on_text)
-        end = run_episode(episode, runner_world(world.runner, world.log, world.session), cancel=cancel)
-    finally:
-        world.close()
-        agent.close()
+    end, episode = play(world, agent, steps=3, on_text=on_text, cancel=cancel)
     assert end.reason == STOPPED and end.turns == 0 and episode.last_proposal.cancelled
     assert not world.path.exists()
 
@@ -164,12 +152,7 @@ def test_a_reviewer_decides_and_the_record_says_how(tmp_path):
         text = next(answers)
         return Decision("stop") if text is None else judged(proposal, domain.parse_action(text))
 
-    try:
-        end = run_episode(Episode(agent, world.history(), steps=5, review=review),
-                          runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    end, _ = play(world, agent, steps=5, review=review)
     assert end.reason == STOPPED and end.turns == 3
     saved = read_trajectory(world.path)
     assert [(turn.action, turn.agent["decision"], turn.agent["proposal"]) for turn in saved.turns] == [
@@ -186,11 +169,7 @@ def test_no_agent_action_is_executed_on_the_host(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "system", lambda *a: ran.append(a) or pytest.fail("a shell was started"))
     agent, _ = agent_of(actions)
     world = World(tmp_path)
-    try:
-        end = run_episode(Episode(agent, world.history(), steps=3), runner_world(world.runner, world.log, world.session))
-    finally:
-        world.close()
-        agent.close()
+    end, _ = play(world, agent, steps=3)
     assert end.turns == 3 and not ran
     assert not marker.exists() and victim.read_text() == "precious"
     assert [turn.action for turn in read_trajectory(world.path).turns] == actions
