@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from agentworld_local.agent.prompt import action_text, agent_messages, reask_message
 from agentworld_local.agent.protocol import AgentHistory, OnText, Proposal
 from agentworld_local.engine.types import AnswerChunk, GenerationDone, SamplingConfig, ThinkBudget, ThinkingChunk
-from agentworld_local.errors import AwlError
+from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.resume_rules import model_ref
 
 #: An agent's answer is one action: short. Enough for a tool call with a file's content in it.
@@ -30,6 +31,23 @@ def _load(spec: str, options: dict[str, Any], cancel: threading.Event, notice: C
     from agentworld_local.session.loading import load_backend
 
     return load_backend(spec, progress=lambda fraction: not cancel.is_set(), notice=notice, **options)
+
+
+def check_agent_spec(spec: str) -> None:
+    """A mistake in an agent's spec, said before any model loads (a world model takes minutes)."""
+    from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
+    from agentworld_local.session.loading import SCRIPTED
+
+    if spec.startswith(SPEC_PREFIX):
+        RemoteOptions.from_spec(spec)
+    elif spec.startswith(SCRIPTED):
+        if not Path(spec[len(SCRIPTED):]).is_file():
+            raise InputError(f"The agent's answer file {spec[len(SCRIPTED):]} does not exist.",
+                             "Give an existing file after `scripted:`.")
+    else:
+        from agentworld_local.models.resolve import resolve_model
+
+        resolve_model(spec)  # a missing file or an unknown name, with its next step
 
 
 class ModelAgent:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentworld_local.agent import AgentHistory, Episode, Proposal
 from agentworld_local.agent.episode import AUTO, APPROVED, STOP, UNREADABLE, Decision, judged
-from agentworld_local.agent.model_agent import ModelAgent
+from agentworld_local.agent.model_agent import ModelAgent, check_agent_spec
 from agentworld_local.agent.prompt import identity_label
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.session_loop import play_lines, say_notice
@@ -45,6 +45,10 @@ def check_agent_options(agent: str | None, steps: int | None, approve: bool, con
     if approve and not sys.stdin.isatty():
         raise InputError("--approve asks about each proposal at a terminal, and stdin is not one.",
                          "Run it in a terminal, or drop --approve to let the agent run.")
+    try:
+        check_agent_spec(agent)
+    except AwlError as error:
+        raise InputError(f"--agent: {error.message}", error.hint) from None
     return steps or DEFAULT_AGENT_STEPS
 
 

@@ -82,8 +82,12 @@ def test_json_events_carry_the_agent_side(tmp_path):
     (["--agent", "scripted:x.json", "--agent-steps", "0"], ("--agent-steps 0 must be at least 1",)),
     (["--agent", "scripted:x.json", "--approve"], ("--approve asks about each proposal at a terminal", "drop --approve")),
     (["--agent", "scripted:x.json", "--resume", "last"], ("--resume cannot go with it",)),
+    (["--agent", "scripted:x.json"], ("--agent: The agent's answer file x.json does not exist",)),
+    (["--agent", "openai:qwen3"], ("--agent: `openai:qwen3` is not a server model", "openai:MODEL@URL")),
+    (["--agent", "no/such/agent.gguf"], ("--agent:", "agent.gguf")),
 ])
 def test_agent_options_are_checked_before_any_model_loads(tmp_path, args, fragments):
+    # The world model's own file is missing too: an agent mistake must be said first.
     assert_one_line_error(awl("run", "-m", "scripted:missing.json", *args, home=tmp_path, stdin=""), *fragments)
 
 
