@@ -8,12 +8,16 @@ OpenAI-compatible server on 127.0.0.1 (tests/remote/fake_openai.py) through the 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from agentworld_local.testing.answers import ANSWERS
 from agentworld_local.trajectory.reader import read_trajectory
-from tests.cli.helpers import assert_one_line_error, awl, scripted_model
+from tests.cli.helpers import REPO, assert_one_line_error, awl, awl_env, scripted_model
 from tests.remote.fake_openai import FakeOpenAI, Reply
 
 WORLD = [item for item in ANSWERS if not item.several_blocks and item.finish == "stop"]
@@ -152,3 +156,32 @@ def test_approve_asks_about_each_proposal_and_records_the_answer():
 def test_play_checks_the_agent_options_before_the_screen_opens(tmp_path):
     assert_one_line_error(awl("play", "-m", "scripted:missing.json", "--agent-steps", "2", home=tmp_path),
                           "--agent-steps only works with --agent")
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_agent_proposes_keeps_the_finished_turns(tmp_path, signum, code):
+    slow = Reply("I am going to look at every file in the tree, one by one, carefully. " * 6 + "\n```\nls -laR /\n```",
+                 chunks=(2,), delay_s=0.05)
+    server = FakeOpenAI(replies=[Reply("pwd"), slow], models=["agent-model"])
+    out = tmp_path / "s.jsonl"
+    args = ["run", "-m", world(tmp_path), "--agent", f"openai:agent-model@{server.base_url}", "--agent-steps", "3",
+            "--out", str(out)]
+    process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main", *args], env=awl_env(tmp_path),
+                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2 or not out.exists() or out.read_text().count("\n") < 2:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.02)
+        time.sleep(0.3)  # the second proposal is streaming
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        server.close()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    saved = read_trajectory(out)
+    assert [(turn.action, turn.agent["proposal"]) for turn in saved.turns] == [("pwd", "pwd")]
+    assert out.read_text().endswith("\n")  # no half-written line
