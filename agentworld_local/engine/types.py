@@ -131,3 +131,9 @@ class ModelInfo:
     backend: str = "llama.cpp"
     #: A remote server's API root, without credentials (None in this process).
     endpoint: str | None = None
+    #: How llama.cpp in this process ran the model (None where it did not say, or elsewhere):
+    #: flash attention on or off, the KV cache's type, and the layers whose routed experts were
+    #: kept in RAM (-1: every layer's, --cpu-moe; 0: none).
+    flash_attention: bool | None = None
+    kv_type: str | None = None
+    cpu_moe: int | None = None

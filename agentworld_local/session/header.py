@@ -6,7 +6,8 @@ from typing import Any
 
 from agentworld_local import __version__
 from agentworld_local.engine.world import World
-from agentworld_local.trajectory.schema import Header, ModelRef
+from agentworld_local.session.resume_rules import model_ref
+from agentworld_local.trajectory.schema import Header
 
 
 def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: str = "") -> Header:
@@ -14,16 +15,7 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
     settings = world.settings
     return Header(
         awl_version=__version__,
-        model=ModelRef(
-            name=info.name,
-            path=info.path,
-            file_size=info.file_size,
-            sha256=info.sha256,
-            sha256_scope=info.sha256_scope,
-            architecture=info.architecture,
-            # A remote model: which kind of server and where (the key is never recorded).
-            extra={"backend": info.backend, "endpoint": info.endpoint} if getattr(info, "endpoint", None) else {},
-        ),
+        model=model_ref(info),
         sampling=settings.sampling.to_dict(),
         seed=settings.seed,
         think=settings.think.label(),

@@ -170,10 +170,16 @@ def check_backend(ref: ModelRef | None, info: Any, path: Path) -> None:
 
 
 def model_ref(info: Any) -> ModelRef:
-    """What a trajectory records about a loaded backend (its ModelInfo)."""
+    """What a trajectory records about a loaded backend (its ModelInfo): which model, and for
+    llama.cpp in this process how it ran (context, GPU layers, flash attention, KV type,
+    experts kept in RAM)."""
+    # A remote model: which kind of server and where (the key is never recorded).
     served = {"backend": info.backend, "endpoint": info.endpoint} if getattr(info, "endpoint", None) else {}
+    local = getattr(info, "kv_type", None) is not None  # only a GGUF loaded here has a KV cache type
+    ran = {key: getattr(info, key, None) for key in ("n_ctx", "gpu_layers", "flash_attention", "kv_type", "cpu_moe")}
     return ModelRef(name=info.name, path=info.path, file_size=info.file_size, sha256=info.sha256,
-                    sha256_scope=info.sha256_scope, architecture=info.architecture, extra=served)
+                    sha256_scope=info.sha256_scope, architecture=info.architecture, extra=served,
+                    **(ran if local else {}))
 
 
 def _served(ref: ModelRef | None) -> bool:

@@ -99,6 +99,13 @@ class ModelRef:
     sha256: str | None = None
     sha256_scope: str = "none"  # "first-8MiB", "file" or "none"
     architecture: str | None = None
+    # Added within v1 (optional, written only when known, so older files still read and a
+    # scripted or remote session's header is unchanged): how llama.cpp in awl's process ran it.
+    n_ctx: int | None = None
+    gpu_layers: int | None = None
+    flash_attention: bool | None = None
+    kv_type: str | None = None  # "f16", "q8_0"
+    cpu_moe: int | None = None  # layers whose routed experts stayed in RAM; -1: every layer's
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +114,7 @@ class ModelRef:
             name=self.name, path=self.path, file_size=self.file_size, sha256=self.sha256,
             sha256_scope=self.sha256_scope, architecture=self.architecture,
         )
+        out.update((key, getattr(self, key)) for key in _RUN_KEYS if getattr(self, key) is not None)
         return out
 
     @classmethod
@@ -120,8 +128,17 @@ class ModelRef:
             sha256=_get(data, "sha256", (str, NoneT), None),
             sha256_scope=_get(data, "sha256_scope", (str,), "none"),
             architecture=_get(data, "architecture", (str, NoneT), None),
+            n_ctx=_get(data, "n_ctx", (int, NoneT), None),
+            gpu_layers=_get(data, "gpu_layers", (int, NoneT), None),
+            flash_attention=_get(data, "flash_attention", (bool, NoneT), None),
+            kv_type=_get(data, "kv_type", (str, NoneT), None),
+            cpu_moe=_get(data, "cpu_moe", (int, NoneT), None),
             extra=_extra(data, cls),
         )
+
+
+#: ModelRef's record of how the model ran (ModelInfo has the same names).
+_RUN_KEYS = ("n_ctx", "gpu_layers", "flash_attention", "kv_type", "cpu_moe")
 
 
 def _model_ref(data: dict[str, Any] | None) -> ModelRef | None:

@@ -152,6 +152,9 @@ class LlamaBackend:
             gpu_layers=self.gpu_layers if supports_gpu_offload() else 0,
             chat_template_source="gguf" if embedded else "fallback",
             template_thinks=template_handles_thinking(self.template.source),
+            flash_attention=self.flash_attention,
+            kv_type=offload.kv_type,
+            cpu_moe=offload.cpu_moe,
         )
         #: The sessions' places in the context (sequences.py): per sequence its tokens, its
         #: checkpoints, its pinned positions and whether its live state holds exactly its tokens
