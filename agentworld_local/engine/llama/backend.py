@@ -37,7 +37,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots
-from agentworld_local.engine.llama.speculation import PromptLookup, speculation_default
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, PromptLookup, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
@@ -113,8 +113,12 @@ class LlamaBackend:
         #: The load options used: what was asked, with the plan's experts in RAM.
         self.offload = offload
         identity = file_identity(path)
+        #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
+        #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
+        self.speculate = offload.speculate == "on" or (
+            offload.speculate == "auto" and speculation_default(self.gpu_layers if supports_gpu_offload() else 0))
         options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload,
-                       sequences=max(1, sequences))
+                       sequences=max(1, sequences), rollback=MAX_DRAFT if self.speculate else 0)
         with LOAD_LOCK, load_progress(progress):
             try:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
@@ -174,9 +178,6 @@ class LlamaBackend:
         # n_seq: a context with several sequences lays out its KV cache in as many streams.
         self._state_key = StateKey(identity.sha256, identity.size, llama_build, offload.kv_type, flash,
                                    self.info.architecture, llama_cpp.llama_n_seq_max(self._ctx))
-        #: Whether the sampling loop verifies prompt-lookup drafts.
-        self.speculate = speculation_default(self.info.architecture, self.info.gpu_layers) \
-            if offload.speculate == "auto" else offload.speculate == "on"
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # set by close(): a generation in flight stops
         self._freed = False
@@ -678,8 +679,10 @@ class LlamaBackend:
         position and apply the sampler at each: a draft token is accepted while the sampler picks
         it (so sampling at any temperature gives what it would without the draft). The context
         keeps the whole batch; returns (the accepted tokens, the token the sampler picked after
-        them or None, the recurrent state before the batch for `_keep`)."""
-        snapshot = self._copy_state() if self._stateful else None
+        them or None, the recurrent state before the batch for `_keep` when llama.cpp keeps no
+        snapshots to roll back to)."""
+        rollback = llama_cpp.llama_n_rs_seq(self._ctx) >= len(batch) - 1
+        snapshot = self._copy_state() if self._stateful and not rollback else None
         self._decode(batch, all_logits=True)
         stats.drafted += len(batch) - 1
         for i in range(len(batch) - 1):
@@ -692,15 +695,20 @@ class LlamaBackend:
 
     def _keep(self, base: int, kept: int, snapshot: bytes | None) -> None:
         """After a verify from `base`, keep `kept` of its tokens in the context. Attention drops
-        the rest; recurrent layers cannot, so their state goes back to `snapshot` (taken before
-        the batch) and the kept tokens are evaluated again."""
+        the rest, and so do recurrent layers that keep a snapshot per token (llama.cpp's
+        n_rs_seq, loading.with_rollback); otherwise their state goes back to `snapshot` (taken
+        before the batch) and the kept tokens are evaluated again."""
         tokens = self._tokens[base : base + kept]
         seq = self._seq.id
         if snapshot is None:
             with self._batcher.exclusive():
-                llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
+                dropped = llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
             del self._tokens[base + kept :]
             self._llm.n_tokens = len(self._tokens)
+            if not dropped:
+                self._live = False  # the next turn restores from a checkpoint
+                raise GenerationError("llama.cpp refused to roll back a rejected draft.",
+                                      "Run the turn again with `--speculate off`.")
             return
         with self._batcher.exclusive():
             restored = checkpoints.set_state(self._ctx, snapshot, seq)

@@ -130,6 +130,54 @@ def is_out_of_memory(log: str) -> bool:
     return any("failed to allocate" in line or "out of memory" in line.lower() for line in log.splitlines())
 
 
+@contextlib.contextmanager
+def with_sequences(sequences: int) -> Iterator[None]:
+    """While a `Llama()` is created (it has no such option): its context holds `sequences`
+    sequences, each with a KV cache of the `n_ctx` asked (llama.cpp's non-unified cache: each
+    sequence its own cells, so one session never runs out of room because of another) and
+    its own recurrent state."""
+    if sequences <= 1:
+        yield
+        return
+    bindings = llama_cpp.llama_cpp
+    init = bindings.llama_init_from_model
+
+    def init_with_sequences(model: Any, params: Any) -> Any:
+        params.n_seq_max = sequences  # a copy: passed by value
+        params.n_ctx = params.n_ctx * sequences
+        params.kv_unified = False
+        return init(model, params)
+
+    bindings.llama_init_from_model = init_with_sequences
+    try:
+        yield
+    finally:
+        bindings.llama_init_from_model = init
+
+
+@contextlib.contextmanager
+def with_rollback(tokens: int) -> Iterator[None]:
+    """While a `Llama()` is created: its recurrent layers keep a snapshot of their state after
+    each of the last `tokens` tokens of a batch, so that `llama_memory_seq_rm` can drop up to
+    that many (a rejected speculative draft) instead of refusing (llama.cpp's `n_rs_seq`, for
+    the architectures it supports; others ignore it). Costs `tokens` more copies of the state."""
+    if tokens <= 0:
+        yield
+        return
+    bindings = llama_cpp.llama_cpp
+    init = bindings.llama_init_from_model
+
+    def init_with_rollback(model: Any, params: Any) -> Any:
+        params.n_rs_seq = tokens  # a copy: passed by value
+        return init(model, params)
+
+    bindings.llama_init_from_model = init_with_rollback
+    try:
+        yield
+    finally:
+        bindings.llama_init_from_model = init
+
+
 def open_llama(
     path: Path,
     gpu_layers: int,
@@ -140,13 +188,17 @@ def open_llama(
     echo: Callable[[str], None] | None,
     options: OffloadOptions = OffloadOptions(),
     retrying: bool = False,
+    sequences: int = 1,
+    rollback: int = 0,
 ) -> Llama:
     """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only;
-    `options`: expert offload, flash attention, KV cache type (placement.py)."""
+    `options`: expert offload, flash attention, KV cache type (placement.py); `sequences`:
+    how many sessions keep a place in the context at once (with_sequences); `rollback`: recurrent
+    tokens a sequence can drop at its end (with_rollback)."""
     LOGS.clear()
     LOGS.echo = echo
     try:
-        with tuned_load(options):
+        with tuned_load(options), with_sequences(sequences), with_rollback(rollback):
             return Llama(
                 model_path=str(path),
                 n_gpu_layers=gpu_layers,

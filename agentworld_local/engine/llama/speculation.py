@@ -26,6 +26,10 @@ def _decode(data: bytes | bytearray) -> list[int]:
     return array("i", bytes(data)).tolist()
 
 
+#: The longest draft verified at once (a hybrid model keeps this many recurrent snapshots).
+MAX_DRAFT = 8
+
+
 class PromptLookup:
     """The context's tokens, and drafts looked up in them.
 
@@ -33,7 +37,7 @@ class PromptLookup:
     the most recent earlier occurrence wins (the latest screen is the likeliest to repeat).
     """
 
-    def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = 8) -> None:
+    def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = MAX_DRAFT) -> None:
         if not 1 <= min_ngram <= max_ngram or max_draft < 1:
             raise ValueError("need 1 <= min_ngram <= max_ngram and max_draft >= 1")
         self.min_ngram, self.max_ngram, self.max_draft = min_ngram, max_ngram, max_draft
@@ -76,6 +80,6 @@ class PromptLookup:
 
 
 
-def speculation_default(architecture: str | None, gpu_layers: int) -> bool:
+def speculation_default(gpu_layers: int) -> bool:
     """`--speculate auto`: on only where bench/speculation.py measured it faster (docs/speculation.md)."""
     return False
