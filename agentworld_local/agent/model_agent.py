@@ -100,8 +100,19 @@ class ModelAgent:
             cancel.set()
             raise
 
-    def _propose(self, history: AgentHistory, on_text: OnText | None, cancel: threading.Event) -> Proposal:
+    def _fitting_messages(self, history: AgentHistory) -> list[dict[str, str]]:
+        """The conversation, leaving out the oldest turns while it would not fit the agent
+        model's context with room for its answer and a second ask."""
+        room = self._backend.info.n_ctx - 2 * AGENT_MAX_TOKENS
+        omitted = 0
         messages = agent_messages(history)
+        while omitted < len(history.turns) and self._backend.count_tokens(messages, self._think) > room:
+            omitted += 1
+            messages = agent_messages(history, omitted=omitted)
+        return messages
+
+    def _propose(self, history: AgentHistory, on_text: OnText | None, cancel: threading.Event) -> Proposal:
+        messages = self._fitting_messages(history)
         text = thinking = ""
         for ask in range(1, ASKS + 1):
             text, thinking, cancelled = self._ask(messages, ask, on_text, cancel)

@@ -51,11 +51,17 @@ def observation_message(observation: str, turn: int) -> str:
     return f"The environment shows (turn {turn}):\n{shown}\n\nYour next action?"
 
 
-def agent_messages(history: AgentHistory) -> list[dict[str, str]]:
-    """The conversation for the next action: system, then observation/action pairs."""
-    messages = [{"role": "system", "content": system_message(history)},
-                {"role": "user", "content": observation_message(history.initial_state, 0)}]
-    for number, (action, observation) in enumerate(history.turns, start=1):
+def agent_messages(history: AgentHistory, *, omitted: int = 0) -> list[dict[str, str]]:
+    """The conversation for the next action: system, then observation/action pairs. With
+    `omitted`, the first that many turns are left out (the agent model's context is full) and
+    the conversation starts at the observation before the first turn kept."""
+    messages = [{"role": "system", "content": system_message(history)}]
+    if omitted:
+        earlier = f"({omitted} earlier turn{'s' * (omitted != 1)} no longer shown.)\n"
+        messages.append({"role": "user", "content": earlier + observation_message(history.turns[omitted - 1][1], omitted)})
+    else:
+        messages.append({"role": "user", "content": observation_message(history.initial_state, 0)})
+    for number, (action, observation) in enumerate(history.turns[omitted:], start=omitted + 1):
         messages.append({"role": "assistant", "content": action})
         messages.append({"role": "user", "content": observation_message(observation, number)})
     return messages

@@ -194,3 +194,20 @@ def test_judged_tells_approved_edited_and_replaced_apart():
     assert judged(proposal, domain.parse_action("grep -rn TODO src")).kind == APPROVED
     assert judged(proposal, domain.parse_action("grep -rn FIXME src")).kind == EDITED
     assert judged(proposal, domain.parse_action("make test")).kind == REPLACED
+
+
+def test_a_long_episode_leaves_the_oldest_turns_out_of_the_agents_context():
+    from agentworld_local.agent.model_agent import AGENT_MAX_TOKENS
+
+    backend = ScriptedBackend(["pwd"], name="agent-model", n_ctx=2 * AGENT_MAX_TOKENS + 900)
+    agent = ModelAgent("scripted:agent", backend=backend)
+    turns = [(f"cat part{n}.txt", f"part {n}: " + "lorem ipsum " * 40) for n in range(1, 31)]
+    try:
+        proposal = agent.propose(AgentHistory(get_domain("terminal"), "Read the parts", "$ ", turns))
+    finally:
+        agent.close()
+    assert proposal.action.text == "pwd"
+    sent = backend.last_messages
+    assert backend.count_tokens(sent, None) <= backend.info.n_ctx - 2 * AGENT_MAX_TOKENS
+    assert "earlier turns no longer shown" in sent[1]["content"] and "part 30:" in sent[-1]["content"]
+    assert sent[2]["role"] == "assistant" and sent[1]["content"].count("part ") == 1  # starts at a kept turn's observation
