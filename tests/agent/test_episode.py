@@ -126,7 +126,8 @@ def test_an_answer_that_never_parses_ends_the_episode_with_a_clear_reason(tmp_pa
     assert not world.path.exists()  # no turn: the new session leaves no file
 
 
-def test_cancel_mid_proposal_stops_the_episode_and_runs_nothing(tmp_path):
+@pytest.mark.parametrize("after", [1, 2, 7, 20, 45])
+def test_cancel_mid_proposal_stops_the_episode_and_runs_nothing(tmp_path, after):
     agent, _ = agent_of(["I'll list everything, recursively, with sizes: ```\nls -laR /\n```"], chunk=1, delay_s=0.002)
     world = World(tmp_path)
     cancel = threading.Event()
@@ -134,7 +135,7 @@ def test_cancel_mid_proposal_stops_the_episode_and_runs_nothing(tmp_path):
 
     def on_text(piece: str, ask: int) -> None:  # the user presses Esc as the proposal streams
         seen.append(piece)
-        if "recursively" in "".join(seen):
+        if len(seen) == after:
             cancel.set()
 
     end, episode = play(world, agent, steps=3, on_text=on_text, cancel=cancel)

@@ -92,3 +92,17 @@ async def test_quit_mid_proposal_leaves_a_consistent_file(tmp_path):
     saved = read_trajectory(tmp_path / "session.jsonl")
     assert [(turn.action, turn.agent["decision"]) for turn in saved.turns] == [("ls", "approved")]
     assert saved.turns[0].observation
+
+
+async def test_escape_while_a_proposal_waits_leaves_it_to_the_user_as_their_own_action(tmp_path):
+    app = session_app(tmp_path, scripted(*WORLD), agent=agent("ls -la", "pwd"), agent_steps=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        await proposal_shown(pilot, "ls -la")
+        await pilot.press("escape")
+        await wait_for(lambda: app.screen.agent_loop.end is not None, timeout_s=30)
+        assert field(app).value == "ls -la" and "stopped" in widget_text(app, "#agent-proposal")
+        await pilot.press("enter")
+        await settle(pilot)
+    saved = read_trajectory(tmp_path / "session.jsonl")
+    assert [(turn.action, turn.agent) for turn in saved.turns] == [("ls -la", None)]
