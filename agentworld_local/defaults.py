@@ -9,9 +9,9 @@ from __future__ import annotations
 #: Context size in tokens when nothing better is known (a scripted backend, a server that does
 #: not say, a file that cannot be inspected); a GGUF loaded here gets what the machine holds.
 DEFAULT_CTX = 16384
-#: The most a GGUF gets without --ctx: llama.cpp reserves the whole KV cache up front and
-#: masks all of it for every batch (a 70-token batch took ~4x longer at 32k than at 4k on the
-#: test fixture, see docs/PERFORMANCE.md), so a context nobody asked for costs every turn.
+#: The most a GGUF gets without --ctx: llama.cpp reserves the whole KV cache at load and a
+#: larger one can slow every batch (bench/context_cost.py measures it), so a context nobody
+#: asked for should not cost every turn.
 DEFAULT_CTX_CEILING = 32768
 #: The longest system prompt, a starting state and one observation: below this nothing useful fits.
 MIN_CTX = 2048

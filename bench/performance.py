@@ -34,6 +34,7 @@ SECTIONS = (
     "turn_cost",
     "restore_time",
     "decode_speed",
+    "context_cost",
     "memory_growth",
     "checkpoint_copy",
     "cli_startup",

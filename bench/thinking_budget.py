@@ -26,7 +26,7 @@ from agentworld_local.engine.types import SamplingConfig, ThinkBudget  # noqa: E
 from agentworld_local.engine.world import World  # noqa: E402
 
 ACTIONS = ["ls -la", "cat README.md", "python --version"]
-FULL_CAP = 2048
+FULL_CAP = 1536
 
 
 def per_turn(backend: LlamaBackend, think: str, turns: int, max_tokens: int) -> dict[str, float]:
@@ -47,7 +47,7 @@ def per_turn(backend: LlamaBackend, think: str, turns: int, max_tokens: int) -> 
 
 def section(quick: bool) -> str:
     kinds, budgets, turns, max_tokens = ((["tiny"], ["off", "32"], 1, 16) if quick
-                                         else (["gemma", "big"], ["off", "256", "1024", "full"], 3, 256))
+                                         else (["gemma", "big"], ["off", "256", "1024", "full"], 3, 128))
     rows, notes = [], []
     for kind in kinds:
         path = model(kind)
