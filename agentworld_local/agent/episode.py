@@ -27,6 +27,8 @@ AUTO, APPROVED, EDITED, REPLACED = "auto", "approved", "edited", "replaced"
 STOP = "stop"
 #: Why an episode ended (EpisodeEnd.reason).
 STEPS, TASK, UNREADABLE, STOPPED = "steps", "task", "unreadable", "stopped"
+#: The most turns an episode takes when no limit is given: enough to do something, few enough to watch.
+DEFAULT_STEPS = 10
 #: A submitted action this similar to the proposal (difflib's ratio) was edited, not replaced.
 _EDITED_RATIO = 0.5
 

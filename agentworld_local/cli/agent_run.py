@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentworld_local.agent import AgentHistory, Episode, Proposal
-from agentworld_local.agent.episode import AUTO, APPROVED, STOP, UNREADABLE, Decision, judged
+from agentworld_local.agent.episode import AUTO, APPROVED, DEFAULT_STEPS, STOP, UNREADABLE, Decision, judged
 from agentworld_local.agent.model_agent import ModelAgent, check_agent_spec
 from agentworld_local.agent.prompt import identity_label
 from agentworld_local.cli.consoles import stderr_console
@@ -25,8 +25,6 @@ from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
 from agentworld_local.terminal_text import safe_for_terminal
 
-#: `--agent-steps` when not given: an episode long enough to do something, short enough to watch.
-DEFAULT_AGENT_STEPS = 10
 CHOICES = "[y] run it  [e] edit  [r] replace  [a] let it run  [q] quit"
 
 
@@ -36,7 +34,7 @@ def check_agent_options(agent: str | None, steps: int | None, approve: bool, con
         given = "--agent-steps" if steps is not None else "--approve" if approve else None
         if given:
             raise InputError(f"{given} only works with --agent.", "Add `--agent openai:MODEL@URL` or `--agent PATH.gguf`.")
-        return 0
+        return DEFAULT_STEPS
     other = next((name for name, value in conflicts.items() if value), None)
     if other:
         raise InputError(f"--agent proposes every action itself; {other} cannot go with it.", f"Drop {other}, or --agent.")
@@ -49,7 +47,7 @@ def check_agent_options(agent: str | None, steps: int | None, approve: bool, con
         check_agent_spec(agent)
     except AwlError as error:
         raise InputError(f"--agent: {error.message}", error.hint) from None
-    return steps or DEFAULT_AGENT_STEPS
+    return steps or DEFAULT_STEPS
 
 
 def load_agent(spec: str, load: dict[str, Any]) -> ModelAgent:

@@ -86,7 +86,7 @@ def play(
         model = remote.spec  # what the start screen's model field shows
     start_screen = model is None
     agent_model = load_agent(agent, dict(gpu_layers=gpu_layers, threads=threads)) if agent is not None else None
-    run_screen(make_app(agent=agent_model, agent_steps=steps or 10, model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
+    run_screen(make_app(agent=agent_model, agent_steps=steps, model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
                         prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
                         max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen,
                         offload=offload))

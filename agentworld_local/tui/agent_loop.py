@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from agentworld_local.agent import AgentHistory, Episode, EpisodeEnd, Proposal, run_episode
-from agentworld_local.agent.episode import AUTO, STOP, AgentStep, Decision, judged
+from agentworld_local.agent.episode import AUTO, DEFAULT_STEPS, STOP, AgentStep, Decision, judged
 from agentworld_local.agent.prompt import identity_label
 from agentworld_local.domains.base import Action
 from agentworld_local.errors import Cancelled
@@ -144,7 +144,7 @@ class AgentHooks:
         agent = getattr(self.app, "agent", None)  # type: ignore[attr-defined]
         if agent is None:
             return
-        self.agent_loop = AgentLoop(self, agent, steps=getattr(self.app, "agent_steps", 10))  # type: ignore[attr-defined]
+        self.agent_loop = AgentLoop(self, agent, steps=getattr(self.app, "agent_steps", DEFAULT_STEPS))  # type: ignore[attr-defined]
         self._proposal_line().show(f"{self.agent_loop.label} is proposing the first action…  (Esc stops the agent)")
         self.agent_loop.start()
 

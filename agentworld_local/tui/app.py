@@ -20,6 +20,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from agentworld_local.agent.episode import DEFAULT_STEPS
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.runner import NewSession, SessionRunner, SessionView
@@ -55,7 +56,7 @@ class AwlApp(App[None]):
         replay_path: Path | None = None, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
         timings: bool = True, files_each_turn: bool = False, start_screen: bool = False,
         models: list[str] | None = None, remote: Any = None, offload: Any = None, agent: Any = None,
-        agent_steps: int = 10,
+        agent_steps: int = DEFAULT_STEPS,
     ) -> None:
         """`backend`: a model loaded already (tests); the runner owns it from here on.
         `remote`: a server's model (RemoteOptions), loaded when the model chosen is `remote.spec`.
@@ -310,7 +311,7 @@ def make_app(
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
     temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
     prompts: str | Path | None = None, remote: Any = None, offload: Any = None, agent: Any = None,
-    agent_steps: int = 10,
+    agent_steps: int = DEFAULT_STEPS,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
