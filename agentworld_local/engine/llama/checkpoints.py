@@ -49,6 +49,8 @@ def save_sequence(ctx: Any, path: Path, seq: int = SEQ) -> bool:
     at `path`; False when llama.cpp could not. llama.cpp copies it into the file's memory map,
     so a real model's hundreds of MB never become Python bytes (the kernel writes them out)."""
     size = llama_cpp.llama_state_seq_get_size_ext(ctx, seq, _WHOLE)
+    if not size:
+        return False  # nothing to save (and mmap refuses 0 bytes)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.ftruncate(descriptor, size)
