@@ -218,7 +218,10 @@ def _sse_event(event: events.SessionEvent) -> dict[str, str]:
 async def _reap(registry: SessionRegistry) -> None:
     while True:
         await asyncio.sleep(min(_REAP_EVERY_S, max(registry.limits.idle_s / 4, 0.05)))
-        await registry.close_idle()
+        try:
+            await registry.close_idle()
+        except Exception:  # noqa: BLE001 - the next round tries again; requests are not affected
+            continue
 
 
 def _bearer(token: str) -> Any:

@@ -71,6 +71,7 @@ class SessionRegistry:
         self._open: dict[str, OpenSession] = {}
         self._closed: dict[str, str] = {}  # why a session this server had open was closed
         self._opening = 0
+        self._resuming: dict[str, asyncio.Lock] = {}
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -82,9 +83,10 @@ class SessionRegistry:
     async def resume(self, sid: str) -> dict[str, Any]:
         """Open a saved session of the folder again (a no-op for one that is open)."""
         path = self._file(sid)
-        if sid in self._open:
-            return self._open[sid].state()
-        return await self._opened(lambda runner: runner.resume(path))
+        async with self._resuming.setdefault(sid, asyncio.Lock()):  # two clients resuming it: one opens it
+            if sid in self._open:
+                return self._open[sid].state()
+            return await self._opened(lambda runner: runner.resume(path))
 
     async def fork(self, sid: str, turn: int | None) -> dict[str, Any]:
         """A new session with the first `turn` turns (default: all); both stay open."""

@@ -212,8 +212,17 @@ def test_a_restarted_server_lists_the_sessions_and_resumes_them(tmp_path):
         assert client.get(f"/sessions/{empty['id']}").status_code == 404
         refused = client.post(f"/sessions/{first['id']}/step", json={"action": "echo 2"})
         assert refused.status_code == 409 and "/resume" in refused.json()["hint"]
-        resumed = client.post(f"/sessions/{first['id']}/resume").json()
+        answers = []
+        racers = [threading.Thread(target=lambda: answers.append(client.post(f"/sessions/{first['id']}/resume")))
+                  for _ in range(4)]  # clients resuming it at once: all get it, it opens once
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(60)
+        assert [response.status_code for response in answers] == [200] * 4
+        resumed = answers[0].json()
         assert resumed["turns"] == 1 and resumed["observation"] == SHOWN[0].observation
+        assert client.get("/health").json()["sessions_open"] == 1
         assert client.post(f"/sessions/{first['id']}/step", json={"action": "echo 2"}).json()["turn"] == 2
     assert actions_in(first["file"]) == ["echo 1", "echo 2"]
     assert answer("thinking_then_tags") == SHOWN[0]
