@@ -66,3 +66,13 @@ def test_sigterm_stops_the_server_with_every_turn_saved_and_a_token_guards_it(tm
     assert "every session's turns are saved" in err and "Traceback" not in err
     assert [path.stem for path in (tmp_path / "sessions").iterdir()] == [sid]
     assert [turn.action for turn in read_trajectory(tmp_path / "sessions" / f"{sid}.jsonl").turns] == ["ls"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--model", "/nonexistent/world.gguf"], "Model file not found: /nonexistent/world.gguf."),
+    (["--max-sessions", "0"], "--max-sessions must be more than 0."),
+])
+def test_a_bad_start_is_one_line_and_leaves_no_server(tmp_path, args, said):
+    done = awl_serve(tmp_path, "--port", str(free_port()), *args)
+    _, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and err.strip().count("\n") == 0 and said in err and "Traceback" not in err
