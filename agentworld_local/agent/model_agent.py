@@ -115,10 +115,13 @@ class ModelAgent:
         messages = self._fitting_messages(history)
         text = thinking = ""
         for ask in range(1, ASKS + 1):
-            text, thinking, cancelled = self._ask(messages, ask, on_text, cancel)
-            if cancelled:
+            text, thinking, finish = self._ask(messages, ask, on_text, cancel)
+            if finish == "cancelled":
                 return Proposal(text, None, thinking, ask, cancelled=True)
             try:
+                if finish in ("length", "repetition"):  # cut off: whatever it is, not one whole action
+                    raise InputError(f"The answer ran on past {AGENT_MAX_TOKENS} tokens without ending.",
+                                     "Answer with the action alone.")
                 return Proposal(text, history.domain.parse_action(action_text(text)), thinking, ask)
             except AwlError as error:
                 reason = f"{error.message} {error.hint or ''}".strip()
@@ -127,7 +130,8 @@ class ModelAgent:
         return Proposal(text, None, thinking, ASKS, error=reason)
 
     def _ask(self, messages: list[dict[str, str]], ask: int, on_text: OnText | None,
-             cancel: threading.Event) -> tuple[str, str, bool]:
+             cancel: threading.Event) -> tuple[str, str, str]:
+        """The answer, its thinking, and how it ended (GenerationStats.finish)."""
         if self._backend is None:
             raise AwlError("The agent model was closed.", "Start the agent again.")
         self._asked += 1
@@ -144,7 +148,7 @@ class ModelAgent:
                 thinking.append(event.text)
             elif isinstance(event, GenerationDone):
                 finish = event.stats.finish
-        return "".join(answer), "".join(thinking), finish == "cancelled" or cancel.is_set()
+        return "".join(answer), "".join(thinking), "cancelled" if cancel.is_set() else finish
 
 
 def _shown_spec(spec: str) -> str:

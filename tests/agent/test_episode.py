@@ -212,3 +212,18 @@ def test_a_long_episode_leaves_the_oldest_turns_out_of_the_agents_context():
     assert backend.count_tokens(sent, None) <= backend.info.n_ctx - 2 * AGENT_MAX_TOKENS
     assert "earlier turns no longer shown" in sent[1]["content"] and "part 30:" in sent[-1]["content"]
     assert sent[2]["role"] == "assistant" and sent[1]["content"].count("part ") == 1  # starts at a kept turn's observation
+
+
+def test_an_answer_cut_off_at_the_agents_token_limit_is_no_action(tmp_path):
+    rambling = ScriptedAnswer("Let me think about the terminal. " * 20, chunk=4, finish="length")
+    backend = ScriptedBackend([rambling, ScriptedAnswer("pwd", chunk=1)], name="agent-model")
+    agent = ModelAgent("scripted:agent", backend=backend)
+    world = World(tmp_path)
+    end, _ = play(world, agent, steps=1)
+    assert end.turns == 1
+    assert read_trajectory(world.path).turns[0].agent == {"proposal": "pwd", "decision": AUTO, "asks": 2}
+    assert "ran on past 1024 tokens without ending" in backend.last_messages[-1]["content"]
+
+    (tmp_path / "second").mkdir()
+    end, _ = play(World(tmp_path / "second"), ModelAgent("scripted:agent", backend=ScriptedBackend([rambling])), steps=3)
+    assert end.reason == UNREADABLE and "ran on past" in end.message
