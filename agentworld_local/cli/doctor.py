@@ -108,7 +108,7 @@ def render(facts: dict[str, Any], console: Console) -> None:
     table.add_row("config file", files["config"] + ("" if files["config_exists"] else " (none yet)"))
     table.add_row("sessions", files["sessions"])
     states = files["state_cache"]
-    table.add_row("prompt state cache", f"{states['directory']}: {states['files']} files, "
+    table.add_row("prompt states", f"{states['directory']}: {states['files']} files, "
                   f"{format_bytes(states['bytes'])} (`awl cache clear` empties it)")
     console.print(table)
     console.print()
