@@ -69,7 +69,12 @@ class ModelAgent:
         self._current = threading.Event()  # the cancel of the proposal in progress
         self._backend: Any = backend
         if backend is None:
-            self._backend = self._on_owner(lambda: _load(spec, dict(load_options or {}), self._stop, notice), self._stop)
+            try:
+                self._backend = self._on_owner(lambda: _load(spec, dict(load_options or {}), self._stop, notice),
+                                               self._stop)
+            except BaseException:  # a failed or interrupted load leaves no thread behind
+                self._owner.shutdown(wait=False)
+                raise
         info = self._backend.info
         #: For the trajectory header: which model, where (a server's endpoint, never its key).
         self.identity: dict[str, Any] = {**model_ref(info).to_dict(), "backend": info.backend, "spec": _shown_spec(spec)}
