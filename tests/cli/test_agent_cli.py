@@ -185,3 +185,12 @@ def test_a_signal_while_the_agent_proposes_keeps_the_finished_turns(tmp_path, si
     saved = read_trajectory(out)
     assert [(turn.action, turn.agent["proposal"]) for turn in saved.turns] == [("pwd", "pwd")]
     assert out.read_text().endswith("\n")  # no half-written line
+
+
+def test_an_agent_server_that_cannot_be_reached_is_one_line(tmp_path):
+    from tests.remote.conftest import free_port
+
+    result = awl("run", "-m", world(tmp_path), "--agent", f"openai:agent-model@http://127.0.0.1:{free_port()}/v1",
+                 "--out", str(tmp_path / "s.jsonl"), home=tmp_path)
+    assert_one_line_error(result, "127.0.0.1")
+    assert not (tmp_path / "s.jsonl").exists()
