@@ -12,7 +12,6 @@ import typer
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.model_options import offload_model_options
 from agentworld_local.cli.models import models_app
-from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.models.gguf_file import check_gguf_path
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.units import format_bytes, format_size
@@ -60,8 +59,9 @@ def _run_command(target: Any, plan: Any, offload: OffloadOptions) -> str:
     return " ".join(words) + f" --ctx {plan.n_ctx}"
 
 
-def collect(spec: str, *, plan: bool, ctx: int, offload: OffloadOptions | None = None) -> dict[str, Any]:
-    """Everything `awl models info` shows, as plain data (the `--json` output)."""
+def collect(spec: str, *, plan: bool, ctx: int | None, offload: OffloadOptions | None = None) -> dict[str, Any]:
+    """Everything `awl models info` shows, as plain data (the `--json` output); `ctx` None: the
+    context a load without --ctx would get (session.loading.default_ctx)."""
     path, choice = _locate(spec)
     facts: dict[str, Any] = {
         "schema": SCHEMA, "version": VERSION, "model": spec,
@@ -87,15 +87,20 @@ def collect(spec: str, *, plan: bool, ctx: int, offload: OffloadOptions | None =
     if plan:
         offload = offload or OffloadOptions()
         offload.check_model(summary.expert_count, path.name)
-        estimate = estimate_memory(summary, ctx, kv_type=offload.kv_type, flash_attn=offload.flash_attn != "off")
         hardware = llama.machine_hardware()
+        ctx_reason = "as asked"
+        if ctx is None:
+            from agentworld_local.session.loading import default_ctx
+
+            ctx, ctx_reason = default_ctx(summary, hardware, offload)
+        estimate = estimate_memory(summary, ctx, kv_type=offload.kv_type, flash_attn=offload.flash_attn != "off")
         layout = plan_offload(estimate, hardware, n_ctx_wanted=ctx, cpu_moe=offload.cpu_moe)
         sized = estimate.with_ctx(layout.n_ctx)
         facts["memory"] = estimate.to_dict()
         facts["plan"] = layout.to_dict() | {
             "gpus": [gpu.name for gpu in hardware.gpus],
             "cpu_expert_bytes": sized.cpu_experts(list(sized.layers), layout.cpu_moe),
-            "flash_attn": offload.flash_attn, "kv_type": offload.kv_type,
+            "flash_attn": offload.flash_attn, "kv_type": offload.kv_type, "ctx_reason": ctx_reason,
         }
         facts["run_command"] = _run_command(choice.spec if choice else path, layout, offload)
     return facts
@@ -174,6 +179,8 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
     memory, plan = facts["memory"], facts["plan"]
     n_ctx = memory["n_ctx"]
     table.add_row("", "")
+    if plan.get("ctx_reason", "as asked") != "as asked":
+        table.add_row("context (no --ctx)", f"{n_ctx:,} tokens: {plan['ctx_reason']}")
     table.add_row(f"memory at {n_ctx:,} tokens", "(estimate, before loading)")
     mtp = f"; MTP layer skipped: {format_bytes(memory['skipped_mtp_bytes'])}" if memory["skipped_mtp_bytes"] else ""
     table.add_row("  weights", f"{format_bytes(memory['weights_bytes'])}  ({_per_layer_weights(memory)}{mtp})")
@@ -237,7 +244,9 @@ def info(
     model: str = typer.Argument(..., help="A registry name (`NAME` or `NAME:QUANT`) or a path to a .gguf file.",
                                 metavar="NAME|PATH"),
     plan: bool = typer.Option(False, "--plan", help="Estimate memory for --ctx and plan GPU layers on this machine."),
-    ctx: int = typer.Option(DEFAULT_CTX, "--ctx", min=1, help="Context size (tokens) for the estimate and the plan."),
+    ctx: int = typer.Option(None, "--ctx", min=1, show_default=False,
+                            help="Context size (tokens) for the estimate and the plan (default: what a load without "
+                                 "--ctx gets on this machine)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     offload: OffloadOptions | None = None,
 ) -> None:

@@ -115,7 +115,7 @@ def test_info_plan_shows_the_estimate_and_what_fits_here(tmp_path, qwen_gguf):
     assert memory["total_bytes"] == (memory["weights_bytes"] + memory["kv_bytes"] + memory["recurrent_bytes"]
                                      + memory["compute_bytes"])
     assert [layer["kind"] for layer in memory["layers"]].count("attention") == 2
-    assert plan["fits"] and plan["n_ctx"] == 8192 and plan["max_layers"] == 9
+    assert plan["fits"] and plan["n_ctx"] == 8192 and plan["max_layers"] == 9 and plan["ctx_reason"] == "as asked"
     if CPU_BUILD:
         assert plan["gpu_layers"] == 0 and plan["gpus"] == []
     assert facts["run_command"].endswith(f"--gpu-layers {plan['gpu_layers']} --ctx 8192")
@@ -151,6 +151,9 @@ def test_info_by_registry_name(tmp_path, mtp_gguf):
     assert facts["registry"]["name"] == "tiny-world" and facts["downloaded"]
     assert facts["gguf"]["architecture"] == "qwen35moe" and facts["plan"]["fits"]
     assert facts["run_command"].startswith("awl run --model tiny-world:")
+    # Without --ctx the plan is for the context a load gets: the fixture is tiny, so the ceiling.
+    assert facts["plan"]["n_ctx"] == facts["memory"]["n_ctx"] == 32768
+    assert facts["plan"]["ctx_reason"] == "the default ceiling; the model takes up to 65,536 with --ctx"
 
 
 def test_info_bad_input_is_one_line_with_the_next_step(tmp_path, mtp_gguf):
