@@ -30,16 +30,29 @@ ASKS = 2
 def _load(spec: str, options: dict[str, Any], cancel: threading.Event, notice: Callable[[str], None] | None) -> Any:
     from agentworld_local.session.loading import load_backend
 
-    return load_backend(spec, progress=lambda fraction: not cancel.is_set(), notice=notice, **options)
+    model = None if options.get("remote") is not None else spec  # a server's: its options carry the key variable
+    return load_backend(model, progress=lambda fraction: not cancel.is_set(), notice=notice, **options)
 
 
-def check_agent_spec(spec: str) -> None:
-    """A mistake in an agent's spec, said before any model loads (a world model takes minutes)."""
+def _remote(spec: str, key_env: str | None) -> Any:
+    """A server agent's RemoteOptions (its key read from `key_env`, default OPENAI_API_KEY), or None."""
     from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
+
+    if not spec.startswith(SPEC_PREFIX):
+        if key_env is not None:
+            raise InputError("A key variable only goes with an agent on a server (openai:MODEL@URL).",
+                             "Drop the agent's key variable, or give a server's model.")
+        return None
+    return RemoteOptions.from_spec(spec, api_key_env=key_env)
+
+
+def check_agent_spec(spec: str, key_env: str | None = None) -> None:
+    """A mistake in an agent's spec, said before any model loads (a world model takes minutes)."""
     from agentworld_local.session.loading import SCRIPTED
 
-    if spec.startswith(SPEC_PREFIX):
-        RemoteOptions.from_spec(spec)
+    remote = _remote(spec, key_env)
+    if remote is not None:
+        remote.api_key()  # a named variable that is not set
     elif spec.startswith(SCRIPTED):
         if not Path(spec[len(SCRIPTED):]).is_file():
             raise InputError(f"The agent's answer file {spec[len(SCRIPTED):]} does not exist.",
@@ -56,8 +69,9 @@ class ModelAgent:
 
     def __init__(self, spec: str, *, load_options: dict[str, Any] | None = None, temperature: float = 0.6,
                  think: str = "off", seed: int = 0, notice: Callable[[str], None] | None = None,
-                 backend: Any = None) -> None:
-        """`backend`: one loaded already (tests); it then belongs to the agent, which closes it."""
+                 backend: Any = None, key_env: str | None = None) -> None:
+        """`backend`: one loaded already (tests); it then belongs to the agent, which closes it.
+        `key_env`: the environment variable with a server's key (default OPENAI_API_KEY when set)."""
         self.spec = spec
         self._owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="awl-agent")
         self._stop = threading.Event()
@@ -69,9 +83,9 @@ class ModelAgent:
         self._current = threading.Event()  # the cancel of the proposal in progress
         self._backend: Any = backend
         if backend is None:
+            options = {**(load_options or {}), "remote": _remote(spec, key_env)}
             try:
-                self._backend = self._on_owner(lambda: _load(spec, dict(load_options or {}), self._stop, notice),
-                                               self._stop)
+                self._backend = self._on_owner(lambda: _load(spec, options, self._stop, notice), self._stop)
             except BaseException:  # a failed or interrupted load leaves no thread behind
                 self._owner.shutdown(wait=False)
                 raise

@@ -28,10 +28,12 @@ from agentworld_local.terminal_text import safe_for_terminal
 CHOICES = "[y] run it  [e] edit  [r] replace  [a] let it run  [q] quit"
 
 
-def check_agent_options(agent: str | None, steps: int | None, approve: bool, conflicts: dict[str, Any]) -> int:
+def check_agent_options(agent: str | None, steps: int | None, approve: bool, conflicts: dict[str, Any],
+                        key_env: str | None = None) -> int:
     """The agent options, checked before any model loads; the step limit."""
     if agent is None:
-        given = "--agent-steps" if steps is not None else "--approve" if approve else None
+        given = ("--agent-steps" if steps is not None else "--approve" if approve else
+                 "--agent-key-env" if key_env is not None else None)
         if given:
             raise InputError(f"{given} only works with --agent.", "Add `--agent openai:MODEL@URL` or `--agent PATH.gguf`.")
         return DEFAULT_STEPS
@@ -44,16 +46,16 @@ def check_agent_options(agent: str | None, steps: int | None, approve: bool, con
         raise InputError("--approve asks about each proposal at a terminal, and stdin is not one.",
                          "Run it in a terminal, or drop --approve to let the agent run.")
     try:
-        check_agent_spec(agent)
+        check_agent_spec(agent, key_env)
     except AwlError as error:
         raise InputError(f"--agent: {error.message}", error.hint) from None
     return steps or DEFAULT_STEPS
 
 
-def load_agent(spec: str, load: dict[str, Any]) -> ModelAgent:
+def load_agent(spec: str, load: dict[str, Any], key_env: str | None = None) -> ModelAgent:
     """The agent model, on its own thread (a second GGUF, a server, a scripted model)."""
     options = {key: load[key] for key in ("gpu_layers", "threads", "verbose") if key in load}
-    agent = ModelAgent(spec, load_options=options, notice=lambda text: say_notice(f"agent model: {text}"))
+    agent = ModelAgent(spec, load_options=options, notice=lambda text: say_notice(f"agent model: {text}"), key_env=key_env)
     if not load.get("quiet"):
         stderr_console().print(f"awl: the agent is {safe_for_terminal(identity_label(agent.identity))}",
                                markup=False, style="dim")

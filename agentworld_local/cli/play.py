@@ -43,6 +43,7 @@ def play(
     threads: int = options.THREADS,
     agent: str = typer.Option(None, "--agent", help="An agent model proposes each action into the action line (Enter runs it, edit or replace it first, ctrl+l lets it run, Esc stops it): openai:MODEL@URL, a .gguf path or a registry name, or scripted:FILE.", show_default=False),
     agent_steps: int = typer.Option(None, "--agent-steps", help="With --agent: the most turns the agent proposes (default 10).", show_default=False),
+    agent_key_env: str = typer.Option(None, "--agent-key-env", help="With --agent openai:...: the environment variable that holds the agent server's key (default: OPENAI_API_KEY when set).", show_default=False),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
@@ -62,7 +63,7 @@ def play(
                              f"Drop {given}, or start a new session.")
     check_ctx_value(ctx)
     threads = check_threads(threads)
-    steps = check_agent_options(agent, agent_steps, False, {})
+    steps = check_agent_options(agent, agent_steps, False, {}, agent_key_env)
     if resume is not None:
         from agentworld_local.session.listing import resolve_session_file
         from agentworld_local.session.resume_rules import ResumeOptions, plan_resume
@@ -85,7 +86,7 @@ def play(
     if remote is not None:
         model = remote.spec  # what the start screen's model field shows
     start_screen = model is None
-    agent_model = load_agent(agent, dict(gpu_layers=gpu_layers, threads=threads)) if agent is not None else None
+    agent_model = load_agent(agent, dict(gpu_layers=gpu_layers, threads=threads), agent_key_env) if agent is not None else None
     run_screen(make_app(agent=agent_model, agent_steps=steps, model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
                         prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
                         max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen,

@@ -150,6 +150,7 @@ def run(
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
     agent: str = typer.Option(None, "--agent", help="An agent model proposes every action: openai:MODEL@URL (key from OPENAI_API_KEY), a .gguf path or a registry name (loaded beside the world model), or scripted:FILE.", show_default=False),
     agent_steps: int = typer.Option(None, "--agent-steps", help="With --agent: the most turns the agent takes (default 10); the domain's own ending (`[]` in the terminal) ends the episode sooner.", show_default=False),
+    agent_key_env: str = typer.Option(None, "--agent-key-env", help="With --agent openai:...: the environment variable that holds the agent server's key (default: OPENAI_API_KEY when set). The key itself is never written.", show_default=False),
     approve: bool = typer.Option(False, "--approve", help="With --agent, at a terminal: ask about each proposal (run it, edit it, replace it, let the agent run, quit)."),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
@@ -176,7 +177,8 @@ def run(
     check_ctx_value(ctx)
     threads = check_threads(threads)
     steps = check_agent_options(agent, agent_steps, approve, {"a script": script is not None and str(script) != "-",
-                                                             "--resume": resume, "--from-bench": from_bench})
+                                                             "--resume": resume, "--from-bench": from_bench},
+                                agent_key_env)
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote,
                 offload=offload)
     if resume is not None:
@@ -227,7 +229,8 @@ def run(
     new = NewSession.from_spec(resolved, out)
     runner, log = start_runner()
     if agent is not None:
-        _agent_session(runner, log, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model)
+        _agent_session(runner, log, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model,
+                       key_env=agent_key_env)
     try:
         say_model_limits(load_model(runner, log, model, **load), think)
         code = play_lines(runner, log, lambda: runner.open(new), lines, printer=printer,
@@ -238,12 +241,12 @@ def run(
 
 
 def _agent_session(runner: Any, log: Any, new: NewSession, spec: str, load: dict[str, Any], *, steps: int,
-                   approve: bool, printer: TurnPrinter, think: str, model: str | None) -> None:
+                   approve: bool, printer: TurnPrinter, think: str, model: str | None, key_env: str | None) -> None:
     """`--agent`: the agent model proposes every action; always ends the command (typer.Exit)."""
     agent_model = None
     try:
         say_model_limits(load_model(runner, log, model, **load), think)
-        agent_model = load_agent(spec, load)
+        agent_model = load_agent(spec, load, key_env)
         code = run_agent_session(runner, log, new, agent_model, steps=steps, approve=approve, printer=printer)
     finally:
         runner.close()

@@ -194,3 +194,19 @@ def test_an_agent_server_that_cannot_be_reached_is_one_line(tmp_path):
                  "--out", str(tmp_path / "s.jsonl"), home=tmp_path)
     assert_one_line_error(result, "127.0.0.1")
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_the_agent_servers_key_comes_from_the_named_variable_and_is_never_written(tmp_path):
+    server = FakeOpenAI(replies=[Reply("pwd")], models=["agent-model"], key="agent-secret-1234")
+    out = tmp_path / "s.jsonl"
+    spec = f"openai:agent-model@{server.base_url}"
+    try:
+        missing = awl("run", "-m", world(tmp_path), "--agent", spec, "--agent-key-env", "AGENT_KEY", home=tmp_path)
+        result = awl("run", "-m", world(tmp_path), "--agent", spec, "--agent-key-env", "AGENT_KEY", "--agent-steps", "1",
+                     "--out", str(out), home=tmp_path, env=awl_env(tmp_path, AGENT_KEY="agent-secret-1234"))
+    finally:
+        server.close()
+    assert_one_line_error(missing, "AGENT_KEY", "is not set")
+    assert result.returncode == 0, result.stderr
+    assert [turn.action for turn in read_trajectory(out).turns] == ["pwd"]
+    assert "agent-secret-1234" not in out.read_text() and "agent-secret-1234" not in result.stderr
