@@ -12,7 +12,7 @@ from agentworld_local.errors import InputError
 ALL_LAYERS = -1
 FLASH_ATTN_MODES = ("auto", "on", "off")
 #: --speculate: prompt-lookup drafts verified in one batch (engine/llama/speculation.py).
-SPECULATE_MODES = ("auto", "on", "off")
+SPECULATE_MODES = ("auto", "on", "off", "mtp")
 #: KV cache types offered, with their bytes per cached value (q8_0: 34-byte blocks of 32).
 KV_TYPE_BYTES = {"f16": 2.0, "q8_0": 34 / 32}
 
@@ -55,7 +55,7 @@ class OffloadOptions:
                              "Drop `--flash-attn off`, or use `--kv-type f16`.")
         drafts = speculate.strip().lower()
         if drafts not in SPECULATE_MODES:
-            raise InputError(f"Unknown --speculate `{speculate}`.", "Use `--speculate auto`, `on` or `off`.")
+            raise InputError(f"Unknown --speculate `{speculate}`.", "Use `--speculate auto`, `on`, `off` or `mtp`.")
         return cls(cpu_moe=ALL_LAYERS if cpu_moe else (n_cpu_moe or 0), flash_attn=mode, kv_type=kv, speculate=drafts)
 
     @property

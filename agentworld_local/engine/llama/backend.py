@@ -35,6 +35,7 @@ from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
 from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
+from agentworld_local.engine.llama.mtp import MTP_DRAFT, MtpDrafter
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots
 from agentworld_local.engine.llama.speculation import MAX_DRAFT, PromptLookup, speculation_default
@@ -115,10 +116,13 @@ class LlamaBackend:
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
-        self.speculate = offload.speculate == "on" or (
+        self.speculate = offload.speculate in ("on", "mtp") or (
             offload.speculate == "auto" and speculation_default(self.gpu_layers if supports_gpu_offload() else 0))
+        if offload.speculate == "mtp" and sequences > 1:
+            raise AwlError("`--speculate mtp` drafts for one session at a time.", "Use `--speculate on` with several sessions.")
         options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload,
-                       sequences=max(1, sequences), rollback=MAX_DRAFT if self.speculate else 0)
+                       sequences=max(1, sequences), rollback=MAX_DRAFT if self.speculate else 0,
+                       mtp=offload.speculate == "mtp")
         with LOAD_LOCK, load_progress(progress):
             try:
                 self._llm = open_llama(path, self.gpu_layers, n_ctx, **options)
@@ -135,6 +139,14 @@ class LlamaBackend:
             self.flash_attention = LOGS.flash_attention
         llm = self._llm
         self._ctx = llm.ctx
+        #: The model's MTP layer as the drafter (`--speculate mtp`), else None (mtp.py).
+        self._mtp: MtpDrafter | None = None
+        if offload.speculate == "mtp":
+            try:
+                self._mtp = MtpDrafter(llm.model, self._ctx, llm.n_ctx(), n_batch)
+            except AwlError:
+                llm.close()  # a model without an MTP layer: nothing stays loaded
+                raise
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
         self._stateful = bool(
@@ -365,6 +377,8 @@ class LlamaBackend:
                 "Try a smaller `--ctx` or `--gpu-layers`; run with `--verbose` to see llama.cpp's log.",
             ) from None
         sequence.tokens.extend(tokens)
+        if self._mtp is not None:
+            self._mtp.after_target(len(sequence.tokens) - len(tokens), tokens)
 
     def _sample_at(self, sampler: Any, index: int) -> int:
         """Sample from the last decode's logits at `index` (its position in that decode; -1:
@@ -604,7 +618,7 @@ class LlamaBackend:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
-        lookup = PromptLookup(self._tokens) if self.speculate else None
+        lookup = PromptLookup(self._tokens) if self.speculate and self._mtp is None else None
         started = time.perf_counter()
         token: int | None = None  # the next token, when a draft's verify already sampled it
         try:
@@ -620,7 +634,7 @@ class LlamaBackend:
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.finish = "stop"
                     break
-                draft = self._draft(lookup, token, rules) if lookup is not None else []
+                draft = self._draft(lookup, token, rules) if self.speculate else []
                 base = len(self._tokens)
                 if draft:
                     step, token, snapshot = self._verify(sampler, [token, *draft], stats)
@@ -656,8 +670,9 @@ class LlamaBackend:
         raw = "".join(rules.raw) + decoder.decode(b"", final=True)
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
 
-    def _draft(self, lookup: PromptLookup, token: int, rules: AnswerRules) -> list[int]:
-        """Tokens to verify after `token`, looked up in the context: none past the end of the
+    def _draft(self, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
+        """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
+        `lookup` None): none past the end of the
         context or of the batch, past the point where a thinking budget or max_tokens ends
         (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
         limit = min(self.room() - 1, self.n_batch - 1)
@@ -666,9 +681,12 @@ class LlamaBackend:
             limit = min(limit, left - 1)  # `token` is fed first
         if limit < 1:
             return []
-        lookup.extend([token])
-        draft = lookup.draft(limit)
-        lookup.truncate(len(lookup) - 1)
+        if lookup is None:
+            draft = self._mtp.draft(token, len(self._tokens), min(limit, MTP_DRAFT))
+        else:
+            lookup.extend([token])
+            draft = lookup.draft(limit)
+            lookup.truncate(len(lookup) - 1)
         for i, drafted in enumerate(draft):
             if llama_cpp.llama_vocab_is_eog(self._vocab, drafted):
                 return draft[:i]
@@ -739,4 +757,6 @@ class LlamaBackend:
         if LOGS.echo == self._notice:
             LOGS.echo = None  # llama.cpp's log outlives the model: stop handing it to this backend's notice
         self._batcher.close()
+        if self._mtp is not None:
+            self._mtp.close()  # its context before the model it reads
         self._llm.close()

@@ -15,6 +15,7 @@ from llama_cpp import Llama
 
 from agentworld_local.engine.llama.devices import llama_cpp_version
 from agentworld_local.engine.llama.logs import LOGS
+from agentworld_local.engine.llama.mtp import with_mtp_layers
 from agentworld_local.engine.llama.placement import llama_kwargs, tuned_load
 from agentworld_local.errors import AwlError, Cancelled, ModelLoadError
 from agentworld_local.models.offload_options import OffloadOptions
@@ -190,15 +191,16 @@ def open_llama(
     retrying: bool = False,
     sequences: int = 1,
     rollback: int = 0,
+    mtp: bool = False,
 ) -> Llama:
     """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only;
     `options`: expert offload, flash attention, KV cache type (placement.py); `sequences`:
     how many sessions keep a place in the context at once (with_sequences); `rollback`: recurrent
-    tokens a sequence can drop at its end (with_rollback)."""
+    tokens a sequence can drop at its end (with_rollback); `mtp`: load the model's MTP block too."""
     LOGS.clear()
     LOGS.echo = echo
     try:
-        with tuned_load(options), with_sequences(sequences), with_rollback(rollback):
+        with tuned_load(options), with_sequences(sequences), with_rollback(rollback), with_mtp_layers(mtp):
             return Llama(
                 model_path=str(path),
                 n_gpu_layers=gpu_layers,
