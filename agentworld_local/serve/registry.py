@@ -98,11 +98,14 @@ class SessionRegistry:
 
     async def close(self, sid: str, why: str = "it was closed by a client") -> dict[str, Any]:
         session = self._session(sid)
-        outcome = await self.bridge.call(lambda runner: runner.close_session(session.key), lock=session.lock,
-                                         gate=lambda: self._still_open(session))
-        self._open.pop(sid, None)
-        self._closed[sid] = why
-        check(outcome)
+
+        def closed(event: events.SessionEvent) -> None:  # in the command's task: a client gone changes nothing
+            if isinstance(event, (events.Saved, events.Discarded)):
+                self._open.pop(sid, None)
+                self._closed[sid] = why
+
+        outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), lock=session.lock,
+                                               gate=lambda: self._still_open(session), watch=closed))
         return {"id": sid, "file": str(session.path), "saved": outcome.first(events.Saved) is not None,
                 "turns": session.turns}
 
@@ -187,17 +190,20 @@ class SessionRegistry:
                               "Close one (DELETE /sessions/ID) and try again.")
         self._opening += 1
         try:
-            outcome = check(await self.bridge.call(send, **options))
+            outcome = check(await self.bridge.call(send, watch=self._register, **options))
         finally:
             self._opening -= 1
-        opened = outcome.first(events.SessionOpened)
-        view = opened.view
-        sid = Path(opened.path).stem
-        session = OpenSession(sid, Path(opened.path), opened.domain,
-                              [view.initial_state, *(turn.observation for turn in view.branch)], opened.turns, opened.head)
-        self._open[sid] = session
-        self._closed.pop(sid, None)
-        return session.state()
+        return self._open[Path(outcome.first(events.SessionOpened).path).stem].state()
+
+    def _register(self, event: events.SessionEvent) -> None:
+        """A session the runner opened is followed from then on (in the command's task, so a
+        client that went away meanwhile leaves no session the server does not know)."""
+        if isinstance(event, events.SessionOpened) and event.view is not None:
+            view, sid = event.view, Path(event.path).stem
+            self._open[sid] = OpenSession(sid, Path(event.path), event.domain,
+                                          [view.initial_state, *(turn.observation for turn in view.branch)],
+                                          event.turns, event.head)
+            self._closed.pop(sid, None)
 
     def _session(self, sid: str) -> OpenSession:
         session = self._open.get(sid)
