@@ -79,7 +79,8 @@ def section(quick: bool) -> str:
     parts = ["## Resident memory per turn",
              f"A {turns}-turn terminal session on the {LABELS[kind]} ({tokens} tokens per turn) in a child process: "
              "its resident set after each turn beside the bytes its turn checkpoints hold. The last column is what "
-             "the process gained since turn 1 beyond the checkpoints (it should stay near 0)."]
+             "the process gained since turn 1 beyond the checkpoints (it should stay near 0; below 0 when the "
+             "checkpoints reuse memory llama.cpp had already taken and freed)."]
     for flash in ("auto", "off"):
         rows = measure(path, turns, tokens, flash)
         parts.append(f"Flash attention `{flash}`:")
