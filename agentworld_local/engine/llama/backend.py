@@ -519,8 +519,10 @@ class LlamaBackend:
             tokens, system = self._known_prefix(messages)
             if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
                 return 0  # nothing known, too long for the context, or in the context already
+            # The positions a turn pins (see _generate), made here when the prefetch passes them.
+            self._pinned = {system, self._turn_one_end(messages, tokens)} - {0}
             stats = GenerationStats()
-            self._evaluate_prompt(tokens, [system, len(tokens)], system, stop, stats, leave_one=False)
+            self._evaluate_prompt(tokens, sorted(self._pinned | {len(tokens)}), system, stop, stats, leave_one=False)
             return stats.prompt_tokens_evaluated - (len(tokens) - len(self._tokens))
 
     def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
