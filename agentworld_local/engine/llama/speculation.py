@@ -81,5 +81,7 @@ class PromptLookup:
 
 
 def speculation_default(gpu_layers: int) -> bool:
-    """`--speculate auto`: on only where bench/speculation.py measured it faster (docs/speculation.md)."""
+    """`--speculate auto`: on only where bench/speculation.py measured it faster. Measured so far:
+    slower on the CPU for both architectures, and no GPU measured: off everywhere
+    (docs/speculation.md, "When it is on")."""
     return False
