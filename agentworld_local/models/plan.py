@@ -216,6 +216,8 @@ def default_context(estimate: MemoryEstimate, hardware: Hardware, *, ceiling: in
     trained = estimate.context_length
     top = max(MIN_CTX, min(ceiling, trained) if trained else ceiling)
     smallest = plan_offload(estimate, hardware, n_ctx_wanted=MIN_CTX, cpu_moe=cpu_moe)
+    if not smallest.fits:
+        return MIN_CTX, "the smallest usable: even that may not fit in free memory (`awl models info MODEL --plan`)"
     n_ctx = top
     while n_ctx > MIN_CTX:
         plan = plan_offload(estimate, hardware, n_ctx_wanted=n_ctx, cpu_moe=cpu_moe)

@@ -440,6 +440,9 @@ def test_without_ctx_a_tight_machine_gets_the_largest_context_that_fits():
     assert MIN_CTX <= n_ctx < 262_144 and "largest that fits" in why
     assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx).fits
     assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx * 2).n_ctx < n_ctx * 2  # the next step does not fit
+    # A machine that cannot hold the model at all: the smallest context, and a reason that says so.
+    n_ctx, why = default_context(estimate, machine(12), ceiling=262_144)
+    assert n_ctx == MIN_CTX and "may not fit" in why
 
 
 def test_without_ctx_a_longer_context_never_costs_gpu_layers_or_experts():
