@@ -230,4 +230,4 @@ def default_context(estimate: MemoryEstimate, hardware: Hardware, *, ceiling: in
         return n_ctx, (f"the default ceiling; the model takes up to {trained:,} with --ctx" if trained
                        else "the default ceiling")
     where = "this machine's free memory" + (" with the same layers on the GPU" if hardware.gpus else "")
-    return n_ctx, f"the largest that fits {where} (the model takes up to {top:,})"
+    return n_ctx, f"the largest that fits {where} ({top:,} would not)"
