@@ -45,18 +45,40 @@ class Outcome:
 
 
 class RunnerBridge:
-    """Owns the runner; `stream()` and `call()` send one command and give back its events."""
+    """Owns the runner; `stream()` and `call()` send one command and give back its events.
+
+    A command of one session (`session=` its runner key) may run beside other sessions' when
+    the runner runs sessions side by side (`runner.parallel`); any other command (a load, an
+    open, a resume, a fork) runs alone. With a runner that takes one command at a time, every
+    command runs alone. Events are routed by the session they name, to the command of that
+    session, else to the one running alone."""
 
     def __init__(self, **runner_options: Any) -> None:
-        self._sink: Callable[[tuple[str | None, events.SessionEvent]], None] | None = None
+        self._blocking: Callable[[tuple[str | None, events.SessionEvent]], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._routes: dict[str | None, Callable[[events.SessionEvent], None]] = {}
         self.runner = SessionRunner(self._emit, **runner_options)
-        self._turn: asyncio.Lock | None = None  # made on the server's loop
+        self._gate: _Gate | None = None  # made on the server's loop
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def parallel(self) -> bool:
+        """Whether the runner takes commands for different sessions at once."""
+        return bool(getattr(self.runner, "parallel", False))
+
     def _emit(self, session: str | None, event: events.SessionEvent) -> None:
-        sink = self._sink
-        if sink is not None:
-            sink((session, event))
+        if self._blocking is not None:
+            self._blocking((session, event))
+        elif self._loop is not None:
+            if self._loop_thread == threading.get_ident():  # a refusal, said inside send()
+                self._route(session, event)
+            else:
+                self._loop.call_soon_threadsafe(self._route, session, event)
+
+    def _route(self, session: str | None, event: events.SessionEvent) -> None:
+        target = self._routes.get(session) or self._routes.get(None)
+        if target is not None:
+            target(event)
 
     # -- from the event loop -----------------------------------------------------------------
 
@@ -82,36 +104,31 @@ class RunnerBridge:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _run(self, send: Send, deliver: Callable[[Any], None], *, lock: asyncio.Lock | None = None,
-                   gate: Callable[[], None] | None = None,
+    async def _run(self, send: Send, deliver: Callable[[Any], None], *, session: str | None = None,
+                   lock: asyncio.Lock | None = None, gate: Callable[[], None] | None = None,
                    watch: Callable[[events.SessionEvent], None] | None = None) -> None:
-        """`lock`: one more lock held around the command (a session's); `gate` runs under it
-        first and may raise to refuse the command (the error reaches whoever awaits it);
-        `watch` sees every event, whether or not anybody still reads them."""
+        """`session`: the runner's key of the session the command is for (None: a command of no
+        one session, which runs alone); `lock`: one more lock held around the command (the
+        session's); `gate` runs under it first and may raise to refuse the command (the error
+        reaches whoever awaits it); `watch` sees every event, whether or not anybody still reads them."""
         try:
             async with lock or _NO_LOCK:
                 if gate is not None:
                     gate()
-                await self._send(send, deliver, watch)
+                await self._send(send, session, deliver, watch)
         finally:
             deliver(_END)
 
-    async def _send(self, send: Send, deliver: Callable[[Any], None],
+    async def _send(self, send: Send, session: str | None, deliver: Callable[[Any], None],
                     watch: Callable[[events.SessionEvent], None] | None) -> None:
-        if self._turn is None:
-            self._turn = asyncio.Lock()
-        loop = asyncio.get_running_loop()
-        async with self._turn:  # until the runner takes commands for several sessions at once
+        if self._gate is None:
+            self._gate = _Gate()
+            self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        beside = session is not None and self.parallel
+        async with (self._gate.shared() if beside else self._gate.alone()):
+            key = session if beside else None
             arrived: asyncio.Queue[events.SessionEvent] = asyncio.Queue()
-
-            def sink(item: tuple[str | None, events.SessionEvent]) -> None:
-                if threading.get_ident() == loop_thread:  # a refusal, said inside send()
-                    arrived.put_nowait(item[1])
-                else:
-                    loop.call_soon_threadsafe(arrived.put_nowait, item[1])
-
-            loop_thread = threading.get_ident()
-            self._sink = sink
+            self._routes[key] = arrived.put_nowait
             try:
                 accepted = send(self.runner)
                 while accepted or not arrived.empty():
@@ -122,14 +139,14 @@ class RunnerBridge:
                     if isinstance(event, (events.Ready, events.Refused)):
                         return
             finally:
-                self._sink = None
+                del self._routes[key]
 
     # -- from a plain thread (the CLI before the server starts) -------------------------------
 
     def call_blocking(self, send: Send, on_event: Callable[[events.SessionEvent], None] | None = None) -> Outcome:
         """The same, waiting on this thread: no event loop runs yet (the model's load)."""
         arrived: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
-        self._sink = arrived.put
+        self._blocking = arrived.put
         outcome = Outcome()
         try:
             accepted = send(self.runner)
@@ -144,8 +161,47 @@ class RunnerBridge:
                 if isinstance(event, (events.Ready, events.Refused)):
                     return outcome
         finally:
-            self._sink = None
+            self._blocking = None
 
     def close(self, timeout: float | None = None) -> None:
         """Cancel what runs, close every session (each turn saved) and free the model."""
         self.runner.close(timeout)
+
+
+class _Gate:
+    """Commands that may run beside each other (`shared`), and those that run alone (`alone`:
+    it waits for the shared ones to end, and new shared ones wait for it)."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Condition()
+        self._shared = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    @contextlib.asynccontextmanager
+    async def shared(self) -> AsyncIterator[None]:
+        async with self._changed:
+            await self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._shared -= 1
+                self._changed.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def alone(self) -> AsyncIterator[None]:
+        async with self._changed:
+            self._waiting_alone += 1
+            try:
+                await self._changed.wait_for(lambda: not self._alone and self._shared == 0)
+            finally:
+                self._waiting_alone -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._alone = False
+                self._changed.notify_all()

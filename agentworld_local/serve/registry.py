@@ -104,8 +104,8 @@ class SessionRegistry:
                 self._open.pop(sid, None)
                 self._closed[sid] = why
 
-        outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), lock=session.lock,
-                                               gate=lambda: self._still_open(session), watch=closed))
+        outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), session=session.key,
+                                               lock=session.lock, gate=lambda: self._still_open(session), watch=closed))
         return {"id": sid, "file": str(session.path), "saved": outcome.first(events.Saved) is not None,
                 "turns": session.turns}
 
@@ -127,11 +127,11 @@ class SessionRegistry:
         send: Callable[[SessionRunner], bool] = (
             (lambda runner: runner.step(session.key, action or "")) if kind == "step"
             else (lambda runner: runner.regenerate(session.key)))
-        return self.bridge.stream(send, lock=session.lock, gate=gate, watch=session.watch)
+        return self.bridge.stream(send, session=session.key, lock=session.lock, gate=gate, watch=session.watch)
 
     async def undo(self, sid: str) -> dict[str, Any]:
         session = self._session(sid)
-        check(await self.bridge.call(lambda runner: runner.undo(session.key), lock=session.lock,
+        check(await self.bridge.call(lambda runner: runner.undo(session.key), session=session.key, lock=session.lock,
                                      gate=lambda: self._still_open(session), watch=session.watch))
         return session.state()
 
