@@ -1,10 +1,11 @@
 """The server's way to the runner (session/runner.py): commands from the event loop, events back.
 
-The runner takes one command at a time and refuses a second one while the first runs. A server
-has many clients, so here they wait their turn instead of being refused: one command at a time
-goes to the runner, and its events (up to its `Ready` or `Refused`) come back to the request
-that sent it. The command runs in a task of its own, so a client that goes away mid-stream
-never leaves a command half-read: it runs to its end and its turn is saved.
+The runner refuses a command it cannot run now (one while another runs; with a backend that
+runs sessions side by side, one beside a command it excludes). A server has many clients, so
+here they wait their turn instead of being refused: only what the runner takes at once goes to
+it at once (see RunnerBridge), and each command's events (up to its `Ready` or `Refused`) come
+back to the request that sent it. The command runs in a task of its own, so a client that goes
+away mid-stream never leaves a command half-read: it runs to its end and its turn is saved.
 """
 
 from __future__ import annotations
