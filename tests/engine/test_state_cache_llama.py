@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -97,10 +98,11 @@ def test_a_damaged_or_foreign_state_is_a_miss_that_is_removed(qwen_gguf, llama_g
     first.close()
     [state] = (tmp_path / "mine").glob("*.seqstate")
     damage(state, next((tmp_path / "other").glob("*.seqstate")))
-    # The header is made to agree with the damaged file, so llama.cpp itself must refuse it
+    # The header is made to agree with the damaged file (size, checksum), so llama.cpp itself must refuse it
     # (its own load_file aborts the process on a truncated file: the backend never uses it).
-    header = state.with_suffix(".json")
-    header.write_text(json.dumps({**json.loads(header.read_text()), "state_bytes": state.stat().st_size}))
+    [header] = (tmp_path / "mine").glob("*.json")
+    header.write_text(json.dumps({**json.loads(header.read_text()), "state_bytes": state.stat().st_size,
+                                  "state_crc32": zlib.crc32(state.read_bytes())}))
     damaged_size = state.stat().st_size
     second = LlamaBackend(qwen_gguf, n_ctx=1024, gpu_layers=0, state_cache=cache)
     done = answer(second)

@@ -85,12 +85,15 @@ def test_two_processes_writing_the_same_state_at_once_leave_one_valid_file(tmp_p
         for process in writers:
             process.join(30)
         assert all(process.exitcode == 0 for process in writers)
-        files = sorted(path.name for path in directory.iterdir())
-        assert len(files) == 2 and files[0].endswith(".json") and files[1].endswith(".seqstate"), files
-        state = (directory / files[1]).read_bytes()
+        [header] = directory.glob("*.json")
+        record = json.loads(header.read_text())
+        state = (directory / record["state_file"]).read_bytes()
         assert len(set(state)) == 1, "the state is one writer's, whole"
-        assert json.loads((directory / files[0]).read_text())["state_bytes"] == len(state) == 64 * 4096
+        assert record["state_bytes"] == len(state) == 64 * 4096
         assert StateCache(directory).lookup(KEY, [1, 2, 3, 4]) is not None
+        # The other writer's state, if its header lost, is a stray of a whole file (removed once stale).
+        others = [path for path in directory.iterdir() if path.name not in (header.name, record["state_file"])]
+        assert len(others) <= 1 and all(path.suffix == ".seqstate" and path.stat().st_size == 64 * 4096 for path in others)
 
 
 @pytest.mark.parametrize("damage", [
@@ -98,13 +101,14 @@ def test_two_processes_writing_the_same_state_at_once_leave_one_valid_file(tmp_p
     lambda header, state: header.write_text(json.dumps({"schema": "someone-else", "version": 1})),
     lambda header, state: header.write_text(header.read_text().replace('"version": 1', '"version": 99')),
     lambda header, state: state.write_bytes(state.read_bytes()[:-1]),  # truncated: not its header's size
+    lambda header, state: state.write_bytes(b"X" + state.read_bytes()[1:]),  # damaged: not its checksum
     lambda header, state: state.unlink(),
 ])
 def test_a_file_the_cache_cannot_trust_is_a_miss_that_is_removed(tmp_path, damage):
     cache = StateCache(tmp_path)
     cache.store(KEY, [1, 2, 3], writer(b"state"))
     [header] = tmp_path.glob("*.json")
-    damage(header, header.with_suffix(".seqstate"))
+    damage(header, tmp_path / json.loads(header.read_text())["state_file"])
     assert cache.lookup(KEY, [1, 2, 3, 4]) is None
     assert list(tmp_path.iterdir()) == []
 
@@ -137,3 +141,16 @@ def test_the_key_changes_with_what_changes_a_state(tmp_path):
                     StateKey("a" * 64, 1000, "0.3.36", "f16", "off", "qwen35moe").fingerprint(),
                     StateKey("a" * 64, 1000, "0.3.36", "f16", "on", "qwen35moe", n_seq=4).fingerprint()}
     assert len(fingerprints) == 6
+
+
+def test_a_stray_state_is_removed_once_stale(tmp_path):
+    from agentworld_local.engine.llama.state_cache import STALE_S
+
+    cache = StateCache(tmp_path)
+    old, recent = tmp_path / "abc-0001.seqstate", tmp_path / "abd-0002.seqstate"  # no header names them
+    for path in (old, recent):
+        path.write_bytes(b"left by a writer that died")
+    long_ago = os.path.getmtime(old) - STALE_S - 60
+    os.utime(old, (long_ago, long_ago))
+    cache.store(KEY, [1], writer(b"x"))  # eviction runs after every store
+    assert not old.exists() and recent.exists(), "a recent one may be a write in progress"
