@@ -100,10 +100,11 @@ _OFFLOAD_OPTIONS = (
     ("flash_attn", str, typer.Option("auto", "--flash-attn", help=f"Flash attention: {', '.join(FLASH_ATTN_MODES)} (auto: on where this llama.cpp build supports it; it shrinks the compute buffer).")),
     ("kv_type", str, typer.Option("f16", "--kv-type", help=f"The KV cache's type: {', '.join(KV_TYPE_BYTES)} (q8_0 halves the cache; it needs flash attention).")),
     ("speculate", str, typer.Option("auto", "--speculate", help=f"Self-speculation: {', '.join(SPECULATE_MODES)} (on: draft the next tokens from text the context already holds; mtp: from the model's multi-token-prediction layer; drafts are verified in one batch, so the tokens are the same either way; auto: on only where it measured faster, see docs/speculation.md).")),
+    ("prefetch", bool, typer.Option(True, "--prefetch/--no-prefetch", help="Between turns, evaluate the next turn's prompt up to its action while you read and type (any command stops it at once; the answers are the same either way).")),
 )
 
 
 def offload_model_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --cpu-moe, --n-cpu-moe, --flash-attn, --kv-type and --speculate to `command`, which takes
+    """Add --cpu-moe, --n-cpu-moe, --flash-attn, --kv-type, --speculate and --no-prefetch to `command`, which takes
     `offload: OffloadOptions` (bad values are one line before anything loads)."""
     return _with_options(command, _OFFLOAD_OPTIONS, "offload", lambda values, others: OffloadOptions.from_flags(**values))

@@ -26,16 +26,18 @@ class OffloadOptions:
     `flash_attn`: auto (llama.cpp decides per device), on, off. `kv_type`: the KV cache's type.
     `speculate`: how the sampling loop decodes, not a layout, but given wherever these are
     (auto: on only where bench/speculation.py measured it faster, docs/speculation.md).
+    `prefetch`: evaluate the next turn's known start while the user types (session/runner.py).
     """
 
     cpu_moe: int = 0
     flash_attn: str = "auto"
     kv_type: str = "f16"
     speculate: str = "auto"
+    prefetch: bool = True
 
     @classmethod
     def from_flags(cls, *, cpu_moe: bool = False, n_cpu_moe: int | None = None, flash_attn: str = "auto",
-                   kv_type: str = "f16", speculate: str = "auto") -> "OffloadOptions":
+                   kv_type: str = "f16", speculate: str = "auto", prefetch: bool = True) -> "OffloadOptions":
         """The options as the command line gives them; InputError for a value that cannot work."""
         if n_cpu_moe is not None and n_cpu_moe < 0:
             raise InputError(f"--n-cpu-moe {n_cpu_moe} must be 0 or more.",
@@ -56,7 +58,8 @@ class OffloadOptions:
         drafts = speculate.strip().lower()
         if drafts not in SPECULATE_MODES:
             raise InputError(f"Unknown --speculate `{speculate}`.", "Use `--speculate auto`, `on`, `off` or `mtp`.")
-        return cls(cpu_moe=ALL_LAYERS if cpu_moe else (n_cpu_moe or 0), flash_attn=mode, kv_type=kv, speculate=drafts)
+        return cls(cpu_moe=ALL_LAYERS if cpu_moe else (n_cpu_moe or 0), flash_attn=mode, kv_type=kv, speculate=drafts,
+                   prefetch=prefetch)
 
     @property
     def cpu_moe_label(self) -> str:

@@ -8,6 +8,7 @@ stderr, the TUI shows them in its own widgets.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def load_backend(
     if model is not None and model != (remote.spec if remote is not None else None):
         # A model typed in a face's one field: `openai:NAME@URL` is a server's; anything else is local.
         remote = RemoteOptions.from_spec(model) if model.startswith(SPEC_PREFIX) else None
-    if offload is not None and offload != type(offload)() and (remote is not None or (model or "").startswith(SCRIPTED)):
+    # --no-prefetch does nothing for these (they have no prefetch) and is no mistake.
+    if offload is not None and replace(offload, prefetch=True) != type(offload)() and (remote is not None or (model or "").startswith(SCRIPTED)):
         raise InputError("--cpu-moe, --n-cpu-moe, --flash-attn and --kv-type set up a GGUF loaded here, not this model.",
                          "Drop them; a server sets these itself.")
     if remote is not None:

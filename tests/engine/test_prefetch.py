@@ -17,8 +17,10 @@ from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
+from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
 from agentworld_local.session.spec import SessionSpec
+from tests.cli.helpers import awl, scripted_model
 
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "pwd"]
 
@@ -240,3 +242,27 @@ def test_a_prefetch_writes_nothing_to_the_session_file(qwen_gguf, tmp_path):
         assert [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]
     finally:
         runner.close()
+
+
+def test_no_prefetch_turns_it_off(qwen_gguf, tmp_path):
+    backend = LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0, threads=1, notice=lambda text: None,
+                           offload=OffloadOptions.from_flags(prefetch=False))
+    log = EventLog()
+    runner = SessionRunner(log, backend=backend)
+    spy = Spy(runner, backend)
+    try:
+        sid = opened(log, runner, tmp_path, "s.jsonl")
+        assert runner.step(sid, "ls")
+        until_ready(log)
+        assert not spy.idle.wait(1.0) and spy.calls == []
+    finally:
+        runner.close()
+
+
+def test_awl_run_takes_no_prefetch_with_any_model(tmp_path):
+    """A model without prefetch (scripted, a server's) has nothing to turn off: no error."""
+    model = scripted_model(tmp_path, "<observation>\nfile.txt\n</observation>")
+    result = awl("run", "-m", model, "--no-prefetch", "-o", str(tmp_path / "s.jsonl"), "--json", home=tmp_path,
+                 stdin="ls\n")
+    assert result.returncode == 0, result.stderr
+    assert "file.txt" in result.stdout

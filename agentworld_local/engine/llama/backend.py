@@ -70,7 +70,7 @@ class LlamaBackend:
     #: system prompts of thousands of tokens). Off for sessions: their checkpoints are turns.
     checkpoint_system_prompt = False
     #: A runner evaluates the next turn's known start while the user types (`prefetch`);
-    #: `awl run --no-prefetch` turns it off.
+    #: `--no-prefetch` (OffloadOptions.prefetch) turns it off.
     idle_prefetch = True
 
     def __init__(
@@ -113,6 +113,7 @@ class LlamaBackend:
             offload = replace(offload, cpu_moe=self.plan.cpu_moe)
         #: The load options used: what was asked, with the plan's experts in RAM.
         self.offload = offload
+        self.idle_prefetch = offload.prefetch
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
