@@ -71,7 +71,8 @@ def measure(path: Path, history: int, tokens: int) -> dict[str, float]:
 
 
 def section(quick: bool) -> str:
-    kind, sizes, tokens = ("tiny", (256, 1024), 4) if quick else ("big", (1_000, 10_000, 50_000), 8)
+    # The test fixture in both modes: a 50k-token history is evaluated once, at the hybrid's prompt speed.
+    kind, sizes, tokens = ("tiny", (256, 1024), 4) if quick else ("tiny", (1_000, 10_000, 50_000), 8)
     path = model(kind)
     rows, results = [], []
     for size in sizes:

@@ -1,6 +1,6 @@
 """Thinking budget against time per turn: `off`, 256, 1024 and `full`.
 
-The same three-turn terminal session per budget (temperature 0.6, the same seed), on
+The same two-turn terminal session per budget (temperature 0.6, the same seed), on
 Gemma 3 270M (real weights: its own length of answer) and on the big generated fixture
 (random weights think until the budget ends them, so it shows the budget's cost as an
 upper bound). Per turn: thinking tokens, answer tokens and seconds, averaged.
@@ -47,7 +47,7 @@ def per_turn(backend: LlamaBackend, think: str, turns: int, max_tokens: int) -> 
 
 def section(quick: bool) -> str:
     kinds, budgets, turns, max_tokens = ((["tiny"], ["off", "32"], 1, 16) if quick
-                                         else (["gemma", "big"], ["off", "256", "1024", "full"], 3, 128))
+                                         else (["gemma", "big"], ["off", "256", "1024", "full"], 2, 128))
     rows, notes = [], []
     for kind in kinds:
         path = model(kind)
