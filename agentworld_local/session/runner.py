@@ -12,7 +12,11 @@ Rules that make it safe by construction:
   will stop at its next token): anything else is refused at once with a `Refused` event
   that says why, never queued behind a running turn nor run beside it.
 - `cancel()` acts at once on what runs (a turn, a probe, a load: llama.cpp's progress
-  callback stops the load).
+  callback stops the load); `cancel(session)` on that session's command alone.
+- With a backend that runs sessions side by side (`parallel`: a llama model with several
+  session slots, decoded together), a turn of one session runs on a thread of its own while
+  other sessions' commands are accepted: only a command for the same session, or one while
+  a model loads, is refused (and a load while any turn runs).
 - Each accepted command ends with exactly one `Ready`; a failure is an `ErrorEvent` before it.
 - `close()` is cancel, wait, dispose (sessions closed, then the backend); a second close
   does nothing, and every command after it is refused.
@@ -49,6 +53,10 @@ _VERBS = {
 #: Commands that run to their end once started (no token loop to stop in): a cancel that
 #: comes before they start skips them.
 _UNSTOPPABLE = ("undo", "control", "fork", "close_session")
+#: Commands that are no session's (a load, or one that makes a session).
+_GLOBAL = ("load", "open", "resume", "resimulate")
+#: Commands that run on a thread of their own when the backend is `parallel` (token loops).
+_SIDE_BY_SIDE = ("step", "regenerate", "files")
 #: What a running command is called in a refusal.
 _RUNNING = {
     "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
@@ -118,6 +126,9 @@ class SessionRunner:
         self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
         self._pending: list[_Command] = []
         self._idle_cancel = threading.Event()  # stops the prefetch between turns (see _prefetch_next)
+        self._prefetching = False  # one prefetch at a time: _idle_cancel stops it
+        self._turn_threads: set[threading.Thread] = set()  # turns running side by side
+        self._session_locks: dict[str, threading.Lock] = {}  # one command of a session at a time
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
         self._thread.start()
@@ -175,13 +186,14 @@ class SessionRunner:
         """Close one session; a new one that never got a turn leaves no file behind."""
         return self._submit("close_session", session, self._close_session)
 
-    def cancel(self) -> None:
+    def cancel(self, session: str | None = None) -> None:
         """Stop what runs now (a turn stops at its next token, a load at its next progress
-        report) and whatever was accepted behind it."""
+        report) and whatever was accepted behind it; with `session`, only that session's."""
         with self._lock:
             self._idle_cancel.set()
             for command in self._pending:
-                command.cancel.set()
+                if session is None or command.session == session:
+                    command.cancel.set()
 
     def close(self, timeout: float | None = None) -> None:
         """Cancel, wait, dispose: every session is closed and the backend freed, on the
@@ -232,6 +244,8 @@ class SessionRunner:
         if self._closed:
             return (f"Cannot {verb}: the session was closed.", "Start a new session.")
         running = [command for command in self._pending if not command.cancel.is_set()]
+        if self._parallel:
+            running = [command for command in running if _excludes(command, name, session)]
         if running:
             what = _RUNNING.get(running[0].name, "another command runs")
             stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in _RUNNING else "try again"
@@ -242,31 +256,64 @@ class SessionRunner:
 
     # -- the worker ------------------------------------------------------------------------
 
+    @property
+    def _parallel(self) -> bool:
+        return bool(getattr(self._backend, "parallel", False))
+
     def _work(self) -> None:
         while True:
             command = self._queue.get()
             if command is None:
                 break
-            if command.cancel.is_set() and command.name in _UNSTOPPABLE:
-                # Accepted behind a command that was then cancelled (or the runner closed): a
-                # change that cannot stop half-way does not start at all.
-                with self._lock:
-                    self._pending.remove(command)
-                self._emit(command.session, events.Refused(command.name, "Cancelled before it ran.", ""))
+            if self._parallel and command.name in _SIDE_BY_SIDE and not command.cancel.is_set():
+                thread = threading.Thread(target=self._run_beside, args=(command,), name=f"awl-turn-{command.name}",
+                                          daemon=True)
+                self._turn_threads.add(thread)
+                thread.start()
                 continue
-            try:
-                command.body(command)
-            except Exception as error:  # a face shows it; the files hold every finished turn
-                self._emit(command.session, error_event(error))
-            finally:
-                with self._lock:
-                    self._pending.remove(command)
-            session = self._sessions.get(command.session or "")
-            turns = len(session.history) if session is not None else None
-            self._emit(command.session, events.Ready(command.name, turns,
-                                                     session.world.head if session is not None else None))
-            self._prefetch_next(session)
+            self._execute(command)
+        for thread in list(self._turn_threads):
+            thread.join()
         self._dispose()
+
+    def _run_beside(self, command: _Command) -> None:
+        """A turn beside other sessions' (a parallel backend)."""
+        try:
+            self._execute(command)
+        finally:
+            self._turn_threads.discard(threading.current_thread())
+
+    def _execute(self, command: _Command) -> None:
+        """Run one command, then its Ready. A session's commands run one after the other (one
+        accepted behind a cancelled turn waits for it to stop), its prefetch included."""
+        if command.session is None:
+            self._run(command)
+            return
+        with self._lock:
+            lock = self._session_locks.setdefault(command.session, threading.Lock())
+        with lock:
+            self._run(command)
+
+    def _run(self, command: _Command) -> None:
+        if command.cancel.is_set() and command.name in _UNSTOPPABLE:
+            # Accepted behind a command that was then cancelled (or the runner closed): a
+            # change that cannot stop half-way does not start at all.
+            with self._lock:
+                self._pending.remove(command)
+            self._emit(command.session, events.Refused(command.name, "Cancelled before it ran.", ""))
+            return
+        try:
+            command.body(command)
+        except Exception as error:  # a face shows it; the files hold every finished turn
+            self._emit(command.session, error_event(error))
+        finally:
+            with self._lock:
+                self._pending.remove(command)
+        session = self._sessions.get(command.session or "")
+        turns = len(session.history) if session is not None else None
+        self._emit(command.session, events.Ready(command.name, turns,
+                                                 session.world.head if session is not None else None))
+        self._prefetch_next(session)
 
     def _prefetch_next(self, session: Session | None) -> None:
         """While the user reads and types, evaluate the known start of `session`'s next turn
@@ -276,16 +323,21 @@ class SessionRunner:
         if session is None or not getattr(backend, "idle_prefetch", False):
             return
         with self._lock:
-            if self._pending or self._closed:
+            if self._pending or self._closed or self._prefetching:
                 return
             self._idle_cancel = cancel = threading.Event()
+            self._prefetching = True
         try:
-            backend.prefetch(session.world.next_turn_prefix(), cancel=cancel)
+            # Through the session's own backend: with several sessions, its sequence (H6's slots).
+            session.world.backend.prefetch(session.world.next_turn_prefix(), cancel=cancel)
         except AwlError:
             pass  # the turn itself meets it (a full context) and says so
         except Exception as error:  # noqa: BLE001 - only time is lost: the turn evaluates it
             self._emit(None, events.Notice(f"Could not evaluate the next turn ahead ({type(error).__name__}: {error}); "
                                            "it is evaluated when the action comes."))
+        finally:
+            with self._lock:
+                self._prefetching = False
 
     def _emit(self, session: str | None, event: events.SessionEvent) -> None:
         try:
@@ -302,6 +354,9 @@ class SessionRunner:
         if self._backend is not None and model == self._model and options == self._load_options:
             self._emit(None, loaded_event(label, self._backend))
             return True
+        if self._turn_threads:
+            raise InputError("Cannot load another model while sessions run turns on this one.",
+                             "Wait for their turns to finish, or cancel them, then load it.")
         self._drop_backend()
 
         def progress(fraction: float) -> bool:
@@ -430,6 +485,9 @@ class SessionRunner:
         if session is None:
             return
         kept = session.close(discard_if_unused=True)
+        release = getattr(session.world.backend, "release", None)
+        if release is not None:
+            release()  # its place in the model's context goes to the next session first
         self._emit(sid, events.Saved(str(session.path), len(session.history)) if kept else
                    events.Discarded(str(session.path)))
 
@@ -446,6 +504,18 @@ class SessionRunner:
             self._drop_backend()
         except Exception as error:  # noqa: BLE001 - the thread ends either way; say why to whoever listens
             self._emit(None, error_event(error))
+
+
+def _excludes(running: _Command, name: str, session: str | None) -> bool:
+    """With a parallel backend: whether `running` keeps a command `name` for `session` out.
+    A load keeps everything out and waits for everything; opening, resuming and re-simulating
+    run one at a time; a session's command keeps that session's out (and waits while a
+    session opens, which may load a model)."""
+    if name == "load" or running.name == "load":
+        return True
+    if name in _GLOBAL:
+        return running.name in _GLOBAL
+    return running.session == session or running.session is None
 
 
 def loaded_event(model: str, backend: Any) -> events.ModelLoaded:

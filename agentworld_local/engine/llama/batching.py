@@ -1,0 +1,230 @@
+"""One llama.cpp context, several sessions: their decodes share each llama_decode.
+
+Each session that generates holds a sequence of its own in the context (sequences.py). A turn
+asks "evaluate these tokens for sequence k" and waits; whichever waiting turn finds the
+context free leads the next round: it puts every waiting request in one llama_batch (one
+token per generating sequence first, then whole prompt chunks, up to n_batch; a chunk that
+does not fit waits for the next round), decodes once, and copies out each request's logits
+(the context's are overwritten by the next round, which another turn may start before this
+one samples): `sample_row` then samples from the copy exactly as llama_sampler_sample does
+from the context. Nothing else touches the context meanwhile: state copies and cache trims
+take `exclusive()`.
+
+A round waits a moment (`gather_s`) for the generations in flight that have not asked yet
+(they are turning their last token into text), so sequences decode together rather than in
+turn; a lone generation never waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import llama_cpp
+import numpy as np
+
+
+class DecodeFailed(Exception):
+    """llama_decode refused a round (its return code): the context has no room, or it failed."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"llama_decode returned {code}")
+        self.code = code
+
+
+@dataclass
+class _Request:
+    seq: int
+    pos: int  # the position of tokens[0] in its sequence
+    tokens: list[int]
+    all_logits: bool  # logits at every position (a draft's verify), else at the last one
+    keep: bool  # copy the logits out (other sequences' rounds may come before the sample)
+    sent: int = 0  # tokens already put in a round
+    finished: bool = False
+    logits: Any = None  # the copied rows, one per position asked
+    error: DecodeFailed | None = None
+    index: int = -1  # the batch index of the last token, in its round
+    asked: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class BatchStats:
+    rounds: int = 0  # llama_decode calls
+    tokens: int = 0  # tokens they decoded
+    sequences: int = 0  # requests they served, summed over rounds (sequences per round = this / rounds)
+
+
+class BatchDecoder:
+    """Every llama_decode of one context (see the module's doc)."""
+
+    def __init__(self, context: Any, n_batch: int, n_vocab: int, *, gather_s: float = 0.002) -> None:
+        """`context`: llama-cpp-python's LlamaContext."""
+        self._context = context
+        self._n_vocab = n_vocab
+        self._n_batch = n_batch
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._cond = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._busy = False
+        self._holder: int | None = None  # the thread in exclusive()
+        self._active = 0
+        self.gather_s = gather_s
+        self.stats = BatchStats()
+
+    @contextlib.contextmanager
+    def generating(self) -> Iterator[None]:
+        """Held by a generation for its whole length: rounds wait a moment for its requests."""
+        with self._cond:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The context to oneself, between rounds (state copies, cache trims, the model's
+        close); a thread that holds it may take it again (no decode inside)."""
+        me = threading.get_ident()
+        if self._holder == me:
+            yield
+            return
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
+            self._busy = True
+            self._holder = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._holder = None
+                self._cond.notify_all()
+
+    def decode(self, seq: int, pos: int, tokens: list[int], *, all_logits: bool = False,
+               keep: bool = False) -> Any:
+        """Evaluate `tokens` in sequence `seq` from position `pos` (at most n_batch of them),
+        with logits at the last position (every position with `all_logits`); with `keep`,
+        those logits copied out (a float32 array, one row per position asked), else None and
+        they are the context's until the next round. Raises DecodeFailed."""
+        if not tokens or len(tokens) > self._n_batch:
+            raise ValueError(f"a request takes 1..{self._n_batch} tokens, not {len(tokens)}")
+        request = _Request(seq, pos, list(tokens), all_logits, keep)
+        with self._cond:
+            self._waiting.append(request)
+            self._cond.notify_all()
+            while not request.finished:
+                if self._busy or not self._gathered():
+                    self._cond.wait(self._gather_left())
+                    continue
+                parts = self._take()
+                self._busy = True
+                self._cond.release()
+                try:
+                    self._run(parts)
+                finally:
+                    self._cond.acquire()
+                    self._busy = False
+                    self._cond.notify_all()
+        if request.error is not None:
+            raise request.error
+        return request.logits
+
+    # -- rounds (the leader holds _busy) ------------------------------------------------
+
+    def _gathered(self) -> bool:
+        """Whether a round may start: every generation in flight has asked, or the wait is over."""
+        if not self._waiting:
+            return False
+        if len(self._waiting) >= self._active:
+            return True
+        return time.monotonic() - self._waiting[0].asked >= self.gather_s
+
+    def _gather_left(self) -> float | None:
+        if self._busy or not self._waiting:
+            return None
+        return max(0.0, self.gather_s - (time.monotonic() - self._waiting[0].asked)) + 1e-4
+
+    def _take(self) -> list[tuple[_Request, int, int]]:
+        """The round's parts (request, first token, count): single tokens of generating
+        sequences first, then prompt chunks in the order they came, whole, up to n_batch (a
+        sequence's chunks stay as it would evaluate them alone)."""
+        room = self._n_batch
+        parts = []
+        for request in sorted(self._waiting, key=lambda r: len(r.tokens) > 1):  # stable: FIFO within each kind
+            if len(request.tokens) <= room:
+                parts.append((request, 0, len(request.tokens)))
+                request.sent = len(request.tokens)
+                room -= len(request.tokens)
+        self._waiting = [r for r in self._waiting if r.sent < len(r.tokens)]
+        return parts
+
+    def _run(self, parts: list[tuple[_Request, int, int]]) -> None:
+        batch = self._batch
+        i = 0
+        for request, start, count in parts:
+            request.index = i
+            for k in range(start, start + count):
+                batch.token[i] = request.tokens[k]
+                batch.pos[i] = request.pos + k
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = request.seq
+                batch.logits[i] = request.all_logits or k == len(request.tokens) - 1
+                i += 1
+        batch.n_tokens = i
+        code = llama_cpp.llama_decode(self._context.ctx, batch)
+        self.stats.rounds += 1
+        self.stats.tokens += i
+        self.stats.sequences += len(parts)
+        for request, start, count in parts:
+            if code != 0:
+                request.error = DecodeFailed(code)
+                request.finished = True
+                self._waiting = [r for r in self._waiting if r is not request]
+            else:
+                if request.keep:
+                    request.logits = self._copy_logits(request)
+                request.finished = True
+
+    def _copy_logits(self, request: _Request) -> Any:
+        first = request.index if request.all_logits else request.index + len(request.tokens) - 1
+        rows = np.empty((request.index + len(request.tokens) - first, self._n_vocab), dtype=np.float32)
+        for row in range(len(rows)):
+            source = llama_cpp.llama_get_logits_ith(self._context.ctx, first + row)
+            ctypes.memmove(rows[row].ctypes.data, source, rows.shape[1] * 4)
+        return rows
+
+    def close(self) -> None:
+        with self.exclusive():
+            if self._batch is not None:
+                llama_cpp.llama_batch_free(self._batch)
+                self._batch = None
+
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data
+
+
+def sample_row(sampler: Any, logits: Any) -> int:
+    """What llama_sampler_sample does with the context's logits, from a copied row: the
+    candidates in token order, the chain applied, the pick accepted (the same draws)."""
+    candidates = np.empty(len(logits), dtype=_TOKEN_DATA)
+    candidates["id"] = np.arange(len(logits), dtype=np.int32)
+    candidates["logit"] = logits
+    candidates["p"] = 0.0
+    array = llama_cpp.llama_token_data_array(
+        candidates.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)), len(candidates), -1, False)
+    llama_cpp.llama_sampler_apply(sampler.sampler, ctypes.byref(array))
+    if not 0 <= array.selected < array.size:
+        raise RuntimeError("the sampler picked no token")
+    # The chain may have replaced the array (sorted, truncated): read the pick where it points now.
+    token = int(array.data[array.selected].id)
+    llama_cpp.llama_sampler_accept(sampler.sampler, token)
+    return token

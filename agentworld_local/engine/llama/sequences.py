@@ -1,0 +1,128 @@
+"""Sessions' places in one llama.cpp context: a sequence per slot, lent to sessions.
+
+A context made with n slots (LlamaBackend's `sequences`) holds n sequences, each with its own
+tokens, KV cells, recurrent state and turn checkpoints (`Sequence`). A session is bound to
+one (`SessionBackend`, what its World generates through) while it is among the n most
+recently used; the least recently used one gives its slot up when another session needs
+it. The slot keeps what it holds: the next owner's turn restores the longest prefix the two
+share (the same system prompt, usually) and evaluates the rest, and so does the session
+that lost its slot when it gets one back: its history is evaluated again. With one slot (the
+CLI, the TUI) that is how a probe, a fork and a second session always shared the context.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentworld_local.engine.guard import GenerationGuard
+from agentworld_local.engine.llama.checkpoints import Checkpoint
+from agentworld_local.errors import BackendBusy
+
+
+@dataclass
+class Sequence:
+    """One llama.cpp sequence: what it holds and where it can go back to."""
+
+    id: int
+    tokens: list[int] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=lambda: [Checkpoint(0, None)])
+    pinned: set[int] = field(default_factory=set)  # checkpoint positions thinning keeps
+    owner: object | None = None
+    used: int = 0  # when its owner last generated (the slots' clock)
+    busy: bool = False  # a generation runs in it
+    live: bool = True  # its live state holds exactly `tokens` (False after a failed decode)
+    logits: Any = None  # the last decode's logits, copied out when other sequences decode too
+
+
+class Slots:
+    """Which session holds which sequence (least recently used gives its slot up)."""
+
+    def __init__(self, count: int) -> None:
+        self.all = [Sequence(i) for i in range(count)]
+        self._lock = threading.Lock()
+        self._clock = itertools.count(1)
+
+    def held_by(self, owner: object) -> Sequence | None:
+        return next((s for s in self.all if s.owner is owner), None)
+
+    def acquire(self, owner: object) -> Sequence:
+        """The owner's sequence, marked busy; the least recently used idle one when it has
+        none. BackendBusy when every slot is generating."""
+        with self._lock:
+            sequence = self.held_by(owner)
+            if sequence is None:
+                idle = [s for s in self.all if not s.busy]
+                if not idle:
+                    raise BackendBusy(f"All {len(self.all)} session slots of the model are generating.",
+                                      "Wait until a turn finishes, or load the model with more slots.")
+                sequence = min(idle, key=lambda s: s.used)
+                sequence.owner = owner
+            elif sequence.busy:
+                raise BackendBusy("This session is already generating a turn.", "Wait until it finishes or cancel it.")
+            sequence.busy = True
+            sequence.used = next(self._clock)
+            return sequence
+
+    def release(self, sequence: Sequence) -> None:
+        with self._lock:
+            sequence.busy = False
+
+    def give_up(self, owner: object) -> None:
+        """The owner needs no place any more (its session closed): its slot is the next one lent."""
+        with self._lock:
+            sequence = self.held_by(owner)
+            if sequence is not None and not sequence.busy:
+                sequence.owner = None
+                sequence.used = 0
+
+    @property
+    def latest(self) -> Sequence:
+        """The sequence used last (what the backend's own accessors show)."""
+        return max(self.all, key=lambda s: s.used)
+
+
+class SessionBackend:
+    """One session's view of a LlamaBackend: generates in the sequence the session is lent
+    (LlamaBackend.bind_session). Everything else is the model's (`info`, `tokenize`, ...)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._guard = GenerationGuard()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def generate(self, messages: list[dict[str, str]], **options: Any) -> Any:
+        with self._guard.hold():
+            yield from self.model.generate(messages, owner=self, **options)
+
+    def bind_session(self) -> SessionBackend:
+        return self.model.bind_session()
+
+    def prefetch(self, messages: list[dict[str, str]], **options: Any) -> int:
+        return self.model.prefetch(messages, owner=self, **options)
+
+    @property
+    def sequence(self) -> Sequence | None:
+        """The sequence this session holds now (None: it has none; its next turn gets one)."""
+        return self.model.slots.held_by(self)
+
+    @property
+    def evaluated_tokens(self) -> list[int]:
+        sequence = self.sequence
+        return list(sequence.tokens) if sequence is not None else []
+
+    def checkpoint_bytes(self) -> int:
+        sequence = self.sequence
+        return sum(len(c.state or b"") for c in sequence.checkpoints) if sequence is not None else 0
+
+    def release(self) -> None:
+        """The session closed: its slot goes to the next session first."""
+        self.model.slots.give_up(self)
+
+    def close(self) -> None:
+        """A session's view closes nothing but its slot: the runner owns the model."""
+        self.release()
