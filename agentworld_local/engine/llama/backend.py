@@ -67,7 +67,8 @@ class LlamaBackend:
     #: Also keep a checkpoint where the system message ends (before the first user message's
     #: text), so a conversation with the same system prompt that differs from the first turn on
     #: starts there: `awl bench predict` turns it on (trajectories of a benchmark file share
-    #: system prompts of thousands of tokens). Off for sessions: their checkpoints are turns.
+    #: system prompts of thousands of tokens). A backend with a `state_cache` keeps it too
+    #: (the state saved to disk is the one at that checkpoint).
     checkpoint_system_prompt = False
     #: A runner evaluates the next turn's known start while the user types (`prefetch`);
     #: `--no-prefetch` (OffloadOptions.prefetch) turns it off.
