@@ -227,7 +227,7 @@ def default_context(estimate: MemoryEstimate, hardware: Hardware, *, ceiling: in
     if n_ctx == top and trained and top == trained:
         return n_ctx, f"what the model was trained for, and it fits in {'GPU + ' if hardware.gpus else ''}memory"
     if n_ctx == top:
-        return n_ctx, (f"the default ceiling; the model takes up to {trained:,} with --ctx" if trained
-                       else "the default ceiling")
+        return n_ctx, (f"the default's ceiling (the model was trained for {trained:,})" if trained
+                       else "the default's ceiling")
     where = "this machine's free memory" + (" with the same layers on the GPU" if hardware.gpus else "")
     return n_ctx, f"the largest that fits {where} ({top:,} would not)"

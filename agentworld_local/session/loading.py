@@ -31,7 +31,7 @@ def _ignore(text: str) -> None:
 def load_backend(
     model: str | None, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
-    remote: RemoteOptions | None = None, offload: Any = None,
+    remote: RemoteOptions | None = None, offload: Any = None, sessions: int = 1,
 ) -> Any:
     """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or a
     server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`.
@@ -39,7 +39,8 @@ def load_backend(
     The context is checked against the model and this machine before the load (a refusal
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
     only for a server. `offload` (models.offload_options.OffloadOptions): experts in RAM,
-    flash attention, KV cache type, for a GGUF.
+    flash attention, KV cache type, for a GGUF. `sessions`: how many sessions keep a place in a
+    GGUF's context at once, decoded together (a server's; each with `ctx` tokens of KV cache).
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
@@ -69,7 +70,7 @@ def load_backend(
 
     return LlamaBackend(resolved.path, gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose,
                         name=resolved.name, progress=progress, notice=notice, offload=offload,
-                        state_cache=user_state_cache())
+                        state_cache=user_state_cache(), sequences=sessions)
 
 
 def check_ctx_value(ctx: int | None) -> None:
@@ -100,7 +101,7 @@ def check_ctx_for_model(
         return DEFAULT_CTX if ctx is None else ctx
     if ctx is None:
         wanted, why = default_ctx(summary, hardware, offload)
-        notice(f"context: {wanted:,} tokens, {why} (`--ctx N` sets another).")
+        notice(f"context: {wanted:,} tokens, {why}; `--ctx N` sets another.")
         return wanted
     wanted = ctx
     trained = summary.context_length

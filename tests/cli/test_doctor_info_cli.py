@@ -153,7 +153,7 @@ def test_info_by_registry_name(tmp_path, mtp_gguf):
     assert facts["run_command"].startswith("awl run --model tiny-world:")
     # Without --ctx the plan is for the context a load gets: the fixture is tiny, so the ceiling.
     assert facts["plan"]["n_ctx"] == facts["memory"]["n_ctx"] == 32768
-    assert facts["plan"]["ctx_reason"] == "the default ceiling; the model takes up to 65,536 with --ctx"
+    assert facts["plan"]["ctx_reason"] == "the default's ceiling (the model was trained for 65,536)"
 
 
 def test_info_bad_input_is_one_line_with_the_next_step(tmp_path, mtp_gguf):

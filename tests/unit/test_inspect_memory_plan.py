@@ -469,7 +469,7 @@ def test_a_load_without_ctx_says_the_chosen_context_and_why_and_an_explicit_ctx_
     said: list[str] = []
     # The llama fixture was trained for 4,096 tokens, less than the ceiling.
     assert check_ctx_for_model(llama_gguf, None, hardware=machine(16), notice=said.append) == 4096
-    assert said == ["context: 4,096 tokens, what the model was trained for, and it fits in memory (`--ctx N` sets another)."]
+    assert said == ["context: 4,096 tokens, what the model was trained for, and it fits in memory; `--ctx N` sets another."]
     said.clear()
     # 18 MiB usable beyond the 512 MiB margin: the fixture's caches fit at 8k tokens, not at 16k.
     small = Hardware(ram_total=1024**3, ram_available=530 * MiB, cpu_threads=2, cpu_cores=2)
