@@ -95,7 +95,7 @@ def header(command: str, quick: bool) -> str:
         ("Python", platform.python_version()),
         ("agentworld-local", awl_version),
         ("llama-cpp-python", llama_version),
-        ("llama.cpp build", llama_system),
+        ("llama.cpp build", f"the one vendored in llama-cpp-python {llama_version}; {llama_system}"),
     ]
     lines = ["# Performance report", "",
              "Written by `bench/performance.py`; every ratio below is measured side by side in the same run, "
