@@ -13,8 +13,9 @@ import pytest
 
 from agentworld_local.agentworldbench.predict import BENCH_SAMPLING
 from agentworld_local.contract.parse import parse_output
+from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
-from agentworld_local.engine.types import GenerationDone, SamplingConfig, ThinkBudget
+from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget
 
 TWO_BLOCKS = (
     "<think>\nThe agent ran ls; draft first, then the real screen.\n</think>\n\n"
@@ -84,3 +85,25 @@ def test_a_saved_header_keeps_the_rules_and_refuses_one_that_is_not_true_or_fals
     assert sampling == BENCH_SAMPLING, "a benchmark session resumes with its own rules"
     with pytest.raises(TrajectoryError, match=r"`sampling.stop_at_observation` 'yes' is not true or false"):
         saved_settings({**BENCH_SAMPLING.to_dict(), "stop_at_observation": "yes"}, "full")
+
+
+@pytest.mark.parametrize(("think", "counts_thinking", "pieces", "expected"), [
+    ("4", False, ["a"], 3),            # thinking: the budget's forced end is 3 tokens away
+    ("4", True, ["a"], 3),             # the budget comes before max_tokens 6
+    ("full", True, ["a", "b"], 4),     # no budget: every token counts towards max_tokens 6
+    ("full", False, ["a"], None),      # thinking without a budget, answer-only max_tokens: no bound yet
+    ("full", False, ["a", "</think>", "b"], 5),  # the answer has 5 of its 6 left
+])
+def test_tokens_left_says_when_the_next_rule_fires(think, counts_thinking, pieces, expected):
+    # A verified draft (engine/llama/speculation) feeds no more than this, so it never crosses
+    # the thinking budget's forced end nor max_tokens.
+    sampling = SamplingConfig(max_tokens=6, max_tokens_counts_thinking=counts_thinking, repetition_guard=False)
+    rules = AnswerRules(think_open=True, think=ThinkBudget.parse(think), sampling=sampling, stats=GenerationStats())
+    for piece in pieces:
+        rules.feed(piece)
+    assert rules.tokens_left() == expected
+    if expected is not None:  # feeding exactly that many more fires the rule on the last one
+        for _ in range(expected):
+            assert not (rules.finish or rules.budget_spent)
+            rules.feed("x")
+        assert rules.finish or rules.budget_spent
