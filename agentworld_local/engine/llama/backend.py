@@ -54,6 +54,10 @@ from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.plan import OffloadPlan
 
+#: Two different continuations of a prefetched text (what the action could start with).
+KNOWN_TAILS = ("A", "\nB")
+
+
 def template_handles_thinking(source: str) -> bool:
     """Whether a chat template knows thinking: it writes `<think>` or reads `enable_thinking`."""
     return THINK_OPEN in source or "enable_thinking" in source
@@ -115,6 +119,7 @@ class LlamaBackend:
         #: The load options used: what was asked, with the plan's experts in RAM.
         self.offload = offload
         self.idle_prefetch = offload.prefetch
+        self._known_memo: tuple[list[dict[str, str]], tuple[list[int], int]] | None = None
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
@@ -532,14 +537,26 @@ class LlamaBackend:
         as any continuation of that text tokenizes alike; and the system prompt's end (or 0).
 
         Found as the text two renders share when only the text after it differs (as
-        `_system_boundary` does), so it holds no assumption about the template."""
+        `_system_boundary` does), so it holds no assumption about the template. The turn asks
+        again for what was prefetched: the answer is kept (a long history's render and
+        tokenization cost tens of milliseconds each)."""
+        if self._known_memo is not None and self._known_memo[0] == messages:
+            return self._known_memo[1]
         last = messages[-1]
         one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
-                                         add_generation_prompt=False) for tail in ("A", "\nB"))
+                                         add_generation_prompt=False) for tail in KNOWN_TAILS)
         shared = one[: len(os.path.commonprefix([one, two]))]
-        tokens, one_tokens, two_tokens = self.tokenize(shared), self.tokenize(one), self.tokenize(two)
-        n = len(os.path.commonprefix([tokens, one_tokens, two_tokens]))
-        return tokens[:n], self._system_boundary(messages, one, one_tokens)
+        tokens = self.tokenize(shared)
+        # Where the tokens could merge with what follows is decided near the end: tokenize
+        # the last characters alone with each continuation (all of it if the ends disagree).
+        tail = shared[-256:]
+        alone, *continued = (self.tokenize(tail + text) for text in ("", *KNOWN_TAILS))
+        if tokens[-16:] != alone[-16:]:
+            alone, *continued = (self.tokenize(text) for text in (shared, one, two))
+        unstable = len(alone) - len(os.path.commonprefix([alone, *continued]))
+        known = tokens[: len(tokens) - unstable], self._system_boundary(messages, shared, tokens)
+        self._known_memo = ([dict(message) for message in messages], known)
+        return known
 
     def _load_cached_prefix(self, full: list[int], seq: int = SEQ) -> float:
         """Into an empty context, load the longest cached state that starts `full` (a system
