@@ -18,7 +18,7 @@ synthetic machines (no GPU here) and real numbers. The policy:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agentworld_local.defaults import MIN_CTX
@@ -207,20 +207,30 @@ def smaller_plan(
     )
 
 
-def default_context(estimate: MemoryEstimate, hardware: Hardware, *, ceiling: int, cpu_moe: int = 0) -> tuple[int, str]:
+def default_context(
+    estimate: MemoryEstimate, hardware: Hardware, *, ceiling: int, cpu_moe: int = 0, sequences: int = 1
+) -> tuple[int, str]:
     """(context size, why) when the user gave no --ctx: the largest one the offload plan fits
     on this machine, halving from the lower of `ceiling` and the model's trained context, with
     the GPU layout the smallest context would get (a longer context never moves layers or
     experts off the GPU). The ceiling keeps a machine with room to spare from reserving (and
-    masking, every batch) a cache of 262k tokens it will not use."""
+    masking, every batch) a cache of 262k tokens it will not use. `sequences`: sessions that
+    each get this context in one llama.cpp context (their caches are planned together)."""
     trained = estimate.context_length
     top = max(MIN_CTX, min(ceiling, trained) if trained else ceiling)
-    smallest = plan_offload(estimate, hardware, n_ctx_wanted=MIN_CTX, cpu_moe=cpu_moe)
+    # The trained cap is per sequence: the plan of all sequences' caches together must not apply it.
+    together = replace(estimate, context_length=None)
+
+    def plan_offload_for(n_ctx: int) -> OffloadPlan:
+        plan = plan_offload(together, hardware, n_ctx_wanted=n_ctx * sequences, cpu_moe=cpu_moe)
+        return replace(plan, n_ctx=plan.n_ctx // sequences)
+
+    smallest = plan_offload_for(MIN_CTX)
     if not smallest.fits:
         return MIN_CTX, "the smallest usable: even that may not fit in free memory (`awl models info MODEL --plan`)"
     n_ctx = top
     while n_ctx > MIN_CTX:
-        plan = plan_offload(estimate, hardware, n_ctx_wanted=n_ctx, cpu_moe=cpu_moe)
+        plan = plan_offload_for(n_ctx)
         if plan.fits and plan.n_ctx == n_ctx and (plan.gpu_layers, plan.cpu_moe) == (smallest.gpu_layers, smallest.cpu_moe):
             break
         n_ctx = max(MIN_CTX, n_ctx // 2 // _CTX_STEP * _CTX_STEP)

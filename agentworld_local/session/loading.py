@@ -64,7 +64,7 @@ def load_backend(
     from agentworld_local.models.resolve import resolve_model
 
     resolved = resolve_model(model)
-    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload)
+    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, sessions=sessions)
     from agentworld_local.engine.llama import LlamaBackend
     from agentworld_local.engine.llama.state_cache import user_state_cache
 
@@ -83,14 +83,16 @@ def check_ctx_value(ctx: int | None) -> None:
 
 
 def check_ctx_for_model(
-    model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None, offload: Any = None
+    model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None, offload: Any = None,
+    sessions: int = 1,
 ) -> int:
     """The context size to load: at most what the model was trained on, and what memory can hold.
 
     An explicit `--ctx` beyond either is refused. Without one, the offload plan chooses the
     largest context this machine holds for the model (`default_ctx`), said through `notice`.
     `hardware` (a models.hardware.Hardware) is for tests; by default this machine's. `offload`
-    (OffloadOptions): the KV cache type and flash attention the estimate counts.
+    (OffloadOptions): the KV cache type and flash attention the estimate counts; `sessions`:
+    how many sessions each get this context (their caches must fit together).
     """
     from agentworld_local.models.inspect import inspect_gguf
 
@@ -100,7 +102,7 @@ def check_ctx_for_model(
     except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
         return DEFAULT_CTX if ctx is None else ctx
     if ctx is None:
-        wanted, why = default_ctx(summary, hardware, offload)
+        wanted, why = default_ctx(summary, hardware, offload, sessions)
         notice(f"context: {wanted:,} tokens, {why}; `--ctx N` sets another.")
         return wanted
     wanted = ctx
@@ -127,7 +129,7 @@ def check_ctx_for_model(
     return wanted
 
 
-def default_ctx(summary: Any, hardware: Any = None, offload: Any = None) -> tuple[int, str]:
+def default_ctx(summary: Any, hardware: Any = None, offload: Any = None, sessions: int = 1) -> tuple[int, str]:
     """(context size, why) for a load without --ctx: the largest the offload plan fits here, up
     to the model's trained context and DEFAULT_CTX_CEILING (models.plan.default_context)."""
     from agentworld_local.models.memory import estimate_memory
@@ -140,7 +142,8 @@ def default_ctx(summary: Any, hardware: Any = None, offload: Any = None) -> tupl
         from agentworld_local.engine.llama import machine_hardware
 
         hardware = machine_hardware()
-    return default_context(estimate, hardware, ceiling=DEFAULT_CTX_CEILING, cpu_moe=options.cpu_moe)
+    return default_context(estimate, hardware, ceiling=DEFAULT_CTX_CEILING, cpu_moe=options.cpu_moe,
+                           sequences=max(1, sessions))
 
 
 def _cache_room(summary: Any, n_ctx: int, hardware: Any) -> tuple[int, int]:
