@@ -27,3 +27,11 @@ def test_speculate_on_verifies_drafts_and_records_them(tmp_path, llama_gguf):
     assert sum(turn["tokens"].get("accepted", 0) for turn in turns["on"]) > 0
     assert all("drafted" not in turn["tokens"] for turn in turns["off"])
     assert [turn["raw_output"] for turn in turns["on"]] == [turn["raw_output"] for turn in turns["off"]]
+
+
+def test_mtp_on_a_model_without_an_mtp_layer_is_one_error_line(tmp_path, qwen_gguf):
+    result = awl("run", "--model", str(qwen_gguf), *FLAGS, "--speculate", "mtp", home=tmp_path, stdin="ls\n")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
+    assert len(errors) == 1 and "no multi-token-prediction (MTP) layer" in errors[0] and "--speculate on" in errors[0]
+    assert not list(tmp_path.rglob("*.jsonl"))  # no session was started
