@@ -10,6 +10,10 @@ from agentworld_local.engine.types import GenerationEvent, ModelInfo, SamplingCo
 
 
 class Backend(Protocol):
+    """Optional beyond these: `prefetch(messages, *, cancel=None) -> int` evaluates the next
+    turn's prompt up to its action ahead of time (LlamaBackend; the World and the runner call
+    it where a backend has it: a scripted or remote backend has nothing to evaluate ahead)."""
+
     info: ModelInfo
 
     def generate(
