@@ -178,3 +178,41 @@ def test_a_rule_that_ends_the_turn_inside_a_verified_draft_drops_the_rest(pair_n
         assert (answers_on, context_on) == (answers, context)
         inside += any(base < len(context_on) < base + accepted for base, accepted in verified)
     assert inside > 0  # some stops fell inside accepted drafts, whose tail was dropped
+
+
+@pytest.mark.parametrize("fixture_name", ["llama_gguf", "qwen_gguf"])
+def test_two_sessions_speculating_in_sequences_decoded_together_get_their_own_answers(fixture_name, request):
+    # Verify batches, rollbacks (n_rs_seq per sequence) and drafts of two sessions at once
+    # (sequences.py): each answer is the one a lone session gets without drafts.
+    import threading
+
+    path = request.getfixturevalue(fixture_name)
+    sampling = SamplingConfig(temperature=0, max_tokens=60, repetition_guard=False, stop_at_observation=False)
+    prompts = {"a": MESSAGES, "b": [MESSAGES[0], {"role": "user", "content": "ls -la /etc"}]}
+
+    def answer(backend, key, out):
+        done = [e for e in backend.generate(prompts[key], sampling=sampling, think=ThinkBudget.parse("off"), seed=3)
+                if isinstance(e, GenerationDone)][0]
+        out[key] = done
+
+    alone: dict[str, GenerationDone] = {}
+    single = LlamaBackend(path, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="off"))
+    try:
+        for key in prompts:
+            single.reset()
+            answer(single, key, alone)
+    finally:
+        single.close()
+    together: dict[str, GenerationDone] = {}
+    multi = LlamaBackend(path, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="on"), sequences=2)
+    try:
+        threads = [threading.Thread(target=answer, args=(multi.bind_session(), key, together)) for key in prompts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        multi.close()
+    assert {k: d.raw_output for k, d in together.items()} == {k: d.raw_output for k, d in alone.items()}
+    assert all(d.stats.drafted > 0 for d in together.values())  # both verified drafts in the shared batches
+    assert sum(d.stats.accepted for d in together.values()) > 0
