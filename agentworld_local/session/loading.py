@@ -102,6 +102,10 @@ def check_ctx_for_model(
     except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
         return DEFAULT_CTX if ctx is None else ctx
     if ctx is None:
+        from agentworld_local.engine.llama import knows_architecture
+
+        if not knows_architecture(model_path):
+            return DEFAULT_CTX  # the load says, in one line, that this llama.cpp cannot run it
         wanted, why = default_ctx(summary, hardware, offload, sessions)
         notice(f"context: {wanted:,} tokens, {why}; `--ctx N` sets another.")
         return wanted

@@ -8,6 +8,7 @@ the real model's numbers from docs/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -307,6 +308,7 @@ def test_the_architecture_check_reads_the_header_only(tmp_path, mtp_gguf):
     import psutil
 
     process = psutil.Process()
+    engine.vocab_check.__globals__["_vocab_check"].cache_clear()  # a fresh read, not the remembered answer
     before = process.io_counters().read_chars
     check = engine.vocab_check(mtp_gguf)
     read = process.io_counters().read_chars - before
@@ -323,7 +325,12 @@ def test_the_architecture_check_reads_the_header_only(tmp_path, mtp_gguf):
     writer.write_tensors_to_file()
     writer.close()
     assert engine.knows_architecture(unknown) is False
-    assert "qwen99moe" in engine.vocab_check(unknown).error
+    first = engine.vocab_check(unknown)
+    assert "qwen99moe" in first.error
+    # Remembered per file (a load asks twice): the same answer, until the file changes.
+    assert engine.vocab_check(unknown) is first
+    os.utime(unknown, ns=(unknown.stat().st_atime_ns, unknown.stat().st_mtime_ns + 1_000_000))
+    assert engine.vocab_check(unknown) is not first
 
 
 def test_build_facts_agree_with_the_bindings():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +21,22 @@ class VocabCheck:
 
 
 def vocab_check(path: str | Path) -> VocabCheck:
-    """Load only the header and vocabulary (`vocab_only`: no tensor is read) to see if llama.cpp accepts it."""
+    """Load only the header and vocabulary (`vocab_only`: no tensor is read) to see if llama.cpp accepts it.
+    Remembered per file (path, size, modification time): a load asks twice, and a 262k-token
+    vocabulary takes about a second to read."""
     file = check_gguf_path(path)
+    stat = file.stat()
+    return _vocab_check(str(file.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _vocab_check(file: str, size: int, mtime_ns: int) -> VocabCheck:
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
     with LOAD_LOCK:
         LOGS.clear()
         started = time.perf_counter()
-        model = llama_cpp.llama_model_load_from_file(str(file).encode("utf-8"), params)
+        model = llama_cpp.llama_model_load_from_file(file.encode("utf-8"), params)
         seconds = time.perf_counter() - started
         log = LOGS.text()
     if model:
