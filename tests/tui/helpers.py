@@ -85,6 +85,16 @@ class GatedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def bind_session(self) -> Any:
+        """A session's own backend (a llama model lends each session a sequence): gated too,
+        by the same gate, so the turn a test holds is the session's real turn."""
+        bind = getattr(self.inner, "bind_session", None)
+        if bind is None:
+            return self
+        bound = GatedBackend(bind(), self.after)
+        bound.gate, bound.holding = self.gate, self.holding
+        return bound
+
     def generate(self, messages: Any, **options: Any) -> Any:
         cancel = options.get("cancel")
         for number, event in enumerate(self.inner.generate(messages, **options)):
