@@ -80,14 +80,16 @@ def versions() -> tuple[str, str]:
     return llama_cpp.__version__, system
 
 
-def header(command: str, quick: bool) -> str:
+def header(command: str, quick: bool | None) -> str:
+    """`quick`: every section small (True), full (False), or some of each (None)."""
     llama_version, llama_system = versions()
     from agentworld_local import __version__ as awl_version
 
     rows = [
         ("Date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
         ("Command", f"`{command}`"),
-        ("Mode", "quick (small sizes: a check that the suite runs, not the report's numbers)" if quick else "full"),
+        ("Mode", {True: "quick (small sizes: a check that the suite runs, not the report's numbers)", False: "full",
+                  None: "mixed: the sections the contents mark `quick` ran at small sizes, the others full"}[quick]),
         ("CPU", f"{cpu_model()}, {os.cpu_count()} logical cores"),
         ("RAM", ram_total()),
         ("GPU", gpus()),
@@ -129,28 +131,48 @@ def _failed(name: str, started: float, error: BaseException) -> tuple[str, float
     return text, time.perf_counter() - started, "failed"
 
 
-def report(names: list[str], quick: bool, command: str, progress=print) -> str:
-    parts, summary = [], []
-    for name in names:
+def report(names: list[str], quick: bool | set[str], command: str, progress=print, write=None) -> str:
+    """The report of `names`, in order. `quick`: every section small, or the set of those that
+    run small (the rest full size). `write` gets the report after each section, the sections
+    still to come listed as not run: a run stopped half-way keeps what it measured."""
+    small = (lambda name: quick) if isinstance(quick, bool) else (lambda name: name in quick)
+    parts: list[str] = []
+    summary: list[str] = []
+
+    def whole(pending: list[str]) -> str:
+        rows = summary + [f"| {name} | not run (the run stopped before it) | | |" for name in pending]
+        contents = "\n".join(["## Sections", "", "| section | status | sizes | seconds |", "|---|---|---|---|", *rows])
+        mode = quick if isinstance(quick, bool) else (None if quick else False)
+        return "\n\n".join([header(command, mode), contents, *parts]) + "\n"
+
+    for index, name in enumerate(names):
         progress(f"[{name}] running...")
-        text, seconds, status = run_section(name, quick)
+        text, seconds, status = run_section(name, small(name))
         progress(f"[{name}] {status} in {seconds:.1f}s")
         parts.append(text)
-        summary.append(f"| {name} | {status} | {seconds:.1f} |")
-    contents = "\n".join(["## Sections", "", "| section | status | seconds |", "|---|---|---|", *summary])
-    return "\n\n".join([header(command, quick), contents, *parts]) + "\n"
+        summary.append(f"| {name} | {status} | {'quick' if small(name) else 'full'} | {seconds:.1f} |")
+        if write is not None:
+            write(whole(names[index + 1:]))
+    return whole([])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: seconds per section")
+    parser.add_argument("--quick-sections", nargs="+", metavar="NAME", choices=SECTIONS, default=[],
+                        help="these sections at small sizes, the others full (the contents table says which)")
     parser.add_argument("--only", nargs="+", metavar="NAME", choices=SECTIONS, help="these sections only")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "PERFORMANCE.md")
     args = parser.parse_args(argv)
     command = "python bench/performance.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    text = report(list(args.only or SECTIONS), args.quick, command.strip(), progress=lambda line: print(line, file=sys.stderr))
-    with writing_whole(args.out, overwrite=True) as out:  # a run stopped half-way leaves the last report whole
-        out.write(text.encode())
+
+    def write(text: str) -> None:  # after every section: a run stopped half-way leaves a whole report
+        with writing_whole(args.out, overwrite=True) as out:
+            out.write(text.encode())
+
+    quick: bool | set[str] = True if args.quick else set(args.quick_sections) or False
+    report(list(args.only or SECTIONS), quick, command.strip(), progress=lambda line: print(line, file=sys.stderr),
+           write=write)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
