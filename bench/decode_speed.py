@@ -84,7 +84,7 @@ def compare(path: Path, tokens: int, repeats: int) -> dict[str, float]:
 
 
 def section(quick: bool) -> str:
-    kinds, tokens, repeats = (["tiny"], 16, 1) if quick else (["big", "tiny", "gemma"], 128, 2)
+    kinds, tokens, repeats = (["tiny"], 16, 1) if quick else (["big", "tiny", "gemma"], 256, 5)
     rows = []
     for kind in kinds:
         path = model(kind)
