@@ -37,6 +37,7 @@ def serve_command(
     idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),
     max_action_chars: int = typer.Option(64 * 1024, "--max-action-chars", help="The longest action accepted."),
     max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
+    parallel: int = typer.Option(4, "--parallel", help="Sessions whose turns run at once, each in a place of its own in a GGUF's context (decoded together; each takes --ctx tokens of KV cache). 1: one turn at a time."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -63,7 +64,8 @@ def serve_command(
 
     model_or_server(model, remote, "serve")
     for flag, value in (("--max-sessions", max_sessions), ("--max-turns", max_turns), ("--idle", idle),
-                        ("--max-action-chars", max_action_chars), ("--max-body-bytes", max_body_bytes)):
+                        ("--max-action-chars", max_action_chars), ("--max-body-bytes", max_body_bytes),
+                        ("--parallel", parallel)):
         if value <= 0:
             raise InputError(f"{flag} must be more than 0.", f"E.g. `{flag} 10`.")
     token = os.environ.get(token_env) or None
@@ -79,7 +81,7 @@ def serve_command(
     console = stderr_console()
     load_options = {"ctx": ctx, "remote": remote, "offload": offload}
     if remote is None:
-        load_options.update(gpu_layers=gpu_layers, threads=threads)
+        load_options.update(gpu_layers=gpu_layers, threads=threads, sessions=parallel)
     bridge = RunnerBridge()
     try:
         outcome = bridge.call_blocking(lambda runner: runner.load(model, **load_options),

@@ -101,8 +101,9 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """The model served, the sessions open and the limits."""
-        return {"model": bridge.runner.model, "sessions_open": registry.open_count, "limits": asdict(limits)}
+        """The model served, the sessions open, the limits, and whether sessions' turns run at once."""
+        return {"model": bridge.runner.model, "sessions_open": registry.open_count, "limits": asdict(limits),
+                "parallel": bridge.runner.parallel}
 
     @app.get("/sessions")
     async def list_sessions() -> list[dict[str, Any]]:

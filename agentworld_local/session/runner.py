@@ -244,7 +244,7 @@ class SessionRunner:
         if self._closed:
             return (f"Cannot {verb}: the session was closed.", "Start a new session.")
         running = [command for command in self._pending if not command.cancel.is_set()]
-        if self._parallel:
+        if self.parallel:
             running = [command for command in running if _excludes(command, name, session)]
         if running:
             what = _RUNNING.get(running[0].name, "another command runs")
@@ -257,7 +257,8 @@ class SessionRunner:
     # -- the worker ------------------------------------------------------------------------
 
     @property
-    def _parallel(self) -> bool:
+    def parallel(self) -> bool:
+        """Whether turns of different sessions run at once (a backend with several session slots)."""
         return bool(getattr(self._backend, "parallel", False))
 
     def _work(self) -> None:
@@ -265,7 +266,7 @@ class SessionRunner:
             command = self._queue.get()
             if command is None:
                 break
-            if self._parallel and command.name in _SIDE_BY_SIDE and not command.cancel.is_set():
+            if self.parallel and command.name in _SIDE_BY_SIDE and not command.cancel.is_set():
                 thread = threading.Thread(target=self._run_beside, args=(command,), name=f"awl-turn-{command.name}",
                                           daemon=True)
                 self._turn_threads.add(thread)

@@ -76,3 +76,41 @@ def test_a_bad_start_is_one_line_and_leaves_no_server(tmp_path, args, said):
     done = awl_serve(tmp_path, "--port", str(free_port()), *args)
     _, err = done.communicate(timeout=60)
     assert done.returncode == 2 and err.strip().count("\n") == 0 and said in err and "Traceback" not in err
+
+
+def test_awl_serve_on_a_gguf_runs_two_sessions_turns_at_once_each_in_its_own_file(tmp_path, qwen_gguf):
+    """`--parallel 2` loads the model with two session slots: the server says so, and two
+    clients stepping at once each get their own turns, recorded in their own files."""
+    import threading
+
+    port, base = free_port(), None
+    command = [sys.executable, "-m", "agentworld_local.cli.main", "serve", "--model", str(qwen_gguf), "--ctx", "4096",
+               "--gpu-layers", "0", "--parallel", "2", "--dir", str(tmp_path / "sessions"), "--port", str(port)]
+    server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, server, timeout=180)
+        assert httpx2.get(f"{base}/health").json()["parallel"] is True
+        options = {"domain": "terminal", "think": "off", "max_tokens": 12, "seed": 3}
+        sids = [httpx2.post(f"{base}/sessions", json=options, timeout=120).json()["id"] for _ in range(2)]
+        turns: dict[str, list[int]] = {sid: [] for sid in sids}
+
+        def play(sid: str) -> None:
+            for step in range(2):
+                done = httpx2.post(f"{base}/sessions/{sid}/step", json={"action": f"echo {sid[-6:]}-{step}"},
+                                   timeout=300).json()
+                turns[sid].append(done["turn"])
+
+        players = [threading.Thread(target=play, args=(sid,)) for sid in sids]
+        for player in players:
+            player.start()
+        for player in players:
+            player.join(600)
+        assert turns == {sid: [1, 2] for sid in sids}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)
+    for sid in sids:
+        saved = read_trajectory(tmp_path / "sessions" / f"{sid}.jsonl").current_branch()
+        assert [turn.action for turn in saved] == [f"echo {sid[-6:]}-{step}" for step in range(2)]

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 
-from agentworld_local.session.runner import SessionRunner
 from agentworld_local.testing import ScriptedBackend
 from agentworld_local.testing.answers import ANSWERS
 from agentworld_local.trajectory.reader import read_trajectory
 from tests.serve.helpers import served, stream_step
 
-pytestmark = pytest.mark.skipif(not hasattr(SessionRunner, "parallel") and not hasattr(SessionRunner, "_parallel"),
-                                reason="the runner runs one command at a time")
 SHOWN = [item for item in ANSWERS if not item.several_blocks]
 
 
@@ -53,13 +49,7 @@ class Slots:
         pass
 
 
-@pytest.fixture
-def public_parallel(monkeypatch):
-    if not hasattr(SessionRunner, "parallel"):  # the runner says it under its private name only
-        monkeypatch.setattr(SessionRunner, "parallel", property(lambda self: self._parallel), raising=False)
-
-
-def test_turns_of_different_sessions_run_at_once_and_each_reaches_its_own_client(tmp_path, public_parallel):
+def test_turns_of_different_sessions_run_at_once_and_each_reaches_its_own_client(tmp_path):
     slots = Slots()
     with served(tmp_path, slots) as client:
         sessions = [client.post("/sessions", json={"domain": "terminal", "think": "full"}).json()["id"] for _ in range(4)]
