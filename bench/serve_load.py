@@ -99,7 +99,8 @@ def free_port() -> int:
 def start_server(args: list[str], folder: Path, port: int, log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "agentworld_local.cli.main", "serve", *args, "--dir", str(folder / "sessions"),
                "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # A home of its own: the user's state cache and sessions stay untouched, and no earlier run's cache helps.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_HOME": str(folder / "home")}
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
 
