@@ -11,6 +11,7 @@ renamed, so two benchmarks started together never read half a file.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -83,3 +84,10 @@ def evaluated(backend) -> list[int]:
     """The tokens in a backend's context (a method in older trees, a property now)."""
     tokens = backend.evaluated_tokens
     return list(tokens() if callable(tokens) else tokens)
+
+
+def print_section(section, doc: str) -> None:
+    """A section module run alone: `--quick` for small sizes, its markdown printed."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    print(section(parser.parse_args().quick))

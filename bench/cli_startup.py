@@ -10,7 +10,6 @@ file written as `awl run` writes it (short shell turns) and print it with `--pla
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import table  # noqa: E402
+from bench_models import print_section, table  # noqa: E402
 from export_scale import write_session  # noqa: E402
 
 AWL = Path(sys.executable).with_name("awl")
@@ -85,9 +84,7 @@ def section(quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    print(section(parser.parse_args().quick))
+    print_section(section, __doc__)
 
 
 if __name__ == "__main__":

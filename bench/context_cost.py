@@ -12,13 +12,12 @@ every batch.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import LABELS, model, table  # noqa: E402
+from bench_models import LABELS, model, print_section, table  # noqa: E402
 
 from agentworld_local.domains import get_domain  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
@@ -63,9 +62,7 @@ def section(quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    print(section(parser.parse_args().quick))
+    print_section(section, __doc__)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ runs alternate and the median of each side is kept, so a busy neighbour slows bo
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -20,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402 - the baseline is llama.cpp's own loop
 
-from bench_models import LABELS, evaluated, model, table  # noqa: E402
+from bench_models import evaluated, LABELS, model, print_section, table  # noqa: E402
 
 from agentworld_local.domains import get_domain  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
@@ -104,9 +103,7 @@ def section(quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    print(section(parser.parse_args().quick))
+    print_section(section, __doc__)
 
 
 if __name__ == "__main__":

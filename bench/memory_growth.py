@@ -11,7 +11,6 @@ counts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import LABELS, evaluated, model, table  # noqa: E402
+from bench_models import evaluated, LABELS, model, print_section, table  # noqa: E402
 
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "git diff", "pwd", "ls", "make test", "C-c"]
 MiB = 2**20
@@ -90,9 +89,7 @@ def section(quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    print(section(parser.parse_args().quick))
+    print_section(section, __doc__)
 
 
 if __name__ == "__main__":
