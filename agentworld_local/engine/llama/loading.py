@@ -132,51 +132,47 @@ def is_out_of_memory(log: str) -> bool:
 
 
 @contextlib.contextmanager
-def with_sequences(sequences: int) -> Iterator[None]:
+def _context_params(change: Callable[[Any], None]) -> Iterator[None]:
+    """While a `Llama()` is created: `change` edits the context parameters on their way to
+    `llama_init_from_model` (llama-cpp-python has no option for them; a copy: passed by value)."""
+    bindings = llama_cpp.llama_cpp
+    init = bindings.llama_init_from_model
+
+    def init_with_change(model: Any, params: Any) -> Any:
+        change(params)
+        return init(model, params)
+
+    bindings.llama_init_from_model = init_with_change
+    try:
+        yield
+    finally:
+        bindings.llama_init_from_model = init
+
+
+def with_sequences(sequences: int) -> contextlib.AbstractContextManager[None]:
     """While a `Llama()` is created (it has no such option): its context holds `sequences`
     sequences, each with a KV cache of the `n_ctx` asked (llama.cpp's non-unified cache: each
     sequence its own cells, so one session never runs out of room because of another) and
     its own recurrent state."""
     if sequences <= 1:
-        yield
-        return
-    bindings = llama_cpp.llama_cpp
-    init = bindings.llama_init_from_model
+        return contextlib.nullcontext()
 
-    def init_with_sequences(model: Any, params: Any) -> Any:
-        params.n_seq_max = sequences  # a copy: passed by value
+    def change(params: Any) -> None:
+        params.n_seq_max = sequences
         params.n_ctx = params.n_ctx * sequences
         params.kv_unified = False
-        return init(model, params)
 
-    bindings.llama_init_from_model = init_with_sequences
-    try:
-        yield
-    finally:
-        bindings.llama_init_from_model = init
+    return _context_params(change)
 
 
-@contextlib.contextmanager
-def with_rollback(tokens: int) -> Iterator[None]:
+def with_rollback(tokens: int) -> contextlib.AbstractContextManager[None]:
     """While a `Llama()` is created: its recurrent layers keep a snapshot of their state after
     each of the last `tokens` tokens of a batch, so that `llama_memory_seq_rm` can drop up to
     that many (a rejected speculative draft) instead of refusing (llama.cpp's `n_rs_seq`, for
     the architectures it supports; others ignore it). Costs `tokens` more copies of the state."""
     if tokens <= 0:
-        yield
-        return
-    bindings = llama_cpp.llama_cpp
-    init = bindings.llama_init_from_model
-
-    def init_with_rollback(model: Any, params: Any) -> Any:
-        params.n_rs_seq = tokens  # a copy: passed by value
-        return init(model, params)
-
-    bindings.llama_init_from_model = init_with_rollback
-    try:
-        yield
-    finally:
-        bindings.llama_init_from_model = init
+        return contextlib.nullcontext()
+    return _context_params(lambda params: setattr(params, "n_rs_seq", tokens))
 
 
 def open_llama(
