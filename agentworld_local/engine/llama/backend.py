@@ -408,8 +408,9 @@ class LlamaBackend:
         return True
 
     def reset(self) -> None:
-        """Forget the whole context (a new session on the same loaded model)."""
-        with self._guard.hold():
+        """Forget the context of this backend's own callers (a new session on the same loaded
+        model); BackendBusy while a generation holds the slot it would take."""
+        with self._occupy(None) as sequence, self._in(sequence):
             self._restore(0)
 
     # -- generation -----------------------------------------------------------------
