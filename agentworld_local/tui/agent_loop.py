@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from rich.text import Text
+from textual.css.query import NoMatches
 from textual.widgets import Static
 
 from agentworld_local.agent import AgentHistory, Episode, EpisodeEnd, Proposal, run_episode
@@ -130,7 +131,7 @@ class AgentLoop:
     def _to_ui(self, callback: Any, *args: Any) -> None:
         try:
             self.screen.app.call_from_thread(callback, *args)
-        except RuntimeError:  # the app is gone (quit mid-proposal): nothing to show
+        except (RuntimeError, NoMatches):  # the app or the screen's widgets are gone (a quit): nothing to show
             self.cancel.set()
 
 

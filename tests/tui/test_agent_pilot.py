@@ -65,7 +65,8 @@ async def test_let_it_run_takes_the_remaining_steps_on_its_own(tmp_path):
 
 
 async def test_escape_mid_proposal_stops_the_agent_and_the_user_goes_on(tmp_path):
-    slow = "I will now list every file on the machine, one directory at a time, slowly: ```\nls -laR /\n```"
+    # Seconds of text after "list every": the Escape surely lands mid-proposal, even on a loaded machine.
+    slow = "I will now list every file on the machine, " + "one directory at a time, slowly, " * 12 + "```\nls -laR /\n```"
     app = session_app(tmp_path, scripted(*WORLD), agent=agent(slow, delay_s=0.02), agent_steps=3)
     async with app.run_test(size=SIZE) as pilot:
         await session_opened(pilot)
