@@ -2,8 +2,8 @@
 
 The rows of one trajectory stay in order on one worker (the server's prefix cache then
 reuses each row's prompt for the next), and trajectories are spread over `concurrency`
-workers, each with its own backend (`backend.sibling()`: the same server, its own
-generation guard). Results are appended in the main thread as they arrive, so the file and
+workers, each with its own view of the backend (`backend.for_session()`: the same server,
+its own generation guard and close). Results are appended in the main thread as they arrive, so the file and
 the resume rules are those of predict_rows: a rerun skips every row already written. A row
 that finished while the run is being stopped (Ctrl+C, an error) is still written.
 """
@@ -23,8 +23,6 @@ from agentworld_local.agentworldbench.selection import trajectory_key
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import AwlError
 
-#: Rows at once against a server that does not say how many it decodes together.
-DEFAULT_CONCURRENCY = 4
 _DONE = object()
 
 
@@ -48,9 +46,10 @@ def predict_rows_at_once(
     stop = threading.Event()
     groups = trajectories(todo)
     workers = max(1, min(concurrency, len(groups)))
+    views = [backend.for_session() for _ in range(workers)]
     backends: queue.Queue = queue.Queue()
-    for _ in range(workers):
-        backends.put(backend.sibling())
+    for view in views:
+        backends.put(view)
 
     def run(group: list[BenchRow]) -> None:
         own = backends.get()
@@ -87,7 +86,8 @@ def predict_rows_at_once(
                 yield write_row(row, gen, side, base, out, progress)
     finally:
         stop.set()
-        backend.stop_all()  # streams in flight close now; their rows are not written
+        for view in views:
+            view.close()  # its stream in flight closes now; that row is not written
         executor.shutdown(wait=True, cancel_futures=True)
         while not results.empty():  # rows that finished while stopping are kept
             row, gen, side = results.get()

@@ -13,12 +13,14 @@ from agentworld_local.cli.main import app
 from agentworld_local.cli.model_options import model_or_server, offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine import events
-from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY, RemoteOptions
 from agentworld_local.errors import AwlError
 from agentworld_local.models.offload_options import OffloadOptions
 
 DEFAULT_PORT = 8760
 DEFAULT_TOKEN_ENV = "AWL_SERVE_TOKEN"
+#: Turns at once on a GGUF served here (each a place in its context) when --parallel is not given.
+DEFAULT_GGUF_PARALLEL = 4
 
 
 @app.command("serve")
@@ -37,7 +39,7 @@ def serve_command(
     idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),
     max_action_chars: int = typer.Option(64 * 1024, "--max-action-chars", help="The longest action accepted."),
     max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
-    parallel: int = typer.Option(4, "--parallel", help="Sessions whose turns run at once, each in a place of its own in a GGUF's context (decoded together; each takes --ctx tokens of KV cache). 1: one turn at a time."),
+    parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (the model's capacity; more wait their turn, in order). A GGUF gets that many places in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_CAPACITY})."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -66,7 +68,7 @@ def serve_command(
     for flag, value in (("--max-sessions", max_sessions), ("--max-turns", max_turns), ("--idle", idle),
                         ("--max-action-chars", max_action_chars), ("--max-body-bytes", max_body_bytes),
                         ("--parallel", parallel)):
-        if value <= 0:
+        if value is not None and value <= 0:
             raise InputError(f"{flag} must be more than 0.", f"E.g. `{flag} 10`.")
     token = os.environ.get(token_env) or None
     check_exposure(host, token, token_env)
@@ -79,9 +81,9 @@ def serve_command(
         raise InputError(f"Cannot use {folder} for the sessions ({error.strerror}).", "Give another folder with --dir.") from None
     sock = bind(host, port)  # a taken port is said before the model loads
     console = stderr_console()
-    load_options = {"ctx": ctx, "remote": remote, "offload": offload}
+    load_options = {"ctx": ctx, "remote": remote, "offload": offload, "parallel": parallel}
     if remote is None:
-        load_options.update(gpu_layers=gpu_layers, threads=threads, sessions=parallel)
+        load_options.update(gpu_layers=gpu_layers, threads=threads, parallel=parallel or DEFAULT_GGUF_PARALLEL)
     bridge = RunnerBridge()
     try:
         outcome = bridge.call_blocking(lambda runner: runner.load(model, **load_options),

@@ -49,10 +49,11 @@ class GenerationGuard:
 
 
 class EitherEvent:
-    """Set when either event is set: a turn's cancel or the backend closing."""
+    """Set when any of its events is set: a turn's cancel, its view closing, the backend closing
+    (None entries are left out)."""
 
-    def __init__(self, first: threading.Event, second: threading.Event) -> None:
-        self._events = (first, second)
+    def __init__(self, *events: threading.Event | None) -> None:
+        self._events = tuple(event for event in events if event is not None)
 
     def is_set(self) -> bool:
         return any(event.is_set() for event in self._events)

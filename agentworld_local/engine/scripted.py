@@ -145,8 +145,11 @@ class ScriptedBackend:
         stop_after_observation: bool = True,
         delay_s: float = 0.0,
         sha256: str | None = None,
+        capacity: int = 1,
     ) -> None:
-        """`stop_after_observation`: end at the first closed block when the sampling asks for it,
+        """`capacity`: generations at once, one per session view (`for_session`), as a llama
+        model's slots; 1 (the default) is one generation at a time, as on llama.cpp.
+        `stop_after_observation`: end at the first closed block when the sampling asks for it,
         as the llama backend does (False lets a test stream answers with several blocks to the
         end whatever the sampling says). `delay_s`: a pause
         before each chunk, for tests that cancel or watch a turn in progress."""
@@ -155,7 +158,9 @@ class ScriptedBackend:
         self.answers = [a if isinstance(a, ScriptedAnswer) else ScriptedAnswer(a) for a in answers]
         self.stop_after_observation = stop_after_observation
         self.delay_s = delay_s
+        self.capacity = max(1, capacity)
         self.calls = 0
+        self._calls_lock = threading.Lock()
         self.last_messages: list[dict[str, str]] = []
         self._guard = GenerationGuard()
         self._context: list[dict[str, str]] = []  # the conversation in the (simulated) context
@@ -190,6 +195,11 @@ class ScriptedBackend:
         return cls(answers, path=str(Path(path).absolute()), sha256=digest, **options)
 
     # -- the Backend protocol -------------------------------------------------------
+
+    def for_session(self) -> ScriptedBackend:
+        """With capacity 1 the backend itself (one generation at a time); else a view with a
+        guard of its own that streams from the same answers."""
+        return self if self.capacity == 1 else _ScriptedView(self)
 
     def generate(
         self,
@@ -235,8 +245,9 @@ class ScriptedBackend:
         cancel: threading.Event | None,
     ) -> Iterator[GenerationEvent]:
         started = time.perf_counter()
-        answer = self.answers[self.calls % len(self.answers)]
-        self.calls += 1
+        with self._calls_lock:  # views of several sessions take answers at once
+            answer = self.answers[self.calls % len(self.answers)]
+            self.calls += 1
         self.last_messages = [dict(m) for m in messages]
         stats = self._prompt_stats(messages)
         stats.prompt_s = time.perf_counter() - started
@@ -280,6 +291,29 @@ class ScriptedBackend:
         yield from rules.flush()
         stats.generate_s = max(time.perf_counter() - generating, 1e-6)
         yield GenerationDone(raw_output="".join(rules.raw), think_open=think_open, stats=stats)
+
+
+class _ScriptedView:
+    """One session's view of a ScriptedBackend with capacity > 1: its own guard, the
+    backend's answers and counters (everything else is the backend's)."""
+
+    def __init__(self, backend: ScriptedBackend) -> None:
+        self.backend = backend
+        self._guard = GenerationGuard()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def for_session(self) -> _ScriptedView:
+        return self.backend.for_session()
+
+    def generate(self, messages: list[dict[str, str]], *, sampling: SamplingConfig, think: ThinkBudget,
+                 seed: int, cancel: threading.Event | None = None) -> Iterator[GenerationEvent]:
+        with self._guard.hold():
+            yield from self.backend._generate(messages, sampling, think, cancel)
+
+    def close(self) -> None:
+        pass  # the runner owns the backend
 
 
 def parse_answer_file(data: Any, source: str) -> list[ScriptedAnswer]:

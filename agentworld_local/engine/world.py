@@ -102,9 +102,9 @@ class World:
         turns kept); both run before the World changes, so when saving fails (a full disk)
         the World is as it was and the session can go on.
         """
-        # A backend with session slots lends this World a sequence of its own (engine/llama/sequences.py).
-        bind = getattr(backend, "bind_session", None)
-        self.backend = bind() if bind is not None else backend
+        # Each World generates through a view of its own (a llama model lends it a sequence,
+        # engine/llama/sequences.py; a server's view has its own guard and close).
+        self.backend = backend.for_session()
         self.settings = settings or SessionSettings()
         self.domain = with_session_tools(domain, self.settings.tools)
         self.on_turn = on_turn
@@ -235,7 +235,8 @@ class World:
         start, prefetch = self.turn_start(), getattr(self.backend, "prefetch", None)
         known, known_started = 0, time.perf_counter()
         if prefetch is not None and prompt.startswith(start):
-            known = prefetch(self.messages_for(start, kept_from=kept_from), cancel=cancel)
+            # A turn's own: it waits for a slot (the runner's between turns does not).
+            known = prefetch(self.messages_for(start, kept_from=kept_from), cancel=cancel, waits=True)
         known_s = time.perf_counter() - known_started
         stream = ObservationStream()
         done: GenerationDone | None = None

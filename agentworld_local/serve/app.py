@@ -101,9 +101,11 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """The model served, the sessions open, the limits, and whether sessions' turns run at once."""
-        return {"model": bridge.runner.model, "sessions_open": registry.open_count, "limits": asdict(limits),
-                "parallel": bridge.runner.parallel}
+        """The model served, the sessions open, the limits, and the model's capacity: turns that
+        run at once, turns running and turns waiting for a place."""
+        runner = bridge.runner
+        return {"model": runner.model or runner.served_model, "sessions_open": registry.open_count,
+                "limits": asdict(limits), **asdict(runner.load_now)}
 
     @app.get("/sessions")
     async def list_sessions() -> list[dict[str, Any]]:

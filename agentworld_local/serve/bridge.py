@@ -48,11 +48,11 @@ class Outcome:
 class RunnerBridge:
     """Owns the runner; `stream()` and `call()` send one command and give back its events.
 
-    A command of one session (`session=` its runner key) may run beside other sessions' when
-    the runner runs sessions side by side (`runner.parallel`); any other command (a load, an
-    open, a resume, a fork) runs alone. With a runner that takes one command at a time, every
-    command runs alone. Events are routed by the session they name, to the command of that
-    session, else to the one running alone."""
+    A command of one session (`session=` its runner key) runs beside other sessions' (the
+    runner schedules their turns against the model's capacity: beyond it they wait, they are
+    never refused); any other command (a load, an open, a resume, a fork) runs alone. Events
+    are routed by the session they name, to the command of that session, else to the one
+    running alone."""
 
     def __init__(self, **runner_options: Any) -> None:
         self._blocking: Callable[[tuple[str | None, events.SessionEvent]], None] | None = None
@@ -61,11 +61,6 @@ class RunnerBridge:
         self.runner = SessionRunner(self._emit, **runner_options)
         self._gate: _Gate | None = None  # made on the server's loop
         self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def parallel(self) -> bool:
-        """Whether the runner takes commands for different sessions at once."""
-        return bool(getattr(self.runner, "parallel", False))
 
     def _emit(self, session: str | None, event: events.SessionEvent) -> None:
         if self._blocking is not None:
@@ -125,7 +120,7 @@ class RunnerBridge:
         if self._gate is None:
             self._gate = _Gate()
             self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        beside = session is not None and self.parallel
+        beside = session is not None
         async with (self._gate.shared() if beside else self._gate.alone()):
             key = session if beside else None
             arrived: asyncio.Queue[events.SessionEvent] = asyncio.Queue()

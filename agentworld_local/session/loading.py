@@ -31,7 +31,7 @@ def _ignore(text: str) -> None:
 def load_backend(
     model: str | None, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
-    remote: RemoteOptions | None = None, offload: Any = None, sessions: int = 1,
+    remote: RemoteOptions | None = None, offload: Any = None, parallel: int | None = None,
 ) -> Any:
     """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or a
     server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`.
@@ -39,8 +39,10 @@ def load_backend(
     The context is checked against the model and this machine before the load (a refusal
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
     only for a server. `offload` (models.offload_options.OffloadOptions): experts in RAM,
-    flash attention, KV cache type, for a GGUF. `sessions`: how many sessions keep a place in a
-    GGUF's context at once, decoded together (a server's; each with `ctx` tokens of KV cache).
+    flash attention, KV cache type, for a GGUF. `parallel` (`--parallel`): the most turns that
+    run at once, the backend's `capacity`: a GGUF gets that many places in its context, decoded
+    together, each with `ctx` tokens of KV cache (default 1); a server's own count bounds it
+    (default: the server's count, else DEFAULT_SERVER_CAPACITY).
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
@@ -54,7 +56,7 @@ def load_backend(
     if remote is not None:
         from agentworld_local.engine.remote.backend import OpenAIBackend
 
-        return OpenAIBackend(remote, n_ctx=ctx, notice=notice)
+        return OpenAIBackend(remote, n_ctx=ctx, parallel=parallel, notice=notice)
     if not model:
         raise InputError("No model given.", "Add `--model PATH/TO/model.gguf`, or `--backend openai --base-url URL --api-model NAME`.")
     if model.startswith(SCRIPTED):
@@ -64,6 +66,7 @@ def load_backend(
     from agentworld_local.models.resolve import resolve_model
 
     resolved = resolve_model(model)
+    sessions = parallel or 1
     n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, sessions=sessions)
     from agentworld_local.engine.llama import LlamaBackend
     from agentworld_local.engine.llama.state_cache import user_state_cache

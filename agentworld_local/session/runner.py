@@ -8,16 +8,18 @@ close during a turn, a back during a load or a second command racing the first c
 reach the model or a file at the same time.
 
 Rules that make it safe by construction:
-- A command is accepted only when nothing else is running (or what runs was cancelled and
-  will stop at its next token): anything else is refused at once with a `Refused` event
-  that says why, never queued behind a running turn nor run beside it.
+- A session takes one command at a time: another command for a session whose command runs
+  (and was not cancelled) is refused at once with a `Refused` event that says why; so is
+  anything while a model loads, and a load while anything runs. Commands of other sessions
+  are never refused for it.
+- Token loops (a step, a regenerate, a file probe) run on threads of their own, scheduled
+  against the backend's `capacity` (session/scheduling.py): beyond it they wait in FIFO
+  order; nothing refuses a turn because other sessions are busy. The idle prefetch between
+  turns is the lowest priority: any command stops it at its next chunk.
 - `cancel()` acts at once on what runs (a turn, a probe, a load: llama.cpp's progress
-  callback stops the load); `cancel(session)` on that session's command alone.
-- With a backend that runs sessions side by side (`parallel`: a llama model with several
-  session slots, decoded together), a turn of one session runs on a thread of its own while
-  other sessions' commands are accepted: only a command for the same session, or one while
-  a model loads, is refused (and a load while any turn runs).
-- Each accepted command ends with exactly one `Ready`; a failure is an `ErrorEvent` before it.
+  callback stops the load) and on what waits; `cancel(session)` on that session's alone.
+- Each accepted command ends with exactly one `Ready`; a failure is an `ErrorEvent` before
+  it, a command cancelled before it ran a `Notice`.
 - `close()` is cancel, wait, dispose (sessions closed, then the backend); a second close
   does nothing, and every command after it is refused.
 """
@@ -37,6 +39,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
 from agentworld_local.session.core import Session
+from agentworld_local.session.scheduling import Load, TurnScheduler
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import Header, TurnRecord
 
@@ -55,7 +58,7 @@ _VERBS = {
 _UNSTOPPABLE = ("undo", "control", "fork", "close_session")
 #: Commands that are no session's (a load, or one that makes a session).
 _GLOBAL = ("load", "open", "resume", "resimulate")
-#: Commands that run on a thread of their own when the backend is `parallel` (token loops).
+#: Token loops: each runs on a thread of its own, scheduled against the backend's capacity.
 _SIDE_BY_SIDE = ("step", "regenerate", "files")
 #: What a running command is called in a refusal.
 _RUNNING = {
@@ -128,6 +131,7 @@ class SessionRunner:
         self._idle_cancel = threading.Event()  # stops the prefetch between turns (see _prefetch_next)
         self._prefetching = False  # one prefetch at a time: _idle_cancel stops it
         self._turn_threads: set[threading.Thread] = set()  # turns running side by side
+        self._scheduler = TurnScheduler(self.capacity)
         self._session_locks: dict[str, threading.Lock] = {}  # one command of a session at a time
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
@@ -224,6 +228,23 @@ class SessionRunner:
         """The model the runner holds (as it was asked for), None before a load."""
         return self._model
 
+    @property
+    def served_model(self) -> str | None:
+        """The loaded model's own name (a server's model when it was loaded by options)."""
+        backend = self._backend
+        return backend.info.name if backend is not None else None
+
+    @property
+    def capacity(self) -> int:
+        """Turns of different sessions that run at once: the backend's (1 before a load)."""
+        backend = self._backend
+        return backend.capacity if backend is not None else 1
+
+    @property
+    def load_now(self) -> Load:
+        """Capacity, turns running and turns waiting for a place (what /health shows)."""
+        return self._scheduler.load
+
     # -- submission ------------------------------------------------------------------------
 
     def _submit(self, name: str, session: str | None, body: Callable[[_Command], None]) -> bool:
@@ -243,9 +264,8 @@ class SessionRunner:
         verb = _VERBS.get(name, name)
         if self._closed:
             return (f"Cannot {verb}: the session was closed.", "Start a new session.")
-        running = [command for command in self._pending if not command.cancel.is_set()]
-        if self.parallel:
-            running = [command for command in running if _excludes(command, name, session)]
+        running = [command for command in self._pending
+                   if not command.cancel.is_set() and _excludes(command, name, session)]
         if running:
             what = _RUNNING.get(running[0].name, "another command runs")
             stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in _RUNNING else "try again"
@@ -256,17 +276,12 @@ class SessionRunner:
 
     # -- the worker ------------------------------------------------------------------------
 
-    @property
-    def parallel(self) -> bool:
-        """Whether turns of different sessions run at once (a backend with several session slots)."""
-        return bool(getattr(self._backend, "parallel", False))
-
     def _work(self) -> None:
         while True:
             command = self._queue.get()
             if command is None:
                 break
-            if self.parallel and command.name in _SIDE_BY_SIDE and not command.cancel.is_set():
+            if command.name in _SIDE_BY_SIDE:  # cancelled already: place() says so, and it is skipped
                 thread = threading.Thread(target=self._run_beside, args=(command,), name=f"awl-turn-{command.name}",
                                           daemon=True)
                 self._turn_threads.add(thread)
@@ -278,30 +293,34 @@ class SessionRunner:
         self._dispose()
 
     def _run_beside(self, command: _Command) -> None:
-        """A turn beside other sessions' (a parallel backend)."""
+        """A token loop beside other sessions': it waits for a place in the model's capacity."""
         try:
-            self._execute(command)
+            self._execute(command, scheduled=True)
         finally:
             self._turn_threads.discard(threading.current_thread())
 
-    def _execute(self, command: _Command) -> None:
+    def _execute(self, command: _Command, *, scheduled: bool = False) -> None:
         """Run one command, then its Ready. A session's commands run one after the other (one
-        accepted behind a cancelled turn waits for it to stop), its prefetch included."""
+        accepted behind a cancelled turn waits for it to stop), its prefetch included; a
+        `scheduled` one then waits for a place in the model's capacity."""
         if command.session is None:
             self._run(command)
             return
         with self._lock:
             lock = self._session_locks.setdefault(command.session, threading.Lock())
         with lock:
-            self._run(command)
+            if not scheduled:
+                self._run(command)
+                return
+            with self._scheduler.place(command.cancel) as placed:
+                self._run(command, placed=placed)
 
-    def _run(self, command: _Command) -> None:
-        if command.cancel.is_set() and command.name in _UNSTOPPABLE:
-            # Accepted behind a command that was then cancelled (or the runner closed): a
-            # change that cannot stop half-way does not start at all.
-            with self._lock:
-                self._pending.remove(command)
-            self._emit(command.session, events.Refused(command.name, "Cancelled before it ran.", ""))
+    def _run(self, command: _Command, *, placed: bool = True) -> None:
+        if not placed or (command.cancel.is_set() and command.name in _UNSTOPPABLE):
+            # Cancelled while it waited for a place, or accepted behind a command that was
+            # then cancelled (or the runner closed): it does not start at all (a change that
+            # cannot stop half-way, a turn that never reached the model).
+            self._skip(command)
             return
         try:
             command.body(command)
@@ -315,6 +334,19 @@ class SessionRunner:
         self._emit(command.session, events.Ready(command.name, turns,
                                                  session.world.head if session is not None else None))
         self._prefetch_next(session)
+
+    def _skip(self, command: _Command) -> None:
+        with self._lock:
+            self._pending.remove(command)
+        session = self._sessions.get(command.session or "")
+        turns = len(session.history) if session is not None else None
+        head = session.world.head if session is not None else None
+        if command.name in ("step", "regenerate") and session is not None:
+            turn = (turns or 0) + (command.name == "step")
+            self._emit(command.session, events.TurnCancelled(turn, turns or 0, head or 0))
+        else:
+            self._emit(command.session, events.Notice(f"Cancelled before it ran: nothing was changed ({command.name})."))
+        self._emit(command.session, events.Ready(command.name, turns, head))
 
     def _prefetch_next(self, session: Session | None) -> None:
         """While the user reads and types, evaluate the known start of `session`'s next turn
@@ -355,9 +387,10 @@ class SessionRunner:
         if self._backend is not None and model == self._model and options == self._load_options:
             self._emit(None, loaded_event(label, self._backend))
             return True
-        if self._turn_threads:
-            raise InputError("Cannot load another model while sessions run turns on this one.",
-                             "Wait for their turns to finish, or cancel them, then load it.")
+        # Accepted only once no turn runs (see _excludes): a thread still here said its Ready
+        # and stops its prefetch at the next chunk, which the load's submission asked for.
+        for thread in list(self._turn_threads):
+            thread.join()
         self._drop_backend()
 
         def progress(fraction: float) -> bool:
@@ -380,6 +413,7 @@ class SessionRunner:
             self._emit(None, events.LoadCancelled(label))
             return False
         self._backend, self._model, self._load_options = backend, model, dict(options)
+        self._scheduler.set_capacity(backend.capacity)
         self._emit(None, loaded_event(label, backend))
         return True
 
@@ -508,7 +542,7 @@ class SessionRunner:
 
 
 def _excludes(running: _Command, name: str, session: str | None) -> bool:
-    """With a parallel backend: whether `running` keeps a command `name` for `session` out.
+    """Whether `running` keeps a command `name` for `session` out.
     A load keeps everything out and waits for everything; opening, resuming and re-simulating
     run one at a time; a session's command keeps that session's out (and waits while a
     session opens, which may load a model)."""

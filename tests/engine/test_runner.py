@@ -89,17 +89,17 @@ def test_commands_in_every_state_are_run_or_refused_with_a_reason(tmp_path, slow
     assert isinstance(run(log)[-1][1], ev.Refused)
     sid = opened(log, runner, tmp_path)
     assert runner.step(sid, "ls")
-    # While the turn runs: every command but cancel is refused at once, with why.
+    # While the turn runs: every command of its session but cancel is refused at once, with
+    # why, and so is a load (opening another session is not: test_runner_side_by_side).
     for name, call in [("undo", lambda: runner.undo(sid)), ("control", lambda: runner.control(sid, "x")),
                        ("fork", lambda: runner.fork(sid, 0, tmp_path / "f.jsonl")),
                        ("step", lambda: runner.step(sid, "pwd")), ("regenerate", lambda: runner.regenerate(sid)),
-                       ("files", lambda: runner.list_files(sid)), ("open", lambda: runner.open(new_session(tmp_path, "o.jsonl"))),
-                       ("load", lambda: runner.load("scripted:none"))]:
+                       ("files", lambda: runner.list_files(sid)), ("load", lambda: runner.load("scripted:none"))]:
         assert call() is False, name
     refused = [event for _, event in until_command_done(log) if isinstance(event, ev.Refused)]
-    assert [r.command for r in refused] == ["undo", "control", "fork", "step", "regenerate", "files", "open", "load"]
+    assert [r.command for r in refused] == ["undo", "control", "fork", "step", "regenerate", "files", "load"]
     assert all("while a turn runs" in r.message and "Escape" in r.hint for r in refused)
-    assert not (tmp_path / "f.jsonl").exists() and not (tmp_path / "o.jsonl").exists()
+    assert not (tmp_path / "f.jsonl").exists()
     traj = read_trajectory(tmp_path / "s.jsonl")
     assert traj.pending_controls == [] and len(traj.turns) == 1  # nothing of the refused reached the file
     # After close: everything is refused; a second close does nothing.
@@ -353,8 +353,13 @@ def test_a_change_queued_behind_a_cancelled_turn_does_not_run_once_the_runner_cl
     runner.cancel()
     assert runner.undo(sid)  # accepted: what runs was cancelled
     runner.close()
-    said = log.drain()
-    assert any(isinstance(event, ev.Refused) and event.command == "undo" for _, event in said)
+    said = [event for _, event in log.drain()]
+    # The undo ends as every accepted command does: one terminal Ready, after a Notice of why
+    # nothing changed (no Refused for a command once accepted).
+    notice = next(i for i, e in enumerate(said) if isinstance(e, ev.Notice))
+    assert "Cancelled before it ran" in said[notice].text and said[notice + 1] == ev.Ready("undo", 1, 1), said
+    assert [e.command for e in said if isinstance(e, ev.Ready)] == ["step", "undo"], said
+    assert not any(isinstance(e, ev.Refused) for e in said)
     traj = read_trajectory(tmp_path / "s.jsonl")
     assert [t.action for t in traj.current_branch()] == ["ls"]
 

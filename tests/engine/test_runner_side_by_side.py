@@ -28,13 +28,13 @@ from agentworld_local.trajectory.reader import read_trajectory
 class SideBySide:
     """Scripted answers with session slots: each session streams from its own script."""
 
-    parallel = True
+    capacity = 8
 
     def __init__(self, delay_s: float) -> None:
         self._delay_s = delay_s
         self.info = ScriptedBackend([ANSWERS[0].raw]).info
 
-    def bind_session(self) -> ScriptedBackend:
+    def for_session(self) -> ScriptedBackend:
         return ScriptedBackend([answer.raw for answer in ANSWERS], delay_s=self._delay_s)
 
     def close(self) -> None:

@@ -57,6 +57,13 @@ class FakeOpenAI:
     continue_supported: bool = True
     #: Facts of llama-server's /props (None: no such endpoint, as on vLLM).
     props: dict[str, Any] | None = None
+    #: SGLang's /get_server_info (None: no such endpoint).
+    server_info: dict[str, Any] | None = None
+    #: What /v1/models adds to each entry (llama-server's `meta`, vLLM's `max_model_len`).
+    model_extra: dict[str, Any] = field(default_factory=dict)
+    #: Streams wait until this many are in flight together (once; then none waits): a test of
+    #: how many requests a client sends at once sees every one it would send.
+    hold_until: int | None = None
     #: Answers a request itself (for the judge): body -> Reply.
     respond: Callable[[dict[str, Any]], Reply] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -71,6 +78,7 @@ class FakeOpenAI:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._held = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,10 +89,13 @@ class FakeOpenAI:
                 if not fake._authorised(self):
                     return
                 if self.path.rstrip("/") == "/v1/models":
-                    data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in fake.models]}
+                    data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test", **fake.model_extra}
+                                                       for m in fake.models]}
                     return fake._json(self, 200, data)
                 if self.path == "/props" and fake.props is not None:
                     return fake._json(self, 200, fake.props)
+                if self.path == "/get_server_info" and fake.server_info is not None:
+                    return fake._json(self, 200, fake.server_info)
                 fake._json(self, 404, {"error": {"message": "Not Found", "type": "not_found_error"}})
 
             def do_POST(self) -> None:
@@ -187,6 +198,10 @@ class FakeOpenAI:
         with self._lock:
             self.active += 1
             self.most_at_once = max(self.most_at_once, self.active)
+            if self.hold_until is not None and self.active >= self.hold_until:
+                self._held.set()
+        if self.hold_until is not None:
+            self._held.wait(60)
         try:
             self._stream(handler, body, reply, pieces, finish)
         finally:

@@ -21,14 +21,14 @@ class Slots:
     """Scripted answers with session slots (as a llama model's sequences): each session streams
     from a script of its own; `most` is the most generations in flight at once."""
 
-    parallel = True
+    capacity = 8
 
     def __init__(self) -> None:
         self.info = ScriptedBackend(["x"]).info
         self.now = self.most = 0
         self._lock = threading.Lock()
 
-    def bind_session(self) -> ScriptedBackend:
+    def for_session(self) -> ScriptedBackend:
         slots, slot = self, ScriptedBackend([item.scripted(2) for item in SHOWN], delay_s=0.002)
         generate = slot.generate
 

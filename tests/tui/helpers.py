@@ -85,13 +85,13 @@ class GatedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def bind_session(self) -> Any:
+    def for_session(self) -> Any:
         """A session's own backend (a llama model lends each session a sequence): gated too,
         by the same gate, so the turn a test holds is the session's real turn."""
-        bind = getattr(self.inner, "bind_session", None)
-        if bind is None:
+        view = self.inner.for_session()
+        if view is self.inner:
             return self
-        bound = GatedBackend(bind(), self.after)
+        bound = GatedBackend(view, self.after)
         bound.gate, bound.holding = self.gate, self.holding
         return bound
 

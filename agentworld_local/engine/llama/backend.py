@@ -224,11 +224,11 @@ class LlamaBackend:
     # -- sequences: one per session slot (sequences.py) ---------------------------------
 
     @property
-    def parallel(self) -> bool:
-        """Whether turns of different sessions may run at once (the runner asks)."""
-        return self.sequences > 1
+    def capacity(self) -> int:
+        """Turns that run at once: one per session slot (the runner schedules against it)."""
+        return self.sequences
 
-    def bind_session(self) -> SessionBackend:
+    def for_session(self) -> SessionBackend:
         """A Backend for one session: its turns run in a sequence of their own."""
         return SessionBackend(self)
 
@@ -265,11 +265,17 @@ class LlamaBackend:
         self._seq.live = value
 
     @contextlib.contextmanager
-    def _occupy(self, owner: object | None) -> Iterator[Sequence]:
+    def _occupy(self, owner: object | None, wait: threading.Event | None = None,
+                yields: bool = False) -> Iterator[Sequence | None]:
         """The owner's sequence for one generation or prefetch (BackendBusy if it is in use).
-        No owner: the backend's own callers, one at a time, as before sequences."""
+        No owner: the backend's own callers, one at a time, as before sequences. `wait`: a
+        generation waits for a prefetch between turns (`yields`) to give a slot up, until it
+        is set (then None: it was cancelled); see Slots.acquire."""
         with self._guard.hold() if owner is None else contextlib.nullcontext():
-            sequence = self.slots.acquire(self if owner is None else owner)
+            sequence = self.slots.acquire(self if owner is None else owner, wait=wait, yields=yields)
+            if sequence is None:
+                yield None
+                return
             with self._running_changed:
                 self._running += 1
             try:
@@ -445,8 +451,11 @@ class LlamaBackend:
         """
         if self._closed.is_set():
             raise GenerationError("The model was closed.", "Load it again to run another turn.")
-        with self._occupy(owner) as sequence:
-            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+        stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+        with self._occupy(owner, wait=stop) as sequence:
+            if sequence is None:  # cancelled while it waited for a slot
+                yield self._cancelled(GenerationStats(), time.perf_counter())
+                return
             yield from self._stepped_in(sequence, self._generate(messages, sampling=sampling, think=think, seed=seed,
                                                                   cancel=stop))
 
@@ -512,18 +521,26 @@ class LlamaBackend:
     # -- prefetch: the next turn's known start, evaluated before its action comes ---------
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
-                 owner: object | None = None) -> int:
+                 owner: object | None = None, waits: bool = False) -> int:
         """Evaluate the prompt of the next turn up to where its action starts, and checkpoint
         there; the tokens it evaluated. `messages` end with a user message holding the fixed
         start of that turn's prompt (World.next_turn_prefix). Stops between n_batch chunks
         when `cancel` is set, keeping what it evaluated; the turn's `generate` then evaluates
         only the rest. The World calls it before every turn too, so a turn's prompt is always
         evaluated in the same chunks, prefetched or not (a different split moves logits in
-        their last bits). Writes nothing; busy while a generation runs (BackendBusy)."""
+        their last bits). Writes nothing. Between turns (the runner's idle work, the lowest
+        priority) BackendBusy when every slot is generating; a turn's own (`waits`) waits for
+        a slot to free, and evaluates nothing if `cancel` comes first."""
         if self._closed.is_set():
             return 0
-        with self._occupy(owner) as sequence, self._in(sequence):
-            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+        stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+        with self._occupy(owner, wait=stop if waits else None, yields=not waits) as sequence:
+            if sequence is None:
+                return 0
+            return self._prefetch_in(sequence, messages, stop)
+
+    def _prefetch_in(self, sequence: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
+        with self._in(sequence):
             tokens, system = self._known_prefix(messages)
             if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
                 return 0  # nothing known, too long for the context, or in the context already

@@ -33,6 +33,7 @@ class Sequence:
     owner: object | None = None
     used: int = 0  # when its owner last generated (the slots' clock)
     busy: bool = False  # a generation runs in it
+    yields: bool = False  # ... or a prefetch between turns, which gives it up at its next chunk
     live: bool = True  # its live state holds exactly `tokens` (False after a failed decode)
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
 
@@ -43,32 +44,41 @@ class Slots:
     def __init__(self, count: int) -> None:
         self.all = [Sequence(i) for i in range(count)]
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._clock = itertools.count(1)
 
     def held_by(self, owner: object) -> Sequence | None:
         return next((s for s in self.all if s.owner is owner), None)
 
-    def acquire(self, owner: object) -> Sequence:
+    def acquire(self, owner: object, *, wait: threading.Event | None = None, yields: bool = False) -> Sequence | None:
         """The owner's sequence, marked busy; the least recently used idle one when it has
-        none. BackendBusy when every slot is generating."""
+        none. When every slot is busy and one of them with a prefetch between turns (`yields`:
+        the runner stops it at its next chunk when a command comes): with `wait` (the turn's
+        stop event) wait for it, None if `wait` is set meanwhile. Otherwise (every slot
+        generating a turn: the runner schedules no more turns than slots; or no `wait`: a
+        prefetch, the lowest priority), BackendBusy at once."""
         with self._lock:
             sequence = self.held_by(owner)
             if sequence is None:
-                idle = [s for s in self.all if not s.busy]
-                if not idle:
-                    raise BackendBusy(f"All {len(self.all)} session slots of the model are generating.",
-                                      "Wait until a turn finishes, or load the model with more slots.")
+                while not (idle := [s for s in self.all if not s.busy]):
+                    if wait is None or not any(s.yields for s in self.all):
+                        raise BackendBusy(f"All {len(self.all)} session slots of the model are generating.",
+                                          "Wait until a turn finishes, or load the model with more slots.")
+                    if wait.is_set():
+                        return None
+                    self._freed.wait(0.05)  # wakes on a release; the timeout only rechecks `wait`
                 sequence = min(idle, key=lambda s: s.used)
                 sequence.owner = owner
             elif sequence.busy:
                 raise BackendBusy("This session is already generating a turn.", "Wait until it finishes or cancel it.")
-            sequence.busy = True
+            sequence.busy, sequence.yields = True, yields
             sequence.used = next(self._clock)
             return sequence
 
     def release(self, sequence: Sequence) -> None:
         with self._lock:
-            sequence.busy = False
+            sequence.busy = sequence.yields = False
+            self._freed.notify_all()
 
     def give_up(self, owner: object) -> None:
         """The owner needs no place any more (its session closed): its slot is the next one lent."""
@@ -99,8 +109,8 @@ class SessionBackend:
         with self._guard.hold():
             yield from self.model.generate(messages, owner=self, **options)
 
-    def bind_session(self) -> SessionBackend:
-        return self.model.bind_session()
+    def for_session(self) -> SessionBackend:
+        return self.model.for_session()
 
     def prefetch(self, messages: list[dict[str, str]], **options: Any) -> int:
         return self.model.prefetch(messages, owner=self, **options)

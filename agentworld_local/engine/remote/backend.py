@@ -8,6 +8,11 @@ after a closing `</think>` (`continue_final_message`, which vLLM and SGLang acce
 server that refuses that is named in one error line. Cancel closes the HTTP stream at
 once, from a watcher thread, so a server busy thinking stops streaming to us.
 
+Capacity: the turns sent at once are the server's own count (llama-server's slots, SGLang's
+running-request limit), bounded by the user's `--parallel`; a server that says nothing
+(vLLM) gets DEFAULT_SERVER_CAPACITY. Each session generates through a view of its own
+(`for_session`): its own guard and close over the shared connections.
+
 Undo, fork and regenerate need nothing here: every request carries the whole
 conversation, and the server's prefix cache decides what it evaluates again.
 """
@@ -15,7 +20,6 @@ conversation, and the server's prefix cache decides what it evaluates again.
 from __future__ import annotations
 
 import contextlib
-import copy
 import socket
 import threading
 import time
@@ -28,7 +32,7 @@ from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.remote.client import describe_error, is_context_overflow, make_client, server_facts
-from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY, RemoteOptions
 from agentworld_local.engine.remote.stream import AnswerStream
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
@@ -39,13 +43,17 @@ from agentworld_local.engine.types import (
     SamplingConfig,
     ThinkBudget,
 )
-from agentworld_local.errors import GenerationError, ModelError
+from agentworld_local.errors import GenerationError, InputError, ModelError
 
 BACKEND_NAME = "openai"
 #: How often the watcher looks at the cancel flag (a close takes at most this long to start).
 _WATCH_S = 0.02
 #: Tokens a continuation may add beyond the answer's own cap (the closing tags).
 _SLACK_TOKENS = 16
+#: Chunks read after the observation closed, for the server's last one (`usage`): the model
+#: ends its message right there, so these are the end-of-message and usage chunks; a model
+#: that runs on costs the server at most this many tokens before the stream is closed.
+_TAIL_CHUNKS = 16
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> int:
@@ -57,12 +65,13 @@ def estimate_tokens(messages: list[dict[str, str]]) -> int:
 class OpenAIBackend:
     """A model behind an OpenAI-compatible server (vLLM, SGLang, llama-server, ...)."""
 
-    def __init__(self, options: RemoteOptions, *, n_ctx: int | None = None,
+    def __init__(self, options: RemoteOptions, *, n_ctx: int | None = None, parallel: int | None = None,
                  notice: Callable[[str], None] | None = None) -> None:
         """Connect and check the model is served (ModelError naming the served ones if not).
 
         `n_ctx`: the context to plan with when the server does not report one (an explicit
-        one larger than the server's is lowered to it, with a notice).
+        one larger than the server's is lowered to it, with a notice). `parallel`: the most
+        turns to send at once (the user's `--parallel`; the server's own count bounds it).
         """
         self.options = options
         self.notices: list[str] = []
@@ -88,33 +97,39 @@ class OpenAIBackend:
         if not self.facts.continues_answers:
             self._notice(f"The server at {options.endpoint} (llama-server) cannot continue an answer while the model "
                          "thinks, so a thinking budget (--think N) is not honoured there: thinking runs to its end.")
+        self.capacity = self._capacity(parallel)
         self._guard = GenerationGuard()
-        self._closed = threading.Event()
+        self._closed = threading.Event()  # the backend's: closing it stops every view
+        self._view_closed: threading.Event | None = None  # a view's own
         self._server_separates = False  # learnt from the first answer that carries a reasoning field
-        self._sibling = False
 
     def _notice(self, text: str) -> None:
         self.notices.append(text)
         if self._notice_sink is not None:
             self._notice_sink(text)
 
-    def sibling(self) -> "OpenAIBackend":
-        """The same server and connections with a generation guard of its own: one more
-        generation at once (a server decodes several requests together). Closing this
-        backend, or `stop_all`, stops its siblings' generations too."""
-        twin = copy.copy(self)
-        twin._guard = GenerationGuard()
-        twin._sibling = True
-        return twin
+    def _capacity(self, parallel: int | None) -> int:
+        server = self.facts.parallel
+        if parallel is not None and parallel < 1:
+            raise InputError(f"--parallel {parallel} must be at least 1.", "E.g. `--parallel 4`.")
+        if server is None:
+            if parallel is None:
+                self._notice(f"The server at {self.options.endpoint} does not say how many requests it decodes at "
+                             f"once; awl sends up to {DEFAULT_SERVER_CAPACITY} turns at once (--parallel N to change).")
+            return parallel or DEFAULT_SERVER_CAPACITY
+        if parallel is not None and parallel > server:
+            self._notice(f"The server at {self.options.endpoint} decodes {server} requests at once; "
+                         f"awl sends that many, not --parallel {parallel}.")
+        return min(server, parallel or server)
 
-    def stop_all(self) -> None:
-        """Stop every generation in flight on this backend and its siblings (their streams close)."""
-        self._closed.set()
-
-    @property
-    def parallel(self) -> int | None:
-        """Requests the server says it decodes at once (None when it does not say)."""
-        return self.facts.parallel
+    def for_session(self) -> "OpenAIBackend":
+        """One session's view: the same server and connections, a guard and a close of its
+        own (closing it stops only its own stream; closing the backend stops every view)."""
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._guard = GenerationGuard()
+        view._view_closed = threading.Event()
+        return view
 
     # -- the Backend protocol -------------------------------------------------------
 
@@ -130,18 +145,17 @@ class OpenAIBackend:
         seed: int,
         cancel: threading.Event | None = None,
     ) -> Iterator[GenerationEvent]:
-        if self._closed.is_set():
+        if self._closed.is_set() or (self._view_closed is not None and self._view_closed.is_set()):
             raise GenerationError("The connection to the server was closed.", "Load the model again to run another turn.")
         with self._guard.hold():
-            stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
-            yield from self._generate(messages, sampling, think, seed, stop)
+            yield from self._generate(messages, sampling, think, seed, EitherEvent(cancel, self._view_closed, self._closed))
 
     def close(self) -> None:
-        """Stop a generation in flight (its stream closes) and release the connections
-        (a sibling leaves them to the backend it came from)."""
-        self._closed.set()
+        """A view: stop its own generation in flight. The backend: stop every view's and
+        release the connections."""
+        (self._closed if self._view_closed is None else self._view_closed).set()
         self._guard.wait_idle(5.0)
-        if not self._sibling:
+        if self._view_closed is None:
             self._client.close()
 
     # -- one answer -----------------------------------------------------------------
@@ -236,13 +250,15 @@ class OpenAIBackend:
                 first = False
                 if cancel.is_set():
                     return "cancelled"
-                _count_usage(chunk, stats, continuation)
+                counted = _count_usage(chunk, stats, continuation)
                 for choice in chunk.choices[:1]:
                     yield from self._take(choice.delta, answer)
                     if choice.finish_reason:
                         finish = "length" if choice.finish_reason == "length" else "stop"
                     rules = answer.rules
                     if rules is not None and rules.finish:
+                        if not counted:
+                            _read_usage(chunks, stats, continuation, cancel)
                         return rules.finish
                     if rules is not None and rules.budget_spent and not continuation:
                         return "budget"
@@ -270,16 +286,29 @@ class OpenAIBackend:
         )
 
 
-def _count_usage(chunk: Any, stats: GenerationStats, continuation: bool) -> None:
-    """The server's own counts, when it sends them (`stream_options.include_usage`)."""
+def _count_usage(chunk: Any, stats: GenerationStats, continuation: bool) -> bool:
+    """The server's own counts, when it sends them (`stream_options.include_usage`): True
+    when `chunk` carried them."""
     usage = getattr(chunk, "usage", None)
     if usage is None:
-        return
+        return False
     if not continuation and usage.prompt_tokens:
         stats.prompt_tokens_total = usage.prompt_tokens
         details = getattr(usage, "prompt_tokens_details", None)
         cached = getattr(details, "cached_tokens", None) or 0
         stats.prompt_tokens_evaluated = max(usage.prompt_tokens - cached, 0)
+    if not continuation and usage.completion_tokens:
+        stats.generated_tokens = usage.completion_tokens
+    return True
+
+
+def _read_usage(chunks: Iterator[Any], stats: GenerationStats, continuation: bool, cancel: Any) -> None:
+    """Read on past the answer's end for the usage chunk servers send last (its text is
+    past the observation and not part of the answer); a failure here loses only the counts."""
+    with contextlib.suppress(Exception):
+        for _ in range(_TAIL_CHUNKS):
+            if cancel.is_set() or _count_usage(next(chunks), stats, continuation):
+                return
 
 
 @contextlib.contextmanager

@@ -36,7 +36,8 @@ class ServerFacts:
     """What the server tells about itself; None where it does not say."""
 
     models: list[str]
-    #: Context size of the served model (vLLM `max_model_len`, llama-server and SGLang props).
+    #: Context one request may fill (vLLM `max_model_len`, a llama-server slot's `n_ctx`,
+    #: SGLang's `context_length`; the training context only when nothing else is said).
     n_ctx: int | None
     #: Requests it decodes at once (llama-server slots, SGLang's running-request limit).
     parallel: int | None
@@ -55,19 +56,24 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     except openai.OpenAIError as error:
         raise describe_error(error, options) from None
     models = [entry.id for entry in entries]
-    n_ctx = parallel = None
+    n_ctx = trained = parallel = None
     for entry in entries:
         if entry.id == options.api_model:
             extra = entry.model_extra or {}
-            n_ctx = _positive(extra.get("max_model_len")) or _positive((extra.get("meta") or {}).get("n_ctx_train"))
+            meta = extra.get("meta") or {}
+            n_ctx = _positive(extra.get("max_model_len")) or _positive(meta.get("n_ctx"))
+            trained = _positive(meta.get("n_ctx_train"))
     props = _get_json(options, "/props") or {}  # llama-server
     settings = props.get("default_generation_settings") or {}
+    # A slot's context (llama-server splits -c over -np slots), never the training one first:
+    # planning with 32k where a slot holds 4k overflows the server mid-session.
     n_ctx = n_ctx or _positive(settings.get("n_ctx"))
     parallel = _positive(props.get("total_slots"))
     if n_ctx is None or parallel is None:
         info = _get_json(options, "/get_server_info") or {}  # SGLang
         n_ctx = n_ctx or _positive(info.get("context_length"))
         parallel = parallel or _positive(info.get("max_running_requests"))
+    n_ctx = n_ctx or trained
     # Only llama-server answers /props with generation settings; it refuses an assistant
     # prefill while thinking is on, so a thinking budget cannot stop and continue there.
     llama_server = bool(props.get("default_generation_settings"))

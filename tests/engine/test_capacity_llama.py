@@ -1,0 +1,166 @@
+"""More sessions than the model has slots, on the real llama.cpp path (the qwen35moe fixture).
+
+The runner schedules turns against the model's capacity (its session slots): a turn beyond
+it waits its turn, it is never refused because other sessions are busy, and the idle
+prefetch of a session between turns yields its slot to a turn that needs it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentworld_local.engine import events as ev
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.session.spec import SessionSpec
+from agentworld_local.trajectory.reader import read_trajectory
+from tests.engine.test_runner_side_by_side import Mailboxes, opened_sid
+
+SLOTS = 2
+
+
+@pytest.fixture(scope="module")
+def two_slots(qwen_gguf):
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=SLOTS)
+    yield backend
+    backend.close()
+
+
+class Shared:
+    """One model lent to several runners in turn: the test module keeps it loaded."""
+
+    def __init__(self, model: LlamaBackend) -> None:
+        self.model = model
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+    def close(self) -> None:
+        pass
+
+
+def spec(seed: int) -> SessionSpec:
+    return SessionSpec(domain="terminal", think="off", max_tokens=6, temperature=0.8, seed=seed)
+
+
+def open_sessions(runner: SessionRunner, mail: Mailboxes, folder: Path, count: int) -> list[str]:
+    sids = []
+    for number in range(count):
+        path = folder / f"s{number}.jsonl"
+        assert runner.open(NewSession.from_spec(spec(number).resolve(), path))
+        sids.append(opened_sid(mail, path))
+    return sids
+
+
+def refusals(mail: Mailboxes) -> list[ev.Refused]:
+    found = []
+    for box in mail.boxes.values():
+        items = []
+        while not box.empty():
+            items.append(box.get())
+        found += [item for item in items if isinstance(item, ev.Refused)]
+        for item in items:  # put back: nothing else reads them after the play
+            box.put(item)
+    return found
+
+
+def test_three_times_more_sessions_than_slots_step_undo_regenerate_and_cancel_with_no_refusal(tmp_path, two_slots):
+    rng = random.Random(23)
+    for round_number in range(3):
+        folder = tmp_path / f"round{round_number}"
+        folder.mkdir()
+        mail = Mailboxes()
+        runner = SessionRunner(mail, backend=Shared(two_slots))
+        told: dict[str, list[ev.SessionEvent]] = {}
+        try:
+            sids = open_sessions(runner, mail, folder, 3 * SLOTS)
+
+            def play(sid: str, seed: float) -> None:
+                local = random.Random(seed)
+                got = told.setdefault(sid, [])
+                for number in range(4):
+                    kind = local.choice(["step", "step", "undo", "regenerate"]) if number else "step"
+                    accepted = (runner.step(sid, f"echo {Path(sid).stem}-{number}") if kind == "step"
+                                else runner.undo(sid) if kind == "undo" else runner.regenerate(sid))
+                    assert accepted, f"{kind} of {sid} refused"
+                    got += mail.until_done(sid, timeout=300)
+
+            def cancels(stop: threading.Event, seed: float) -> None:
+                local = random.Random(seed)
+                while not stop.wait(local.uniform(0.005, 0.05)):
+                    runner.cancel(local.choice(sids))
+
+            stop = threading.Event()
+            players = [threading.Thread(target=play, args=(sid, rng.random())) for sid in sids]
+            chaos = threading.Thread(target=cancels, args=(stop, rng.random()))
+            for thread in [*players, chaos]:
+                thread.start()
+            for thread in players:
+                thread.join(600)
+            stop.set()
+            chaos.join(60)
+            assert not any(thread.is_alive() for thread in players)
+        finally:
+            runner.close()
+        everything = [event for got in told.values() for event in got]
+        wrong = [e for e in everything if isinstance(e, (ev.Refused, ev.ErrorEvent))]
+        # An undo or regenerate of a session with no turn yet is that session's own mistake.
+        wrong = [e for e in wrong if not (isinstance(e, ev.ErrorEvent) and "no turn" in e.message.lower())]
+        assert not [e for e in wrong if not isinstance(e, ev.ErrorEvent) or "slot" in e.message], wrong
+        assert not [e for e in wrong if isinstance(e, ev.ErrorEvent) and "busy" in e.message.lower()], wrong
+        for sid in sids:
+            saved = mail.saved.get(sid, [])
+            path = Path(sid)
+            on_file = [t.action for t in read_trajectory(path).turns] if path.exists() else []
+            assert on_file == saved, f"round {round_number}: {sid}"
+            assert all(action.startswith(f"echo {path.stem}-") for action in saved)
+        # Every command the players sent ended with exactly one Ready.
+        for sid, got in told.items():
+            assert sum(isinstance(e, ev.Ready) for e in got) == 4, (sid, got)
+
+
+def test_two_turns_on_two_slots_beside_a_third_sessions_prefetch_both_run(tmp_path, two_slots):
+    for round_number in range(6):
+        folder = tmp_path / f"round{round_number}"
+        folder.mkdir()
+        mail = Mailboxes()
+        runner = SessionRunner(mail, backend=Shared(two_slots))
+        try:
+            a, b, c = open_sessions(runner, mail, folder, 3)
+            assert runner.step(c, "ls")  # its Ready starts c's prefetch of the next turn in a slot
+            assert isinstance(mail.until_done(c, timeout=300)[-1], ev.Ready)
+            assert runner.step(a, "pwd") and runner.step(b, "whoami")
+            for sid in (a, b):
+                got = mail.until_done(sid, timeout=300)
+                assert not [e for e in got if isinstance(e, (ev.Refused, ev.ErrorEvent))], got
+                assert any(isinstance(e, ev.TurnFinished) for e in got), got
+        finally:
+            runner.close()
+
+
+def test_a_turn_cancelled_while_it_waits_for_a_slot_ends_cancelled_with_one_ready(tmp_path, two_slots):
+    from tests.tui.helpers import GatedBackend
+
+    mail = Mailboxes()
+    gated = GatedBackend(Shared(two_slots), after=0)
+    runner = SessionRunner(mail, backend=gated)
+    try:
+        a, b, c = open_sessions(runner, mail, tmp_path, 3)
+        assert runner.step(a, "ls") and runner.step(b, "pwd")
+        assert gated.holding.wait(120)
+        assert runner.step(c, "whoami"), "a third turn waits for a place, it is not refused"
+        runner.cancel(c)
+        got = mail.until_done(c, timeout=300)
+        assert [type(e) for e in got][-2:] == [ev.TurnCancelled, ev.Ready], got
+        gated.gate.set()
+        for sid in (a, b):
+            assert any(isinstance(e, ev.TurnFinished) for e in mail.until_done(sid, timeout=300))
+        assert runner.load_now.waiting == 0
+    finally:
+        gated.gate.set()
+        runner.close()
+    assert not Path(c).exists(), "the cancelled session never got a turn"
