@@ -23,8 +23,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
+from agentworld_local.defaults import DEFAULT_MAX_TOKENS
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
+from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import AwlError
 from agentworld_local.serve.bridge import Outcome, RunnerBridge
@@ -55,6 +57,14 @@ class CreateSession(BaseModel):
 class StepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: str = Field(description="The agent's action in the domain's raw form, e.g. `ls -la` in the terminal")
+    cancel_on_disconnect: bool = Field(
+        False, description="Cancel the turn when this request's client goes away (nothing is saved for it). "
+                           "Default: the turn runs to its end and is saved, so a client that reconnects finds it.")
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cancel_on_disconnect: bool = Field(False, description="As for a step.")
 
 
 class ForkRequest(BaseModel):
@@ -130,23 +140,32 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
         return await registry.resume(sid)
 
     @app.post("/sessions/{sid}/step")
-    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
-        """One turn: the action goes to the world model; the saved turn comes back."""
-        return _turn_result(registry, sid, await _collect(registry.turn(sid, "step", body.action)))
+    async def step(sid: str, body: StepRequest, request: Request) -> dict[str, Any]:
+        """One turn: the action goes to the world model; the saved turn comes back. Beyond the
+        model's capacity it waits its turn (in order); it is never refused for other sessions."""
+        turn = registry.turn(sid, "step", body.action)
+        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect))
 
     @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse)
     async def step_stream(sid: str, body: StepRequest) -> EventSourceResponse:
         """One turn as server-sent events: the session's events as they come, `turn_done` and `ready` last."""
-        return await _sse(registry.turn(sid, "step", body.action))
+        return await _sse(registry.turn(sid, "step", body.action), registry, sid, body.cancel_on_disconnect)
 
     @app.post("/sessions/{sid}/regenerate")
-    async def regenerate(sid: str) -> dict[str, Any]:
+    async def regenerate(sid: str, request: Request, body: TurnRequest | None = None) -> dict[str, Any]:
         """Run the last turn's action again with a new sample (the file keeps the old one)."""
-        return _turn_result(registry, sid, await _collect(registry.turn(sid, "regenerate")))
+        turn = registry.turn(sid, "regenerate")
+        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, bool(body and body.cancel_on_disconnect)))
 
     @app.post("/sessions/{sid}/regenerate/stream", response_class=EventSourceResponse)
-    async def regenerate_stream(sid: str) -> EventSourceResponse:
-        return await _sse(registry.turn(sid, "regenerate"))
+    async def regenerate_stream(sid: str, body: TurnRequest | None = None) -> EventSourceResponse:
+        return await _sse(registry.turn(sid, "regenerate"), registry, sid, bool(body and body.cancel_on_disconnect))
+
+    @app.post("/sessions/{sid}/cancel")
+    async def cancel(sid: str) -> dict[str, Any]:
+        """Stop this session's turn in flight, or take it out of the queue (nothing is saved for
+        it; its request answers 409, its stream ends with `turn_cancelled`). Other sessions go on."""
+        return registry.cancel(sid)
 
     @app.post("/sessions/{sid}/undo")
     async def undo(sid: str) -> dict[str, Any]:
@@ -178,18 +197,57 @@ def _spec(body: CreateSession, limits: ServeLimits) -> SessionSpec:
     given = {name: value for name, value in (("temperature", body.temperature), ("max_tokens", body.max_tokens),
                                               ("seed", body.seed)) if value is not None}
     return SessionSpec(domain=body.domain, scenario=body.scenario, task=body.task, initial_state=body.initial_state,
-                       controls=control_list(body.controls), think=body.think, **given)
+                       controls=control_list(body.controls), think=_think_within(body, limits.max_tokens_per_turn), **given)
 
 
-async def _collect(turn: AsyncIterator[events.SessionEvent]) -> Outcome:
+def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
+    """The session's thinking budget under the server's tokens-per-turn ceiling: the answer's
+    `max_tokens` must fit it (400 if not); thinking gets what is left (`full` or a larger
+    budget becomes that). No ceiling: what the client asked."""
+    if ceiling is None:
+        return body.think
+    answer = body.max_tokens if body.max_tokens is not None else DEFAULT_MAX_TOKENS
+    if answer > ceiling:
+        raise HttpProblem(400, f"max_tokens {answer} is more than this server's {ceiling} tokens per turn.",
+                          f"Ask for at most {ceiling} (the server's --max-tokens-per-turn).")
+    budget = ThinkBudget.parse(body.think)  # a bad value is a 400 (InputError) here
+    room = ceiling - answer
+    if budget.mode == "off":
+        return "off"
+    if budget.mode == "full" or (budget.tokens or 0) > room:
+        return str(room) if room > 0 else "off"
+    return body.think
+
+
+#: How often a waiting request looks whether its client went away (cancel_on_disconnect).
+_DISCONNECT_POLL_S = 0.1
+
+
+async def _collect(turn: AsyncIterator[events.SessionEvent], request: Request, registry: SessionRegistry, sid: str,
+                   cancel_on_disconnect: bool) -> Outcome:
     outcome = Outcome()
-    async for event in turn:
-        outcome.said.append(event)
+
+    async def read() -> None:
+        async for event in turn:
+            outcome.said.append(event)
+
+    reading = asyncio.ensure_future(read())
+    while cancel_on_disconnect and not reading.done():
+        await asyncio.wait({reading}, timeout=_DISCONNECT_POLL_S)
+        if not reading.done() and await request.is_disconnected():
+            _cancel_for_client(registry, sid)
+            break
+    await reading
     return outcome
 
 
+def _cancel_for_client(registry: SessionRegistry, sid: str) -> None:
+    with contextlib.suppress(HttpProblem):  # closed meanwhile: nothing runs to cancel
+        registry.cancel(sid)
+
+
 def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[str, Any]:
-    finished = check(outcome).first(events.TurnFinished)
+    finished = check(outcome, cancelled_by_client=registry.cancelled_by_client(sid)).first(events.TurnFinished)
     record = finished.record
     domain = registry.state(sid)["domain"]
     return {"session": sid, "turn": finished.turn, "observation": record.observation,
@@ -197,19 +255,27 @@ def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[
             "turns": finished.turns, "head": finished.head, "record": record.to_dict()}
 
 
-async def _sse(turn: AsyncIterator[events.SessionEvent]) -> EventSourceResponse:
+async def _sse(turn: AsyncIterator[events.SessionEvent], registry: SessionRegistry, sid: str,
+               cancel_on_disconnect: bool) -> EventSourceResponse:
     """Server-sent events, one per session event (`event:` its name, `data:` its JSON). A
-    refusal before the turn starts is an ordinary HTTP error, not a stream."""
+    refusal before the turn starts is an ordinary HTTP error, not a stream. A client that goes
+    away leaves the turn running to its end (saved), or cancels it with `cancel_on_disconnect`."""
     try:
         first = await anext(turn)
     except StopAsyncIteration:
         first = None
 
     async def body() -> AsyncIterator[dict[str, str]]:
-        if first is not None:
-            yield _sse_event(first)
-        async for event in turn:
-            yield _sse_event(event)
+        ended = first is None
+        try:
+            if first is not None:
+                yield _sse_event(first)
+            async for event in turn:
+                yield _sse_event(event)
+            ended = True
+        finally:
+            if not ended and cancel_on_disconnect:
+                _cancel_for_client(registry, sid)
 
     return EventSourceResponse(body())
 

@@ -19,6 +19,10 @@ class ServeLimits:
     idle_s: float = 30 * 60
     #: Turns on a session's branch; the next step is refused (409): fork it or start a new one.
     max_turns: int = 1000
+    #: Tokens one turn may generate, thinking and answer together (None: no ceiling): a larger
+    #: `max_tokens` is refused (400); thinking gets what is left (`think: full` becomes that
+    #: budget), so no client holds a slot of the model for a whole context.
+    max_tokens_per_turn: int | None = None
 
 
 class HttpProblem(Exception):

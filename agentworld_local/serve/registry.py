@@ -41,6 +41,9 @@ class OpenSession:
     head: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    #: A client asked to cancel the turn in flight (POST /sessions/ID/cancel, or its stream went
+    #: away with `cancel_on_disconnect`): its TurnCancelled is that, not a server shutting down.
+    cancel_asked: bool = False
 
     @property
     def key(self) -> str:
@@ -120,6 +123,7 @@ class SessionRegistry:
 
         def gate() -> None:
             self._still_open(session)
+            session.cancel_asked = False
             if kind == "step" and session.turns >= self.limits.max_turns:
                 raise HttpProblem(409, f"Session {sid} has reached this server's limit of {self.limits.max_turns} turns.",
                                   "Fork it at an earlier turn, or start a new session.")
@@ -128,6 +132,20 @@ class SessionRegistry:
             (lambda runner: runner.step(session.key, action or "")) if kind == "step"
             else (lambda runner: runner.regenerate(session.key)))
         return self.bridge.stream(send, session=session.key, lock=session.lock, gate=gate, watch=session.watch)
+
+    def cancel(self, sid: str) -> dict[str, Any]:
+        """Stop the session's turn in flight (a waiting one leaves the queue); nothing is saved
+        for it. Other sessions' turns go on. `cancelled`: whether a command was running."""
+        session = self._session(sid)
+        running = session.lock.locked()
+        if running:
+            session.cancel_asked = True
+            self.bridge.runner.cancel(session.key)
+        return {"id": sid, "cancelled": running, "turns": session.turns, "head": session.head}
+
+    def cancelled_by_client(self, sid: str) -> bool:
+        session = self._open.get(sid)
+        return session is not None and session.cancel_asked
 
     async def undo(self, sid: str) -> dict[str, Any]:
         session = self._session(sid)
@@ -229,13 +247,16 @@ class SessionRegistry:
         return self.folder / f"{stamp}-{domain}-{secrets.token_hex(4)}.jsonl"
 
 
-def check(outcome: Outcome) -> Outcome:
+def check(outcome: Outcome, *, cancelled_by_client: bool = False) -> Outcome:
     """A command's outcome, or the HTTP error its refusal or failure is."""
     if outcome.refused is not None:
         raise HttpProblem(409, outcome.refused.message, outcome.refused.hint)
     if outcome.error is not None:
         raise problem(outcome.error)
     if outcome.first(events.TurnCancelled) is not None:
+        if cancelled_by_client:
+            raise HttpProblem(409, "The turn was cancelled by a client (POST /sessions/ID/cancel); nothing was saved for it.",
+                              "Send the action again to run it.")
         raise HttpProblem(503, "The turn was stopped: the server is shutting down.", "Resume the session on the next server.")
     return outcome
 

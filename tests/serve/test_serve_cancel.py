@@ -1,0 +1,104 @@
+"""What a client can stop, and what one client may hold: `POST /sessions/{id}/cancel`, a
+stream's `cancel_on_disconnect`, the `--max-tokens-per-turn` ceiling, and /health's count of
+turns running and waiting, on a model with fewer places than sessions."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from agentworld_local.serve.limits import ServeLimits
+from agentworld_local.testing import ScriptedBackend
+from agentworld_local.testing.answers import ANSWERS
+from tests.serve.helpers import served
+from tests.tui.helpers import GatedBackend
+
+RAW = ANSWERS[0].raw
+
+
+def gated(capacity: int = 2) -> GatedBackend:
+    return GatedBackend(ScriptedBackend([RAW], capacity=capacity), after=1)
+
+
+def health_until(client, condition, timeout_s: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        health = client.get("/health").json()
+        if condition(health):
+            return health
+        assert time.monotonic() < deadline, health
+        time.sleep(0.02)
+
+
+def open_sessions(client, count: int) -> list[str]:
+    return [client.post("/sessions", json={"domain": "terminal", "think": "full"}).json()["id"] for _ in range(count)]
+
+
+def test_cancel_stops_a_turn_in_flight_and_one_waiting_for_a_place_and_leaves_the_others(tmp_path):
+    backend = gated(capacity=2)
+    with served(tmp_path, backend) as client:
+        a, b, c = open_sessions(client, 3)
+        answers: dict[str, object] = {}
+
+        def step(sid: str) -> None:
+            reply = client.post(f"/sessions/{sid}/step", json={"action": f"echo {sid}"})
+            answers[sid] = (reply.status_code, reply.json())
+
+        threads = {sid: threading.Thread(target=step, args=(sid,)) for sid in (a, b)}
+        for thread in threads.values():
+            thread.start()
+        health_until(client, lambda h: h["running"] == 2)
+        threads[c] = threading.Thread(target=step, args=(c,))
+        threads[c].start()
+        assert health_until(client, lambda h: h["waiting"] == 1)["capacity"] == 2
+        assert client.post(f"/sessions/{c}/cancel").json()["cancelled"] is True  # the waiting one
+        threads[c].join(60)
+        assert answers[c][0] == 409 and "cancelled by a client" in answers[c][1]["error"]
+        assert client.post(f"/sessions/{a}/cancel").json()["cancelled"] is True  # one in flight
+        threads[a].join(60)
+        assert answers[a][0] == 409
+        backend.gate.set()
+        threads[b].join(60)
+        assert answers[b][0] == 200 and answers[b][1]["observation"] == ANSWERS[0].observation
+        assert [client.get(f"/sessions/{sid}").json()["turns"] for sid in (a, b, c)] == [0, 1, 0]
+        # Nothing runs now: a cancel says so, and the session takes its next step as usual.
+        assert client.post(f"/sessions/{a}/cancel").json()["cancelled"] is False
+        assert client.post(f"/sessions/{a}/step", json={"action": "pwd"}).status_code == 200
+        assert client.post("/sessions/nope/cancel").status_code == 404
+        assert health_until(client, lambda h: h["running"] == 0 and h["waiting"] == 0)
+
+
+def _stream_then_leave(client, sid: str, **body) -> str:
+    """Start a step's stream, read its first event, and go away; the first event's name."""
+    with client.stream("POST", f"/sessions/{sid}/step/stream", json={"action": "ls", **body}) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                return line[6:].strip()
+    raise AssertionError("no event came")
+
+
+def test_a_stream_whose_client_leaves_cancels_its_turn_only_when_asked(tmp_path):
+    backend = gated(capacity=2)
+    with served(tmp_path, backend) as client:
+        kept, cancelled = open_sessions(client, 2)
+        assert _stream_then_leave(client, cancelled, cancel_on_disconnect=True) == "action"
+        health_until(client, lambda h: h["running"] == 0)  # the turn stopped though the gate is shut
+        assert client.get(f"/sessions/{cancelled}").json()["turns"] == 0
+        assert _stream_then_leave(client, kept) == "action"  # the default: it runs on and is saved
+        health_until(client, lambda h: h["running"] == 1)
+        backend.gate.set()
+        health_until(client, lambda h: h["running"] == 0)
+        assert client.get(f"/sessions/{kept}").json()["turns"] == 1
+
+
+def test_the_tokens_per_turn_ceiling_refuses_a_larger_answer_and_bounds_thinking(tmp_path):
+    limits = ServeLimits(max_tokens_per_turn=300)
+    with served(tmp_path, ScriptedBackend([RAW]), limits=limits) as client:
+        refused = client.post("/sessions", json={"domain": "terminal", "max_tokens": 301})
+        assert refused.status_code == 400 and "--max-tokens-per-turn" in refused.json()["hint"]
+        for asked, kept in (("full", "200"), ("250", "200"), ("50", "50"), ("off", "off")):
+            sid = client.post("/sessions", json={"domain": "terminal", "max_tokens": 100, "think": asked}).json()["id"]
+            header = json.loads(client.get(f"/sessions/{sid}/trajectory").text.splitlines()[0])
+            assert (header["think"], header["sampling"]["max_tokens"]) == (kept, 100), asked
