@@ -103,8 +103,9 @@ class World:
         the World is as it was and the session can go on.
         """
         # Each World generates through a view of its own (a llama model lends it a sequence,
-        # engine/llama/sequences.py; a server's view has its own guard and close).
-        self.backend = backend.for_session()
+        # engine/llama/sequences.py; a server's view has its own guard and close). None: a
+        # World that only renders messages (a benchmark row's, a domain's prompt).
+        self.backend = backend.for_session() if backend is not None else None
         self.settings = settings or SessionSettings()
         self.domain = with_session_tools(domain, self.settings.tools)
         self.on_turn = on_turn

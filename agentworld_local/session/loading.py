@@ -28,6 +28,10 @@ def _ignore(text: str) -> None:
     """A notice nobody asked to see (it is still kept in the backend's `notices`)."""
 
 
+#: llama.cpp's most sequences in one context (LLAMA_MAX_SEQ): a GGUF's --parallel at most.
+MAX_PARALLEL = 256
+
+
 def load_backend(
     model: str | None, *, ctx: int | None = None, gpu_layers: str = "auto", threads: int | None = None,
     verbose: bool = False, progress: Progress | None = None, notice: Notice | None = None,
@@ -67,6 +71,9 @@ def load_backend(
 
     resolved = resolve_model(model)
     sessions = parallel or 1
+    if sessions > MAX_PARALLEL:
+        raise InputError(f"--parallel {sessions:,} is more than llama.cpp runs at once in one context ({MAX_PARALLEL}).",
+                         f"Use `--parallel {MAX_PARALLEL}` or less (each takes --ctx tokens of KV cache).")
     n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, sessions=sessions)
     from agentworld_local.engine.llama import LlamaBackend
     from agentworld_local.engine.llama.state_cache import user_state_cache
@@ -123,14 +130,19 @@ def check_ctx_for_model(
         notice(f"{model_path.name} was trained for {trained:,} tokens of context; using {trained:,}.")
         wanted = trained
     per_token, room = _cache_room(summary, wanted, hardware)
-    if per_token and per_token * wanted > room:
+    if per_token and per_token * wanted * sessions > room:
         from agentworld_local.models.units import format_bytes
 
-        fits = max(room // per_token // 1024 * 1024, 0)
-        advice = f"Use `--ctx {fits}` or less." if fits >= MIN_CTX else "Free memory, or use a machine with more."
+        fits = max(room // sessions // per_token // 1024 * 1024, 0)
+        each = f" for each of {sessions:,} turns at once (--parallel)" if sessions > 1 else ""
+        if fits >= MIN_CTX:
+            advice = f"Use `--ctx {fits}` or less" + (", or a smaller --parallel." if sessions > 1 else ".")
+        else:
+            fewer = room // (per_token * wanted)
+            advice = f"Use `--parallel {fewer}` or less." if sessions > 1 and fewer >= 1 else "Free memory, or use a machine with more."
         raise InputError(
-            f"A {wanted:,}-token context needs about {format_bytes(per_token * wanted)} for its cache alone; "
-            f"this machine has {format_bytes(room)} free.",
+            f"A {wanted:,}-token context{each} needs about {format_bytes(per_token * wanted * sessions)} for its cache "
+            f"alone; this machine has {format_bytes(room)} free.",
             advice,
         )
     return wanted

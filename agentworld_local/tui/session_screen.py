@@ -225,7 +225,7 @@ class SessionScreen(AgentHooks, Screen[None]):
             model=info.name, gpu_layers=info.gpu_layers, tokens_per_s=speed if self.timings else None,
             # Context use moves with the prompts' wording: hidden with the timings (snapshots).
             context_used=used if self.timings else None, n_ctx=info.n_ctx, think=self._think_label(),
-            turn=len(history), path=self.view.path.name, busy=busy)
+            turn=len(history), path=self.view.path.name, busy=busy, endpoint=info.endpoint)
 
     def _say_inline(self, text: str) -> None:
         error = self.query_one("#action-error", Static)

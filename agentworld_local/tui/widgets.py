@@ -149,8 +149,11 @@ class FilePanel(Tree[str]):
         self.root.expand()
 
 
-def device_label(gpu_layers: int | None) -> str:
-    """Where the model runs: llama.cpp's -1 means every layer on the GPU; a CPU build reports 0."""
+def device_label(gpu_layers: int | None, endpoint: str | None = None) -> str:
+    """Where the model runs: a server (its endpoint), or here: llama.cpp's -1 means every layer
+    on the GPU; a CPU build reports 0."""
+    if endpoint:
+        return f"server {endpoint}"
     if not gpu_layers:
         return "CPU"
     return "GPU all" if gpu_layers < 0 else f"GPU {gpu_layers} layers"
@@ -160,8 +163,8 @@ class StatusBar(Static):
     """Model, device, speed, context, thinking budget, turn."""
 
     def show(self, *, model: str, gpu_layers: int | None, tokens_per_s: float | None, context_used: int | None,
-             n_ctx: int | None, think: str, turn: int, path: str, busy: str = "") -> None:
-        device = device_label(gpu_layers)
+             n_ctx: int | None, think: str, turn: int, path: str, busy: str = "", endpoint: str | None = None) -> None:
+        device = device_label(gpu_layers, endpoint)
         speed = f"{tokens_per_s:.1f} tok/s" if tokens_per_s is not None else "– tok/s"
         used = f"{context_used:,}" if context_used is not None else "–"
         size = f"{n_ctx:,}" if n_ctx else "?"

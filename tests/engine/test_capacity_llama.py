@@ -164,3 +164,27 @@ def test_a_turn_cancelled_while_it_waits_for_a_slot_ends_cancelled_with_one_read
         gated.gate.set()
         runner.close()
     assert not Path(c).exists(), "the cancelled session never got a turn"
+
+
+def test_the_checkpoint_budget_is_one_for_the_whole_model_not_one_per_slot(qwen_gguf):
+    """--parallel must not multiply the memory turn checkpoints take (the plan never counts it)."""
+    from agentworld_local.domains import get_domain
+    from agentworld_local.engine.settings import SessionSettings
+    from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+    from agentworld_local.engine.world import World
+
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=SLOTS)
+    try:
+        settings = SessionSettings(sampling=SamplingConfig(temperature=0.8, max_tokens=6), think=ThinkBudget.parse("off"))
+        worlds = [World(backend.for_session(), get_domain("terminal"), settings) for _ in range(SLOTS)]
+        worlds[0].run_turn("ls")
+        state = max(len(c.state or b"") for s in backend.slots.all for c in s.checkpoints)
+        assert state > 0, "the hybrid fixture checkpoints its recurrent state"
+        backend.checkpoint_budget = 12 * state  # six per slot: the recent ones, the empty context, the pinned
+        for action in ["pwd", "cd src", "ls -la", "cat a", "git status", "echo x", "whoami", "date", "uname"]:
+            for world in worlds:
+                world.run_turn(action)
+        held = sum(len(c.state or b"") for s in backend.slots.all for c in s.checkpoints)
+        assert held <= backend.checkpoint_budget, (held, backend.checkpoint_budget)
+    finally:
+        backend.close()

@@ -168,6 +168,8 @@ def test_the_status_bar_names_the_device_as_the_user_knows_it():
     assert device_label(-1) == "GPU all"  # llama.cpp's "every layer"
     assert device_label(20) == "GPU 20 layers"
     assert device_label(0) == "CPU" and device_label(None) == "CPU"
+    # A model on a server runs there, not on this CPU: the status bar names the server.
+    assert device_label(0, "http://127.0.0.1:8000/v1") == "server http://127.0.0.1:8000/v1"
 
 
 def test_the_terminal_view_is_a_scrollback_with_each_command_after_its_prompt():

@@ -200,6 +200,10 @@ class InterruptAt:
     def __init__(self, backend: ScriptedBackend, at: int) -> None:
         self.backend, self.at, self.info = backend, at, backend.info
         self.calls = 0
+        self.capacity = 1
+
+    def for_session(self):
+        return self
 
     def count_tokens(self, messages, think):
         return self.backend.count_tokens(messages, think)

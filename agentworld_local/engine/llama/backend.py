@@ -66,7 +66,8 @@ def template_handles_thinking(source: str) -> bool:
 class LlamaBackend:
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
-    #: Memory for turn checkpoints; the real model's recurrent state is about 60 MB per turn.
+    #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
+    #: does not multiply it); the real model's recurrent state is about 60 MB per turn.
     checkpoint_budget = 2 * 1024**3
     #: Also keep a checkpoint where the system message ends (before the first user message's
     #: text), so a conversation with the same system prompt that differs from the first turn on
@@ -328,7 +329,8 @@ class LlamaBackend:
         with self._batcher.exclusive():
             state = checkpoints.copy_state(self._ctx, self._seq.id) if self._stateful else None
         self._checkpoints.append(Checkpoint(n, state))
-        checkpoints.thin(self._checkpoints, self.checkpoint_budget, pinned=self._pinned)
+        share = self.checkpoint_budget // len(self.slots.all)
+        checkpoints.thin(self._checkpoints, share, pinned=self._pinned)
 
     def checkpoint_bytes(self) -> int:
         return checkpoints.total_bytes(self._checkpoints)
