@@ -108,3 +108,30 @@ def test_an_invalid_action_is_an_observation_and_a_missing_server_is_one_line(tm
         gymnasium.make_vec("agentworld/Terminal-v0", num_envs=2)
     with pytest.raises(InputError, match="colour"):
         gymnasium.make_vec("agentworld/Terminal-v0", num_envs=2, base_url="http://127.0.0.1:9", colour="red")
+
+
+def test_make_vec_with_twice_as_many_sub_envs_as_the_models_slots_steps_them_all(tmp_path, qwen_gguf):
+    """On the real llama.cpp path: 4 sub-envs over a GGUF with 2 session slots. Beyond the
+    capacity a step waits its turn: no sub-env's step fails, every session holds its own turns."""
+    from agentworld_local.engine.llama import LlamaBackend
+
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=2)
+    with served(tmp_path, backend) as client:
+        assert client.get("/health").json()["capacity"] == 2
+        env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=4, base_url=str(client.base_url), think="off",
+                                 max_tokens=6, temperature=0.8)
+        _, infos = env.reset(seed=3)
+        played: dict[str, str] = {}
+        for step in range(4):
+            sessions = list(infos["session"])
+            actions = tuple(f"echo e{index}-t{step}" for index in range(4))
+            _, _, terminated, truncated, infos = env.step(actions)
+            if step % 2 == 0:  # a turn: each sub-env's, every one cut short (a random-weight model hits max_tokens)
+                assert list(infos["turn"]) == [1] * 4 and truncated.all()
+                played.update(zip(sessions, actions))
+            else:  # Gymnasium's next-step autoreset: new sessions
+                assert list(infos["turn"]) == [0] * 4 and not set(infos["session"]) & set(played)
+        env.close()
+    assert len(played) == 8
+    for sid, action in played.items():
+        assert [turn.action for turn in read_trajectory(tmp_path / f"{sid}.jsonl").current_branch()] == [action]
