@@ -39,6 +39,7 @@ def serve_command(
     idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),
     max_action_chars: int = typer.Option(64 * 1024, "--max-action-chars", help="The longest action accepted."),
     max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
+    max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait for a place in the model's capacity (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
     max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds a place of the model for a whole context."),
     parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (the model's capacity; more wait their turn, in order). A GGUF gets that many places in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_CAPACITY})."),
     ctx: int = opt.CTX,
@@ -71,10 +72,12 @@ def serve_command(
                         ("--parallel", parallel), ("--max-tokens-per-turn", max_tokens_per_turn)):
         if value is not None and value <= 0:
             raise InputError(f"{flag} must be more than 0.", f"E.g. `{flag} 10`.")
+    if max_waiting is not None and max_waiting < 0:
+        raise InputError("--max-waiting cannot be negative.", "Use `--max-waiting 0` to refuse every turn beyond the capacity.")
     token = os.environ.get(token_env) or None
     check_exposure(host, token, token_env)
     limits = ServeLimits(max_body_bytes=max_body_bytes, max_action_chars=max_action_chars, max_sessions=max_sessions,
-                         idle_s=idle, max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn)
+                         idle_s=idle, max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn, max_waiting=max_waiting)
     folder = folder if folder is not None else sessions_dir() / "serve"
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     @app.exception_handler(HttpProblem)
     async def refused(request: Request, error: HttpProblem) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
     @app.exception_handler(AwlError)
     async def bad_input(request: Request, error: AwlError) -> JSONResponse:

@@ -23,14 +23,28 @@ class ServeLimits:
     #: `max_tokens` is refused (400); thinking gets what is left (`think: full` becomes that
     #: budget), so no client holds a slot of the model for a whole context.
     max_tokens_per_turn: int | None = None
+    #: Turns that may wait for a place in the model's capacity (None: no bound); one more is
+    #: refused with 503 and `Retry-After` (never 502) instead of waiting.
+    max_waiting: int | None = None
 
 
 class HttpProblem(Exception):
     """A request the server refuses: its status, what went wrong and what to do next."""
 
-    def __init__(self, status: int, message: str, hint: str = "", **extra: object) -> None:
+    def __init__(self, status: int, message: str, hint: str = "", *, headers: dict[str, str] | None = None,
+                 **extra: object) -> None:
         super().__init__(message)
         self.status, self.message, self.hint, self.extra = status, message, hint, extra
+        self.headers = headers or {}
 
     def body(self) -> dict[str, object]:
         return {"error": self.message, "hint": self.hint, **self.extra}
+
+
+#: Seconds a client is told to wait before it tries a refused turn again (503).
+RETRY_AFTER_S = 1
+
+
+def busy(message: str, hint: str) -> HttpProblem:
+    """The model cannot take the turn now (a full wait queue): 503 with `Retry-After`."""
+    return HttpProblem(503, message, hint, headers={"Retry-After": str(RETRY_AFTER_S)})

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, GenerationError, InputError, TrajectoryError
+from agentworld_local.errors import ActionError, AwlError, BackendBusy, GenerationError, InputError, TrajectoryError
 from agentworld_local.serve.bridge import Outcome, RunnerBridge
-from agentworld_local.serve.limits import HttpProblem, ServeLimits
+from agentworld_local.serve.limits import HttpProblem, ServeLimits, busy
 from agentworld_local.session.listing import session_paths, summarize
 from agentworld_local.session.runner import NewSession, SessionRunner
 
@@ -124,6 +124,10 @@ class SessionRegistry:
         def gate() -> None:
             self._still_open(session)
             session.cancel_asked = False
+            waiting, most = self.bridge.runner.load_now.waiting, self.limits.max_waiting
+            if most is not None and waiting >= most:
+                raise busy(f"{waiting} turns already wait for a place in the model (this server's --max-waiting).",
+                           "Try again after the Retry-After seconds, or run fewer sessions at once.")
             if kind == "step" and session.turns >= self.limits.max_turns:
                 raise HttpProblem(409, f"Session {sid} has reached this server's limit of {self.limits.max_turns} turns.",
                                   "Fork it at an earlier turn, or start a new session.")
@@ -266,6 +270,8 @@ def problem(error: events.ErrorEvent) -> HttpProblem:
     cause = error.error
     if isinstance(cause, ActionError):
         return HttpProblem(422, error.message, error.hint, invalid_action=True)
+    if isinstance(cause, BackendBusy):  # the runner schedules turns so this should not come; if it does, retry
+        return busy(error.message, error.hint)
     if isinstance(cause, GenerationError):
         return HttpProblem(502, error.message, error.hint)
     if isinstance(cause, InputError):

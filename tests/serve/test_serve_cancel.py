@@ -102,3 +102,28 @@ def test_the_tokens_per_turn_ceiling_refuses_a_larger_answer_and_bounds_thinking
             sid = client.post("/sessions", json={"domain": "terminal", "max_tokens": 100, "think": asked}).json()["id"]
             header = json.loads(client.get(f"/sessions/{sid}/trajectory").text.splitlines()[0])
             assert (header["think"], header["sampling"]["max_tokens"]) == (kept, 100), asked
+
+
+def test_a_bounded_wait_queue_answers_503_with_retry_after_never_502(tmp_path):
+    backend = gated(capacity=1)
+    with served(tmp_path, backend, limits=ServeLimits(max_waiting=1)) as client:
+        a, b, c = open_sessions(client, 3)
+        answers: dict[str, object] = {}
+
+        def step(sid: str) -> None:
+            answers[sid] = client.post(f"/sessions/{sid}/step", json={"action": "ls"}).status_code
+
+        first = threading.Thread(target=step, args=(a,))
+        first.start()
+        health_until(client, lambda h: h["running"] == 1)
+        second = threading.Thread(target=step, args=(b,))
+        second.start()
+        health_until(client, lambda h: h["waiting"] == 1)
+        refused = client.post(f"/sessions/{c}/step", json={"action": "ls"})
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text
+        assert "--max-waiting" in refused.json()["error"]
+        backend.gate.set()
+        first.join(60)
+        second.join(60)
+        assert answers == {a: 200, b: 200}
+        assert client.post(f"/sessions/{c}/step", json={"action": "ls"}).status_code == 200
