@@ -63,7 +63,7 @@ def serve_command(
     except ImportError:
         raise InputError("`awl serve` needs FastAPI, uvicorn and sse-starlette.",
                          "Install them: pip install 'agentworld-local[serve]'.") from None
-    from agentworld_local.serve.bridge import RunnerBridge
+    from agentworld_local.serve.bridge import AsyncRunnerBridge
     from agentworld_local.serve.limits import ServeLimits
 
     model_or_server(model, remote, "serve")
@@ -88,7 +88,7 @@ def serve_command(
     load_options = {"ctx": ctx, "remote": remote, "offload": offload, "parallel": parallel}
     if remote is None:
         load_options.update(gpu_layers=gpu_layers, threads=threads, parallel=parallel or DEFAULT_GGUF_PARALLEL)
-    bridge = RunnerBridge()
+    bridge = AsyncRunnerBridge()
     try:
         outcome = bridge.call_blocking(lambda runner: runner.load(model, **load_options),
                                        on_event=lambda event: _say_load(console, event))

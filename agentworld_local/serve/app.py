@@ -29,7 +29,7 @@ from agentworld_local.engine import events
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import AwlError
-from agentworld_local.serve.bridge import Outcome, RunnerBridge
+from agentworld_local.serve.bridge import Outcome, AsyncRunnerBridge
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.serve.registry import SessionRegistry, check
 from agentworld_local.session.runner import NewSession
@@ -73,10 +73,10 @@ class ForkRequest(BaseModel):
 
 
 def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | None = None,
-             bridge: RunnerBridge | None = None, backend: Any = None) -> FastAPI:
+             bridge: AsyncRunnerBridge | None = None, backend: Any = None) -> FastAPI:
     """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
     (tests); session files go to `folder`. With `token`, every request but /docs needs it."""
-    bridge = bridge or RunnerBridge(backend=backend)
+    bridge = bridge or AsyncRunnerBridge(backend=backend)
     folder.mkdir(parents=True, exist_ok=True)
     registry = SessionRegistry(bridge, folder, limits)
 

@@ -3,7 +3,7 @@
 The runner refuses a command it cannot run now (one while another runs; with a backend that
 runs sessions side by side, one beside a command it excludes). A server has many clients, so
 here they wait their turn instead of being refused: only what the runner takes at once goes to
-it at once (see RunnerBridge), and each command's events (up to its `Ready` or `Refused`) come
+it at once (see AsyncRunnerBridge), and each command's events (up to its `Ready` or `Refused`) come
 back to the request that sent it. The command runs in a task of its own, so a client that goes
 away mid-stream never leaves a command half-read: it runs to its end and its turn is saved.
 """
@@ -45,7 +45,7 @@ class Outcome:
         return self.first(events.ErrorEvent)
 
 
-class RunnerBridge:
+class AsyncRunnerBridge:
     """Owns the runner; `stream()` and `call()` send one command and give back its events.
 
     A command of one session (`session=` its runner key) runs beside other sessions' (the

@@ -21,7 +21,7 @@ from typing import Any
 
 from agentworld_local.engine import events
 from agentworld_local.errors import ActionError, AwlError, BackendBusy, GenerationError, InputError, TrajectoryError
-from agentworld_local.serve.bridge import Outcome, RunnerBridge
+from agentworld_local.serve.bridge import Outcome, AsyncRunnerBridge
 from agentworld_local.serve.limits import HttpProblem, ServeLimits, busy
 from agentworld_local.session.listing import session_paths, summarize
 from agentworld_local.session.runner import NewSession, SessionRunner
@@ -69,7 +69,7 @@ class OpenSession:
 class SessionRegistry:
     """Open, step, undo, regenerate, fork, close and list the server's sessions."""
 
-    def __init__(self, bridge: RunnerBridge, folder: Path, limits: ServeLimits) -> None:
+    def __init__(self, bridge: AsyncRunnerBridge, folder: Path, limits: ServeLimits) -> None:
         self.bridge, self.folder, self.limits = bridge, folder, limits
         self._open: dict[str, OpenSession] = {}
         self._closed: dict[str, str] = {}  # why a session this server had open was closed

@@ -63,7 +63,7 @@ class AwlApp(App[None]):
         `offload`: experts in RAM, flash attention, KV type for a GGUF (OffloadOptions)."""
         super().__init__()
         self.request = request
-        self._bridge = messages.RunnerBridge(self.post_message)
+        self._bridge = messages.FrameEventPoster(self.post_message)
         self.runner = SessionRunner(self._bridge, backend=backend, model=request.model if backend is not None else None)
         self.sessions_dir = sessions_dir
         self.replay_path = replay_path

@@ -1,7 +1,7 @@
 """How the runner's events reach the screens, in one place.
 
 The runner (session/runner.py) owns the model and the sessions and emits events on its own
-thread; `RunnerBridge` is its emit for the app. It never touches a widget: it posts
+thread; `FrameEventPoster` is its emit for the app. It never touches a widget: it posts
 messages, and the handlers (on the UI thread, in order) update the widgets. The stream of
 a turn is merged into `StreamUpdated`, which carries the whole text so far, so a newer one
 can replace an older one still in the queue (`can_replace`) without losing a token: a fast
@@ -55,7 +55,7 @@ class StreamUpdated(Message):
         return isinstance(message, StreamUpdated) and message.session == self.session and message.turn == self.turn
 
 
-class RunnerBridge:
+class FrameEventPoster:
     """The runner's emit for the app (called on the runner's thread): stream events merged
     into at most one StreamUpdated a frame, every other event posted as it is. The app calls
     `flush` on a timer too, so the text that came last before the model paused is shown."""

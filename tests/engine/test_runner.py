@@ -381,3 +381,26 @@ def test_a_model_load_leaves_the_process_streams_alone(qwen_gguf):
     backend = load_backend(str(qwen_gguf), gpu_layers="0", ctx=2048, progress=lambda fraction: during.append(streams()))
     backend.close()
     assert during and all(seen == before for seen in during)
+
+
+def test_a_load_right_after_a_turns_ready_is_accepted_and_loads(tmp_path):
+    """The turn's thread may still be ending when its Ready is out: a load sent then is taken
+    and waits for it, never accepted and then failed (many rounds: it was a race)."""
+    import json as _json
+
+    answers = tmp_path / "answers.json"
+    answers.write_text(_json.dumps({"answers": [RAW]}))
+    log = EventLog()
+    runner = SessionRunner(log, backend=ScriptedBackend([RAW]))
+    try:
+        for attempt in range(25):
+            assert runner.open(new_session(tmp_path, f"s{attempt}.jsonl"))
+            sid = next(e for _, e in run(log) if isinstance(e, ev.SessionOpened)).path
+            assert runner.step(sid, "ls")
+            assert isinstance(run(log)[-1][1], ev.Ready)
+            assert runner.load(f"scripted:{answers}", ctx=4096 + 256 * attempt), attempt  # another model each time
+            said = [event for _, event in run(log)]
+            assert not any(isinstance(e, (ev.ErrorEvent, ev.Refused)) for e in said), (attempt, said)
+            assert any(isinstance(e, ev.ModelLoaded) for e in said) and isinstance(said[-1], ev.Ready), said
+    finally:
+        runner.close()

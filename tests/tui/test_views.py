@@ -93,7 +93,7 @@ def test_the_bridge_merges_a_fast_stream_and_passes_every_other_event_in_order()
     tokens a second becomes at most one StreamUpdated a frame (each with the whole text so
     far), and nothing else is merged, dropped or reordered."""
     posted = []
-    bridge = messages.RunnerBridge(posted.append)
+    bridge = messages.FrameEventPoster(posted.append)
     bridge("s", events.TurnStarted(1, "ls"))
     for n in range(2000):
         bridge("s", events.ThinkingDelta(1, "t"))
