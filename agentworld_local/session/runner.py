@@ -33,75 +33,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.domains.base import Action, Domain
+from agentworld_local.domains.base import Action
 from agentworld_local.engine import events
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
+from agentworld_local.session.admission import RUNNING, VERBS, excludes
 from agentworld_local.session.core import Session
+from agentworld_local.session.runner_types import EventLog, NewSession, SessionView, error_event, loaded_event  # noqa: F401 - faces import them from here
 from agentworld_local.session.scheduling import Load, TurnScheduler
 from agentworld_local.trajectory.reader import Trajectory
-from agentworld_local.trajectory.schema import Header, TurnRecord
 
 #: Where the runner's events go: (session id or None, event). Called on the worker thread.
 Emit = Callable[[str | None, events.SessionEvent], None]
 
-#: What the user is told about each command when it is refused ("cannot undo while ...").
-_VERBS = {
-    "load": "load a model", "open": "open a session", "resume": "resume a session", "step": "run an action",
-    "regenerate": "regenerate the turn", "undo": "undo", "control": "add a control instruction",
-    "fork": "fork the session", "files": "list the files", "close_session": "close the session",
-    "resimulate": "re-simulate a benchmark row",
-}
 #: Commands that run to their end once started (no token loop to stop in): a cancel that
 #: comes before they start skips them.
 _UNSTOPPABLE = ("undo", "control", "fork", "close_session")
-#: Commands that are no session's (a load, or one that makes a session).
-_GLOBAL = ("load", "open", "resume", "resimulate")
 #: Token loops: each runs on a thread of its own, scheduled against the backend's capacity.
 _SIDE_BY_SIDE = ("step", "regenerate", "files")
-#: What a running command is called in a refusal.
-_RUNNING = {
-    "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
-    "regenerate": "a turn runs", "files": "the file list is read", "fork": "the session forks",
-    "resimulate": "a benchmark row is predicted",
-}
-
-
-@dataclass(frozen=True)
-class NewSession:
-    """What a new session needs: a resolved SessionSpec (session/spec.py) and its file."""
-
-    domain: Domain
-    settings: SessionSettings
-    out: Path
-    scenario: dict[str, Any] | None = None
-    note: str = ""
-    #: The agent model that will propose the actions (agent/), for the header.
-    agent: dict[str, Any] | None = None
-
-    @classmethod
-    def from_spec(cls, resolved: Any, out: Path, *, note: str = "", agent: dict[str, Any] | None = None) -> NewSession:
-        """From a ResolvedSpec (SessionSpec(...).resolve())."""
-        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent)
-
-
-@dataclass(frozen=True)
-class SessionView:
-    """What a face shows of an open session, as the runner saw it when it opened: a snapshot,
-    never the live Session. Later events (each with its `turns` and `head`) keep it current."""
-
-    id: str
-    path: Path
-    domain: Domain
-    header: Header
-    #: The settings new turns use (a resume may change the sampling the header states).
-    settings: SessionSettings
-    initial_state: str
-    #: The file's turns in file order (abandoned branches included) and the current branch's head.
-    trajectory: Trajectory
-    branch: tuple[TurnRecord, ...]
-    model: Any  # the backend's ModelInfo
 
 
 @dataclass
@@ -261,14 +211,14 @@ class SessionRunner:
         return True
 
     def _refusal(self, name: str, session: str | None) -> tuple[str, str] | None:
-        verb = _VERBS.get(name, name)
+        verb = VERBS.get(name, name)
         if self._closed:
             return (f"Cannot {verb}: the session was closed.", "Start a new session.")
         running = [command for command in self._pending
-                   if not command.cancel.is_set() and _excludes(command, name, session)]
+                   if not command.cancel.is_set() and excludes(command, name, session)]
         if running:
-            what = _RUNNING.get(running[0].name, "another command runs")
-            stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in _RUNNING else "try again"
+            what = RUNNING.get(running[0].name, "another command runs")
+            stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in RUNNING else "try again"
             return (f"Cannot {verb} while {what}.", f"Wait for it to finish, or {stop}.")
         if session is not None and session not in self._sessions:
             return (f"Cannot {verb}: no session {session} is open.", "Open or resume a session first.")
@@ -387,7 +337,7 @@ class SessionRunner:
         if self._backend is not None and model == self._model and options == self._load_options:
             self._emit(None, loaded_event(label, self._backend))
             return True
-        # Accepted only once no turn runs (see _excludes): a thread still here said its Ready
+        # Accepted only once no turn runs (see admission.excludes): a thread still here said its Ready
         # and stops its prefetch at the next chunk, which the load's submission asked for.
         for thread in list(self._turn_threads):
             thread.join()
@@ -539,64 +489,3 @@ class SessionRunner:
             self._drop_backend()
         except Exception as error:  # noqa: BLE001 - the thread ends either way; say why to whoever listens
             self._emit(None, error_event(error))
-
-
-def _excludes(running: _Command, name: str, session: str | None) -> bool:
-    """Whether `running` keeps a command `name` for `session` out.
-    A load keeps everything out and waits for everything; opening, resuming and re-simulating
-    run one at a time; a session's command keeps that session's out (and waits while a
-    session opens, which may load a model)."""
-    if name == "load" or running.name == "load":
-        return True
-    if name in _GLOBAL:
-        return running.name in _GLOBAL
-    return running.session == session or running.session is None
-
-
-def loaded_event(model: str, backend: Any) -> events.ModelLoaded:
-    info = backend.info
-    return events.ModelLoaded(model, info.n_ctx, info.gpu_layers, info)
-
-
-def error_event(error: BaseException) -> events.ErrorEvent:
-    """A failure as faces show it: a user's mistake or a saved-file problem in its own
-    words, anything unexpected named as such (the file keeps every finished turn)."""
-    if isinstance(error, AwlError):
-        return events.ErrorEvent(error.message, error.hint or "", error)
-    return events.ErrorEvent(f"Unexpected error: {type(error).__name__}: {error}",
-                             "The session file keeps every finished turn. Please report this error.", error)
-
-
-class EventLog:
-    """An Emit that keeps what the runner says, for faces that wait on it (the CLI, tests):
-    `until_ready()` yields one command's events as they come, up to its Ready or Refused."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
-
-    def __call__(self, session: str | None, event: events.SessionEvent) -> None:
-        self._queue.put((session, event))
-
-    def drain(self) -> list[tuple[str | None, events.SessionEvent]]:
-        """What has come and was not read yet (e.g. what the runner said while it closed)."""
-        items = []
-        while True:
-            try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
-                return items
-
-    def until_ready(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None
-                    ) -> Iterator[tuple[str | None, events.SessionEvent]]:
-        """`on_wait` runs every `poll` seconds while nothing comes (the CLI checks its
-        signals there: the main thread must stay free to receive Ctrl+C)."""
-        while True:
-            try:
-                item = self._queue.get(timeout=poll)
-            except queue.Empty:
-                if on_wait is not None:
-                    on_wait()
-                continue
-            yield item
-            if isinstance(item[1], (events.Ready, events.Refused)):
-                return

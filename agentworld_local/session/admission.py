@@ -1,0 +1,35 @@
+"""Which running command keeps which new one out, and the words of a refusal (the rules in
+session/runner.py's doc): a session takes one command at a time, a load runs alone, sessions
+open one at a time; commands of other sessions are never kept out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: What the user is told about each command when it is refused ("cannot undo while ...").
+VERBS = {
+    "load": "load a model", "open": "open a session", "resume": "resume a session", "step": "run an action",
+    "regenerate": "regenerate the turn", "undo": "undo", "control": "add a control instruction",
+    "fork": "fork the session", "files": "list the files", "close_session": "close the session",
+    "resimulate": "re-simulate a benchmark row",
+}
+#: Commands that are no session's (a load, or one that makes a session).
+GLOBAL = ("load", "open", "resume", "resimulate")
+#: What a running command is called in a refusal.
+RUNNING = {
+    "load": "the model loads", "open": "a session opens", "resume": "a session opens", "step": "a turn runs",
+    "regenerate": "a turn runs", "files": "the file list is read", "fork": "the session forks",
+    "resimulate": "a benchmark row is predicted",
+}
+
+
+def excludes(running: Any, name: str, session: str | None) -> bool:
+    """Whether `running` keeps a command `name` for `session` out.
+    A load keeps everything out and waits for everything; opening, resuming and re-simulating
+    run one at a time; a session's command keeps that session's out (and waits while a
+    session opens, which may load a model)."""
+    if name == "load" or running.name == "load":
+        return True
+    if name in GLOBAL:
+        return running.name in GLOBAL
+    return running.session == session or running.session is None

@@ -1,0 +1,104 @@
+"""What faces hand the runner and what it hands back (session/runner.py): a new session's
+needs (NewSession), the snapshot of an open one (SessionView), the events of a load and of a
+failure as faces show them, and EventLog, the emit for faces that wait on a command's events."""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.domains.base import Domain
+from agentworld_local.engine import events
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.errors import AwlError
+from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.trajectory.schema import Header, TurnRecord
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What a new session needs: a resolved SessionSpec (session/spec.py) and its file."""
+
+    domain: Domain
+    settings: SessionSettings
+    out: Path
+    scenario: dict[str, Any] | None = None
+    note: str = ""
+    #: The agent model that will propose the actions (agent/), for the header.
+    agent: dict[str, Any] | None = None
+
+    @classmethod
+    def from_spec(cls, resolved: Any, out: Path, *, note: str = "", agent: dict[str, Any] | None = None) -> NewSession:
+        """From a ResolvedSpec (SessionSpec(...).resolve())."""
+        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What a face shows of an open session, as the runner saw it when it opened: a snapshot,
+    never the live Session. Later events (each with its `turns` and `head`) keep it current."""
+
+    id: str
+    path: Path
+    domain: Domain
+    header: Header
+    #: The settings new turns use (a resume may change the sampling the header states).
+    settings: SessionSettings
+    initial_state: str
+    #: The file's turns in file order (abandoned branches included) and the current branch's head.
+    trajectory: Trajectory
+    branch: tuple[TurnRecord, ...]
+    model: Any  # the backend's ModelInfo
+
+
+
+def loaded_event(model: str, backend: Any) -> events.ModelLoaded:
+    info = backend.info
+    return events.ModelLoaded(model, info.n_ctx, info.gpu_layers, info)
+
+
+def error_event(error: BaseException) -> events.ErrorEvent:
+    """A failure as faces show it: a user's mistake or a saved-file problem in its own
+    words, anything unexpected named as such (the file keeps every finished turn)."""
+    if isinstance(error, AwlError):
+        return events.ErrorEvent(error.message, error.hint or "", error)
+    return events.ErrorEvent(f"Unexpected error: {type(error).__name__}: {error}",
+                             "The session file keeps every finished turn. Please report this error.", error)
+
+
+class EventLog:
+    """An Emit that keeps what the runner says, for faces that wait on it (the CLI, tests):
+    `until_ready()` yields one command's events as they come, up to its Ready or Refused."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
+
+    def __call__(self, session: str | None, event: events.SessionEvent) -> None:
+        self._queue.put((session, event))
+
+    def drain(self) -> list[tuple[str | None, events.SessionEvent]]:
+        """What has come and was not read yet (e.g. what the runner said while it closed)."""
+        items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
+
+    def until_ready(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None
+                    ) -> Iterator[tuple[str | None, events.SessionEvent]]:
+        """`on_wait` runs every `poll` seconds while nothing comes (the CLI checks its
+        signals there: the main thread must stay free to receive Ctrl+C)."""
+        while True:
+            try:
+                item = self._queue.get(timeout=poll)
+            except queue.Empty:
+                if on_wait is not None:
+                    on_wait()
+                continue
+            yield item
+            if isinstance(item[1], (events.Ready, events.Refused)):
+                return
