@@ -148,7 +148,7 @@ def test_greedy_answers_are_the_same_with_speculation_on_gemma():
 def test_a_rule_that_ends_the_turn_inside_a_verified_draft_drops_the_rest(pair_name, request, monkeypatch):
     # As a closed observation does: the turn ends at token N even when N lands inside a batch
     # of accepted draft tokens; the context must end there as it does without drafts.
-    from agentworld_local.engine.llama import backend as backend_module
+    from agentworld_local.engine.llama import sample_loop as backend_module  # the token loop reads AnswerRules there
 
     class StopAt(backend_module.AnswerRules):
         def feed(self, text):

@@ -11,10 +11,8 @@ it; undo and fork are the same restore.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gc
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,22 +25,21 @@ from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
-from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.llama import checkpoints, vocab
 from agentworld_local.engine.llama.batching import BatchDecoder, DecodeFailed, sample_row
-from agentworld_local.engine.llama.checkpoints import SEQ, Checkpoint
+from agentworld_local.engine.llama.checkpoints import Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
 from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, open_llama
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
-from agentworld_local.engine.llama.mtp import MTP_DRAFT, MtpDrafter
+from agentworld_local.engine.llama.mtp import MtpDrafter
+from agentworld_local.engine.llama.prefetching import Prefetching
+from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
-from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots
-from agentworld_local.engine.llama.speculation import MAX_DRAFT, PromptLookup, speculation_default
+from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots, ThreadSequence
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
-from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
-    GenerationDone,
     GenerationEvent,
     GenerationStats,
     ModelInfo,
@@ -54,8 +51,6 @@ from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.plan import OffloadPlan
 
-#: Two different continuations of a prefetched text (what the action could start with).
-KNOWN_TAILS = ("A", "\nB")
 
 
 def template_handles_thinking(source: str) -> bool:
@@ -63,7 +58,7 @@ def template_handles_thinking(source: str) -> bool:
     return THINK_OPEN in source or "enable_thinking" in source
 
 
-class LlamaBackend:
+class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
     #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
@@ -233,38 +228,6 @@ class LlamaBackend:
         """A Backend for one session: its turns run in a sequence of their own."""
         return SessionBackend(self)
 
-    @property
-    def _seq(self) -> Sequence:
-        return getattr(self._local, "sequence", None) or self.slots.latest
-
-    @property
-    def _tokens(self) -> list[int]:
-        return self._seq.tokens
-
-    @property
-    def _checkpoints(self) -> list[Checkpoint]:
-        return self._seq.checkpoints
-
-    @_checkpoints.setter
-    def _checkpoints(self, value: list[Checkpoint]) -> None:
-        self._seq.checkpoints = value
-
-    @property
-    def _pinned(self) -> set[int]:
-        return self._seq.pinned
-
-    @_pinned.setter
-    def _pinned(self, value: set[int]) -> None:
-        self._seq.pinned = value
-
-    @property
-    def _live(self) -> bool:
-        return self._seq.live
-
-    @_live.setter
-    def _live(self, value: bool) -> None:
-        self._seq.live = value
-
     @contextlib.contextmanager
     def _occupy(self, owner: object | None, wait: threading.Event | None = None,
                 yields: bool = False) -> Iterator[Sequence | None]:
@@ -287,30 +250,6 @@ class LlamaBackend:
                 with self._running_changed:
                     self._running -= 1
                     self._running_changed.notify_all()
-
-    @contextlib.contextmanager
-    def _in(self, sequence: Sequence) -> Iterator[None]:
-        """`_tokens` and the rest mean `sequence` on this thread meanwhile."""
-        previous = getattr(self._local, "sequence", None)
-        self._local.sequence = sequence
-        try:
-            yield
-        finally:
-            self._local.sequence = previous
-
-    def _stepped_in(self, sequence: Sequence, events: Iterator[GenerationEvent]) -> Iterator[GenerationEvent]:
-        """`events` with each step run in `sequence`, whichever thread advances it."""
-        try:
-            while True:
-                with self._in(sequence):
-                    try:
-                        event = next(events)
-                    except StopIteration:
-                        return
-                yield event
-        finally:
-            with self._in(sequence):
-                events.close()  # type: ignore[attr-defined]
 
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
         """(text up to the turn boundary, full prompt text with the generation prompt)."""
@@ -519,266 +458,6 @@ class LlamaBackend:
                 if stop == cache_at:
                     self._store_cached_prefix(self._seq.id)
         return self._evaluate(full[len(self._tokens) :], cancel)
-
-    # -- prefetch: the next turn's known start, evaluated before its action comes ---------
-
-    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
-                 owner: object | None = None, waits: bool = False) -> int:
-        """Evaluate the prompt of the next turn up to where its action starts, and checkpoint
-        there; the tokens it evaluated. `messages` end with a user message holding the fixed
-        start of that turn's prompt (World.next_turn_prefix). Stops between n_batch chunks
-        when `cancel` is set, keeping what it evaluated; the turn's `generate` then evaluates
-        only the rest. The World calls it before every turn too, so a turn's prompt is always
-        evaluated in the same chunks, prefetched or not (a different split moves logits in
-        their last bits). Writes nothing. Between turns (the runner's idle work, the lowest
-        priority) BackendBusy when every slot is generating; a turn's own (`waits`) waits for
-        a slot to free, and evaluates nothing if `cancel` comes first."""
-        if self._closed.is_set():
-            return 0
-        stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
-        with self._occupy(owner, wait=stop if waits else None, yields=not waits) as sequence:
-            if sequence is None:
-                return 0
-            return self._prefetch_in(sequence, messages, stop)
-
-    def _prefetch_in(self, sequence: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
-        with self._in(sequence):
-            tokens, system = self._known_prefix(messages)
-            if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
-                return 0  # nothing known, too long for the context, or in the context already
-            # The positions a turn pins (see _generate), made here when the prefetch passes them.
-            self._pinned = {system, self._turn_one_end(messages, tokens)} - {0}
-            stats = GenerationStats()
-            self._evaluate_prompt(tokens, sorted(self._pinned | {len(tokens)}), system, stop, stats, leave_one=False)
-            return stats.prompt_tokens_evaluated - (len(tokens) - len(self._tokens))
-
-    def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
-        """The tokens of `messages` up to the end of the last message's text, kept only as far
-        as any continuation of that text tokenizes alike; and the system prompt's end (or 0).
-
-        Found as the text two renders share when only the text after it differs (as
-        `_system_boundary` does), so it holds no assumption about the template. The turn asks
-        again for what was prefetched: the answer is kept (a long history's render and
-        tokenization cost tens of milliseconds each)."""
-        if self._known_memo is not None and self._known_memo[0] == messages:
-            return self._known_memo[1]
-        last = messages[-1]
-        one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
-                                         add_generation_prompt=False) for tail in KNOWN_TAILS)
-        shared = one[: len(os.path.commonprefix([one, two]))]
-        tokens = self.tokenize(shared)
-        # Where the tokens could merge with what follows is decided near the end: tokenize
-        # the last characters alone with each continuation (all of it if the ends disagree).
-        tail = shared[-256:]
-        alone, *continued = (self.tokenize(tail + text) for text in ("", *KNOWN_TAILS))
-        if tokens[-16:] != alone[-16:]:
-            alone, *continued = (self.tokenize(text) for text in (shared, one, two))
-        unstable = len(alone) - len(os.path.commonprefix([alone, *continued]))
-        known = tokens[: len(tokens) - unstable], self._system_boundary(messages, shared, tokens)
-        self._known_memo = ([dict(message) for message in messages], known)
-        return known
-
-    def _load_cached_prefix(self, full: list[int], seq: int = SEQ) -> float:
-        """Into an empty context, load the longest cached state that starts `full` (a system
-        prompt this model evaluated before, leaving at least one token to evaluate); the
-        seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
-        started = time.perf_counter()
-        assert self.state_cache is not None and not self._tokens
-        entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
-        if entry is not None:
-            with self._batcher.exclusive():
-                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq)
-            if loaded:
-                # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
-                self._tokens.extend(full[: entry.n_tokens])
-                self._save_checkpoint()
-            else:
-                self.state_cache.discard(entry)
-        return time.perf_counter() - started
-
-    def _store_cached_prefix(self, seq: int = SEQ) -> None:
-        """Cache the state of the whole context (a system prompt just evaluated) on disk."""
-        assert self.state_cache is not None
-        tokens = list(self._tokens)
-        stored = self.state_cache.store(self._state_key, tokens,
-                                        lambda path: self._save_sequence(path, seq))
-        if stored is None and not self._store_failed:
-            self._store_failed = True  # said once: the session goes on evaluating its prompts
-            self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "
-                         "new sessions evaluate it again (`awl cache info` shows the cache).")
-
-    def _save_sequence(self, path: Path, seq: int) -> bool:
-        with self._batcher.exclusive():
-            return checkpoints.save_sequence(self._ctx, path, seq)
-
-    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
-        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
-        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
-        first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
-        if first_user is None:
-            return 0
-        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
-        return len(tokens) if full[: len(tokens)] == tokens else 0
-
-    def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
-        """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
-        or the state cache is on and the conversation opens with a system message; else 0
-        (no such checkpoint).
-
-        Found as the text two renders share when only that message's text differs, so it holds
-        no assumption about the template; kept only when its tokens are a prefix of the prompt's.
-        """
-        wanted = self.checkpoint_system_prompt or self.state_cache is not None
-        if not wanted or len(messages) < 2 or messages[0].get("role") != "system":
-            return 0
-        first = messages[1]
-        one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
-        two = self.template.render([messages[0], {**first, "content": "B"}], add_generation_prompt=False)
-        shared = len(os.path.commonprefix([one, two]))
-        if not full_text.startswith(one[:shared]):
-            return 0
-        tokens = self.tokenize(one[:shared])
-        return len(tokens) if full[: len(tokens)] == tokens else 0
-
-    def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
-        """Cancelled while the prompt was evaluated: nothing was generated yet."""
-        stats.finish = "cancelled"
-        stats.prompt_s = time.perf_counter() - started
-        return GenerationDone(raw_output="", think_open=False, stats=stats)
-
-    def _sample_loop(
-        self,
-        sampling: SamplingConfig,
-        think: ThinkBudget,
-        seed: int,
-        cancel: threading.Event | None,
-        think_open: bool,
-        stats: GenerationStats,
-    ) -> Iterator[GenerationEvent]:
-        sampler = self._make_sampler(sampling, seed)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
-        forced_end = self.tokenize(FORCED_THINK_END)
-        lookup = PromptLookup(self._tokens) if self.speculate and self._mtp is None else None
-        started = time.perf_counter()
-        token: int | None = None  # the next token, when a draft's verify already sampled it
-        try:
-            while True:
-                if cancel is not None and cancel.is_set():
-                    stats.finish = "cancelled"
-                    break
-                if self.room() < 1:
-                    stats.finish = "length"  # the context is full: the turn ends, the session stays usable
-                    break
-                if token is None:
-                    token = self._sample_at(sampler, -1)
-                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
-                    stats.finish = "stop"
-                    break
-                draft = self._draft(lookup, token, rules) if self.speculate else []
-                base = len(self._tokens)
-                if draft:
-                    step, token, snapshot = self._verify(sampler, [token, *draft], stats)
-                else:
-                    self._decode([token])
-                    step, token, snapshot = [token], None, None
-                kept = 0
-                for piece in step:
-                    kept += 1
-                    yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
-                    if rules.finish or rules.budget_spent:
-                        break
-                if base + kept < len(self._tokens):  # rejected draft tokens, or a rule ended the step early
-                    self._keep(base, kept, snapshot)
-                if kept < len(step):
-                    token = None  # sampled after tokens the turn does not keep
-                if rules.finish:
-                    stats.finish = rules.finish
-                    break
-                if rules.budget_spent:
-                    token = None  # sampled before thinking was closed
-                    if len(forced_end) > self.room():
-                        stats.finish = "length"  # no room left even to close thinking
-                        break
-                    yield from rules.end_thinking()
-                    self._decode(forced_end)
-                if lookup is not None:
-                    lookup.extend(self._tokens[len(lookup) :])
-        finally:
-            sampler.close()
-        yield from rules.flush()
-        stats.generate_s = time.perf_counter() - started
-        raw = "".join(rules.raw) + decoder.decode(b"", final=True)
-        yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
-
-    def _draft(self, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
-        """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
-        `lookup` None): none past the end of the
-        context or of the batch, past the point where a thinking budget or max_tokens ends
-        (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
-        limit = min(self.room() - 1, self.n_batch - 1)
-        left = rules.tokens_left()
-        if left is not None:
-            limit = min(limit, left - 1)  # `token` is fed first
-        if limit < 1:
-            return []
-        if lookup is None:
-            draft = self._mtp.draft(token, len(self._tokens), min(limit, MTP_DRAFT))
-        else:
-            lookup.extend([token])
-            draft = lookup.draft(limit)
-            lookup.truncate(len(lookup) - 1)
-        for i, drafted in enumerate(draft):
-            if llama_cpp.llama_vocab_is_eog(self._vocab, drafted):
-                return draft[:i]
-        return draft
-
-    def _verify(self, sampler: Any, batch: list[int], stats: GenerationStats) -> tuple[list[int], int | None, bytes | None]:
-        """Evaluate `batch` (a sampled token and its draft) in one decode with logits at every
-        position and apply the sampler at each: a draft token is accepted while the sampler picks
-        it (so sampling at any temperature gives what it would without the draft). The context
-        keeps the whole batch; returns (the accepted tokens, the token the sampler picked after
-        them or None, the recurrent state before the batch for `_keep` when llama.cpp keeps no
-        snapshots to roll back to)."""
-        rollback = llama_cpp.llama_n_rs_seq(self._ctx) >= len(batch) - 1
-        snapshot = self._copy_state() if self._stateful and not rollback else None
-        self._decode(batch, all_logits=True)
-        stats.drafted += len(batch) - 1
-        for i in range(len(batch) - 1):
-            picked = self._sample_at(sampler, i)
-            if picked != batch[i + 1]:
-                stats.accepted += i
-                return batch[: i + 1], picked, snapshot
-        stats.accepted += len(batch) - 1
-        return batch, self._sample_at(sampler, len(batch) - 1), snapshot
-
-    def _keep(self, base: int, kept: int, snapshot: bytes | None) -> None:
-        """After a verify from `base`, keep `kept` of its tokens in the context. Attention drops
-        the rest, and so do recurrent layers that keep a snapshot per token (llama.cpp's
-        n_rs_seq, loading.with_rollback); otherwise their state goes back to `snapshot` (taken
-        before the batch) and the kept tokens are evaluated again."""
-        tokens = self._tokens[base : base + kept]
-        seq = self._seq.id
-        if snapshot is None:
-            with self._batcher.exclusive():
-                dropped = llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
-            del self._tokens[base + kept :]
-            self._llm.n_tokens = len(self._tokens)
-            if not dropped:
-                self._live = False  # the next turn restores from a checkpoint
-                raise GenerationError("llama.cpp refused to roll back a rejected draft.",
-                                      "Run the turn again with `--speculate off`.")
-            return
-        with self._batcher.exclusive():
-            restored = checkpoints.set_state(self._ctx, snapshot, seq)
-            llama_cpp.llama_memory_seq_rm(self._memory, seq, base, -1)
-        del self._tokens[base:]
-        self._llm.n_tokens = base
-        if not restored:
-            self._live = False  # the next turn restores from a checkpoint
-            raise GenerationError("llama.cpp refused to roll back a rejected draft.",
-                                  "Run the turn again with `--speculate off`.")
-        self._decode(tokens)
 
     def close(self, timeout: float = 30.0) -> None:
         """Free the model; a second close does nothing. Safe from any thread: a generation in

@@ -1,0 +1,146 @@
+"""The prefetch half of LlamaBackend (a mixin): the next turn's known start, evaluated
+before its action comes, and the system prompt's state kept on disk (state_cache.py).
+
+The methods work on the backend's current sequence (`self._tokens`, `self._pinned`, ...,
+engine/llama/sequences.py) as the rest of LlamaBackend does."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agentworld_local.engine.guard import EitherEvent
+from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama.checkpoints import SEQ
+from agentworld_local.engine.llama.sequences import Sequence
+from agentworld_local.engine.types import GenerationStats
+
+#: Two different continuations of a prefetched text (what the action could start with).
+KNOWN_TAILS = ("A", "\nB")
+
+
+class Prefetching:
+    """LlamaBackend's prefetch and prefix-state cache (see the module's doc)."""
+
+    _known_memo: Any
+
+    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
+                 owner: object | None = None, waits: bool = False) -> int:
+        """Evaluate the prompt of the next turn up to where its action starts, and checkpoint
+        there; the tokens it evaluated. `messages` end with a user message holding the fixed
+        start of that turn's prompt (World.next_turn_prefix). Stops between n_batch chunks
+        when `cancel` is set, keeping what it evaluated; the turn's `generate` then evaluates
+        only the rest. The World calls it before every turn too, so a turn's prompt is always
+        evaluated in the same chunks, prefetched or not (a different split moves logits in
+        their last bits). Writes nothing. Between turns (the runner's idle work, the lowest
+        priority) BackendBusy when every slot is generating; a turn's own (`waits`) waits for
+        a slot to free, and evaluates nothing if `cancel` comes first."""
+        if self._closed.is_set():
+            return 0
+        stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
+        with self._occupy(owner, wait=stop if waits else None, yields=not waits) as sequence:
+            if sequence is None:
+                return 0
+            return self._prefetch_in(sequence, messages, stop)
+
+    def _prefetch_in(self, sequence: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
+        with self._in(sequence):
+            tokens, system = self._known_prefix(messages)
+            if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
+                return 0  # nothing known, too long for the context, or in the context already
+            # The positions a turn pins (see _generate), made here when the prefetch passes them.
+            self._pinned = {system, self._turn_one_end(messages, tokens)} - {0}
+            stats = GenerationStats()
+            self._evaluate_prompt(tokens, sorted(self._pinned | {len(tokens)}), system, stop, stats, leave_one=False)
+            return stats.prompt_tokens_evaluated - (len(tokens) - len(self._tokens))
+
+    def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
+        """The tokens of `messages` up to the end of the last message's text, kept only as far
+        as any continuation of that text tokenizes alike; and the system prompt's end (or 0).
+
+        Found as the text two renders share when only the text after it differs (as
+        `_system_boundary` does), so it holds no assumption about the template. The turn asks
+        again for what was prefetched: the answer is kept (a long history's render and
+        tokenization cost tens of milliseconds each)."""
+        if self._known_memo is not None and self._known_memo[0] == messages:
+            return self._known_memo[1]
+        last = messages[-1]
+        one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
+                                         add_generation_prompt=False) for tail in KNOWN_TAILS)
+        shared = one[: len(os.path.commonprefix([one, two]))]
+        tokens = self.tokenize(shared)
+        # Where the tokens could merge with what follows is decided near the end: tokenize
+        # the last characters alone with each continuation (all of it if the ends disagree).
+        tail = shared[-256:]
+        alone, *continued = (self.tokenize(tail + text) for text in ("", *KNOWN_TAILS))
+        if tokens[-16:] != alone[-16:]:
+            alone, *continued = (self.tokenize(text) for text in (shared, one, two))
+        unstable = len(alone) - len(os.path.commonprefix([alone, *continued]))
+        known = tokens[: len(tokens) - unstable], self._system_boundary(messages, shared, tokens)
+        self._known_memo = ([dict(message) for message in messages], known)
+        return known
+
+    def _load_cached_prefix(self, full: list[int], seq: int = SEQ) -> float:
+        """Into an empty context, load the longest cached state that starts `full` (a system
+        prompt this model evaluated before, leaving at least one token to evaluate); the
+        seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
+        started = time.perf_counter()
+        assert self.state_cache is not None and not self._tokens
+        entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
+        if entry is not None:
+            with self._batcher.exclusive():
+                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq)
+            if loaded:
+                # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
+                self._tokens.extend(full[: entry.n_tokens])
+                self._save_checkpoint()
+            else:
+                self.state_cache.discard(entry)
+        return time.perf_counter() - started
+
+    def _store_cached_prefix(self, seq: int = SEQ) -> None:
+        """Cache the state of the whole context (a system prompt just evaluated) on disk."""
+        assert self.state_cache is not None
+        tokens = list(self._tokens)
+        stored = self.state_cache.store(self._state_key, tokens,
+                                        lambda path: self._save_sequence(path, seq))
+        if stored is None and not self._store_failed:
+            self._store_failed = True  # said once: the session goes on evaluating its prompts
+            self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "
+                         "new sessions evaluate it again (`awl cache info` shows the cache).")
+
+    def _save_sequence(self, path: Path, seq: int) -> bool:
+        with self._batcher.exclusive():
+            return checkpoints.save_sequence(self._ctx, path, seq)
+
+    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
+        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
+        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
+        first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
+        if first_user is None:
+            return 0
+        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
+        return len(tokens) if full[: len(tokens)] == tokens else 0
+
+    def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
+        """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
+        or the state cache is on and the conversation opens with a system message; else 0
+        (no such checkpoint).
+
+        Found as the text two renders share when only that message's text differs, so it holds
+        no assumption about the template; kept only when its tokens are a prefix of the prompt's.
+        """
+        wanted = self.checkpoint_system_prompt or self.state_cache is not None
+        if not wanted or len(messages) < 2 or messages[0].get("role") != "system":
+            return 0
+        first = messages[1]
+        one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
+        two = self.template.render([messages[0], {**first, "content": "B"}], add_generation_prompt=False)
+        shared = len(os.path.commonprefix([one, two]))
+        if not full_text.startswith(one[:shared]):
+            return 0
+        tokens = self.tokenize(one[:shared])
+        return len(tokens) if full[: len(tokens)] == tokens else 0

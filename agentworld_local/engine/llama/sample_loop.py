@@ -1,0 +1,167 @@
+"""The sampling half of LlamaBackend (a mixin): the token loop of one answer, with the
+answer rules, and self-speculation's draft, verify and roll-back (speculation.py, mtp.py).
+
+The methods work on the backend's current sequence (`self._tokens`, `self._live`,
+engine/llama/sequences.py) as the rest of LlamaBackend does."""
+
+from __future__ import annotations
+
+import codecs
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import llama_cpp
+
+from agentworld_local.engine.answer_rules import AnswerRules
+from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama.mtp import MTP_DRAFT
+from agentworld_local.engine.llama.speculation import PromptLookup
+from agentworld_local.engine.thinking import FORCED_THINK_END
+from agentworld_local.engine.types import GenerationDone, GenerationEvent, GenerationStats, SamplingConfig, ThinkBudget
+from agentworld_local.errors import GenerationError
+
+
+class SampleLoop:
+    """LlamaBackend's token loop (see the module's doc)."""
+
+    def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
+        """Cancelled while the prompt was evaluated: nothing was generated yet."""
+        stats.finish = "cancelled"
+        stats.prompt_s = time.perf_counter() - started
+        return GenerationDone(raw_output="", think_open=False, stats=stats)
+
+    def _sample_loop(
+        self,
+        sampling: SamplingConfig,
+        think: ThinkBudget,
+        seed: int,
+        cancel: threading.Event | None,
+        think_open: bool,
+        stats: GenerationStats,
+    ) -> Iterator[GenerationEvent]:
+        sampler = self._make_sampler(sampling, seed)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
+        forced_end = self.tokenize(FORCED_THINK_END)
+        lookup = PromptLookup(self._tokens) if self.speculate and self._mtp is None else None
+        started = time.perf_counter()
+        token: int | None = None  # the next token, when a draft's verify already sampled it
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    stats.finish = "cancelled"
+                    break
+                if self.room() < 1:
+                    stats.finish = "length"  # the context is full: the turn ends, the session stays usable
+                    break
+                if token is None:
+                    token = self._sample_at(sampler, -1)
+                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                    stats.finish = "stop"
+                    break
+                draft = self._draft(lookup, token, rules) if self.speculate else []
+                base = len(self._tokens)
+                if draft:
+                    step, token, snapshot = self._verify(sampler, [token, *draft], stats)
+                else:
+                    self._decode([token])
+                    step, token, snapshot = [token], None, None
+                kept = 0
+                for piece in step:
+                    kept += 1
+                    yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
+                    if rules.finish or rules.budget_spent:
+                        break
+                if base + kept < len(self._tokens):  # rejected draft tokens, or a rule ended the step early
+                    self._keep(base, kept, snapshot)
+                if kept < len(step):
+                    token = None  # sampled after tokens the turn does not keep
+                if rules.finish:
+                    stats.finish = rules.finish
+                    break
+                if rules.budget_spent:
+                    token = None  # sampled before thinking was closed
+                    if len(forced_end) > self.room():
+                        stats.finish = "length"  # no room left even to close thinking
+                        break
+                    yield from rules.end_thinking()
+                    self._decode(forced_end)
+                if lookup is not None:
+                    lookup.extend(self._tokens[len(lookup) :])
+        finally:
+            sampler.close()
+        yield from rules.flush()
+        stats.generate_s = time.perf_counter() - started
+        raw = "".join(rules.raw) + decoder.decode(b"", final=True)
+        yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
+
+    def _draft(self, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
+        """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
+        `lookup` None): none past the end of the
+        context or of the batch, past the point where a thinking budget or max_tokens ends
+        (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
+        limit = min(self.room() - 1, self.n_batch - 1)
+        left = rules.tokens_left()
+        if left is not None:
+            limit = min(limit, left - 1)  # `token` is fed first
+        if limit < 1:
+            return []
+        if lookup is None:
+            draft = self._mtp.draft(token, len(self._tokens), min(limit, MTP_DRAFT))
+        else:
+            lookup.extend([token])
+            draft = lookup.draft(limit)
+            lookup.truncate(len(lookup) - 1)
+        for i, drafted in enumerate(draft):
+            if llama_cpp.llama_vocab_is_eog(self._vocab, drafted):
+                return draft[:i]
+        return draft
+
+    def _verify(self, sampler: Any, batch: list[int], stats: GenerationStats) -> tuple[list[int], int | None, bytes | None]:
+        """Evaluate `batch` (a sampled token and its draft) in one decode with logits at every
+        position and apply the sampler at each: a draft token is accepted while the sampler picks
+        it (so sampling at any temperature gives what it would without the draft). The context
+        keeps the whole batch; returns (the accepted tokens, the token the sampler picked after
+        them or None, the recurrent state before the batch for `_keep` when llama.cpp keeps no
+        snapshots to roll back to)."""
+        rollback = llama_cpp.llama_n_rs_seq(self._ctx) >= len(batch) - 1
+        snapshot = self._copy_state() if self._stateful and not rollback else None
+        self._decode(batch, all_logits=True)
+        stats.drafted += len(batch) - 1
+        for i in range(len(batch) - 1):
+            picked = self._sample_at(sampler, i)
+            if picked != batch[i + 1]:
+                stats.accepted += i
+                return batch[: i + 1], picked, snapshot
+        stats.accepted += len(batch) - 1
+        return batch, self._sample_at(sampler, len(batch) - 1), snapshot
+
+    def _keep(self, base: int, kept: int, snapshot: bytes | None) -> None:
+        """After a verify from `base`, keep `kept` of its tokens in the context. Attention drops
+        the rest, and so do recurrent layers that keep a snapshot per token (llama.cpp's
+        n_rs_seq, loading.with_rollback); otherwise their state goes back to `snapshot` (taken
+        before the batch) and the kept tokens are evaluated again."""
+        tokens = self._tokens[base : base + kept]
+        seq = self._seq.id
+        if snapshot is None:
+            with self._batcher.exclusive():
+                dropped = llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
+            del self._tokens[base + kept :]
+            self._llm.n_tokens = len(self._tokens)
+            if not dropped:
+                self._live = False  # the next turn restores from a checkpoint
+                raise GenerationError("llama.cpp refused to roll back a rejected draft.",
+                                      "Run the turn again with `--speculate off`.")
+            return
+        with self._batcher.exclusive():
+            restored = checkpoints.set_state(self._ctx, snapshot, seq)
+            llama_cpp.llama_memory_seq_rm(self._memory, seq, base, -1)
+        del self._tokens[base:]
+        self._llm.n_tokens = base
+        if not restored:
+            self._live = False  # the next turn restores from a checkpoint
+            raise GenerationError("llama.cpp refused to roll back a rejected draft.",
+                                  "Run the turn again with `--speculate off`.")
+        self._decode(tokens)
