@@ -197,7 +197,15 @@ def _spec(body: CreateSession, limits: ServeLimits) -> SessionSpec:
     given = {name: value for name, value in (("temperature", body.temperature), ("max_tokens", body.max_tokens),
                                               ("seed", body.seed)) if value is not None}
     return SessionSpec(domain=body.domain, scenario=body.scenario, task=body.task, initial_state=body.initial_state,
-                       controls=control_list(body.controls), think=_think_within(body, limits.max_tokens_per_turn), **given)
+                       controls=control_list(body.controls), think=_think_within(body, limits.max_tokens_per_turn),
+                       **given, **_answer_within(body, limits.max_tokens_per_turn))
+
+
+def _answer_within(body: CreateSession, ceiling: int | None) -> dict[str, int]:
+    """A session that asks no max_tokens under a ceiling below the default gets the ceiling."""
+    if ceiling is not None and body.max_tokens is None and ceiling < DEFAULT_MAX_TOKENS:
+        return {"max_tokens": ceiling}
+    return {}
 
 
 def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
@@ -206,7 +214,7 @@ def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
     budget becomes that). No ceiling: what the client asked."""
     if ceiling is None:
         return body.think
-    answer = body.max_tokens if body.max_tokens is not None else DEFAULT_MAX_TOKENS
+    answer = body.max_tokens if body.max_tokens is not None else min(DEFAULT_MAX_TOKENS, ceiling)
     if answer > ceiling:
         raise HttpProblem(400, f"max_tokens {answer} is more than this server's {ceiling} tokens per turn.",
                           f"Ask for at most {ceiling} (the server's --max-tokens-per-turn).")

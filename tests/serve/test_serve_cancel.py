@@ -102,6 +102,10 @@ def test_the_tokens_per_turn_ceiling_refuses_a_larger_answer_and_bounds_thinking
             sid = client.post("/sessions", json={"domain": "terminal", "max_tokens": 100, "think": asked}).json()["id"]
             header = json.loads(client.get(f"/sessions/{sid}/trajectory").text.splitlines()[0])
             assert (header["think"], header["sampling"]["max_tokens"]) == (kept, 100), asked
+        # A session that asks for no max_tokens under a ceiling below the default gets the ceiling.
+        sid = client.post("/sessions", json={"domain": "terminal", "think": "full"}).json()["id"]
+        header = json.loads(client.get(f"/sessions/{sid}/trajectory").text.splitlines()[0])
+        assert (header["think"], header["sampling"]["max_tokens"]) == ("off", 300)
 
 
 def test_a_bounded_wait_queue_answers_503_with_retry_after_never_502(tmp_path):
