@@ -230,7 +230,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
 
     @contextlib.contextmanager
     def _occupy(self, owner: object | None, wait: threading.Event | None = None,
-                yields: bool = False) -> Iterator[Sequence | None]:
+                yields: bool = False, keep: bool = False) -> Iterator[Sequence | None]:
         """The owner's sequence for one generation or prefetch (BackendBusy if it is in use).
         No owner: the backend's own callers, one at a time, as before sequences. `wait`: a
         generation waits for a prefetch between turns (`yields`) to give a slot up, until it
@@ -246,7 +246,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
                 with self._batcher.generating():
                     yield sequence
             finally:
-                self.slots.release(sequence)
+                self.slots.release(sequence, keep=keep and owner is not None)
                 with self._running_changed:
                     self._running -= 1
                     self._running_changed.notify_all()

@@ -41,7 +41,8 @@ class Prefetching:
         if self._closed.is_set():
             return 0
         stop = self._closed if cancel is None else EitherEvent(cancel, self._closed)
-        with self._occupy(owner, wait=stop if waits else None, yields=not waits) as sequence:
+        # A turn's own keeps its slot for the generate that follows (`keep`).
+        with self._occupy(owner, wait=stop if waits else None, yields=not waits, keep=waits) as sequence:
             if sequence is None:
                 return 0
             return self._prefetch_in(sequence, messages, stop)

@@ -36,6 +36,7 @@ class Sequence:
     used: int = 0  # when its owner last generated (the slots' clock)
     busy: bool = False  # a generation runs in it
     yields: bool = False  # ... or a prefetch between turns, which gives it up at its next chunk
+    reserved: bool = False  # its owner's turn evaluated its start here and generates next: not lent
     live: bool = True  # its live state holds exactly `tokens` (False after a failed decode)
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
 
@@ -62,7 +63,7 @@ class Slots:
         with self._lock:
             sequence = self.held_by(owner)
             if sequence is None:
-                while not (idle := [s for s in self.all if not s.busy]):
+                while not (idle := self._lendable()):
                     if wait is None or not any(s.yields for s in self.all):
                         raise BackendBusy(f"All {len(self.all)} session slots of the model are generating.",
                                           "Wait until a turn finishes, or load the model with more slots.")
@@ -77,9 +78,18 @@ class Slots:
             sequence.used = next(self._clock)
             return sequence
 
-    def release(self, sequence: Sequence) -> None:
+    def _lendable(self) -> list[Sequence]:
+        """Idle sequences another owner may take: none whose owner's turn goes on there next
+        (the gap between a turn's prefetch and its generate), unless those are all there are."""
+        idle = [s for s in self.all if not s.busy]
+        return [s for s in idle if not s.reserved] or ([] if any(s.yields for s in self.all) else idle)
+
+    def release(self, sequence: Sequence, *, keep: bool = False) -> None:
+        """`keep`: the owner's turn goes on in it next (a turn's own prefetch): it is not lent
+        meanwhile (see `_lendable`)."""
         with self._lock:
             sequence.busy = sequence.yields = False
+            sequence.reserved = keep
             self._freed.notify_all()
 
     def give_up(self, owner: object) -> None:
@@ -89,6 +99,7 @@ class Slots:
             if sequence is not None and not sequence.busy:
                 sequence.owner = None
                 sequence.used = 0
+                sequence.reserved = False
 
     @property
     def latest(self) -> Sequence:
