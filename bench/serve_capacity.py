@@ -27,6 +27,7 @@ from agentworld_local.engine import events  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
 from agentworld_local.session.runner import NewSession, SessionRunner  # noqa: E402
 from agentworld_local.session.spec import SessionSpec  # noqa: E402
+from agentworld_local.testing import LentBackend  # noqa: E402
 
 SLOTS = 4
 N_CTX = 4096
@@ -63,7 +64,7 @@ class Clock:
 def run(backend: LlamaBackend, sessions: int, turns: int, folder: Path) -> tuple[float, float, float, float]:
     """(tokens/s, p50 latency, p95 latency, p50 queue wait) for `sessions` stepping at once."""
     clock = Clock()
-    runner = SessionRunner(clock, backend=_Shared(backend))
+    runner = SessionRunner(clock, backend=LentBackend(backend))
     try:
         for number in range(sessions):
             spec = SessionSpec(domain="terminal", think="off", max_tokens=16, temperature=0.8, seed=number)
@@ -90,19 +91,6 @@ def run(backend: LlamaBackend, sessions: int, turns: int, folder: Path) -> tuple
     waited = sorted(begin - send for send, begin in zip(sorted(sent), sorted(begins)))
     p95 = latency[min(len(latency) - 1, int(len(latency) * 0.95))]
     return clock.generated / seconds, statistics.median(latency), p95, statistics.median(waited)
-
-
-class _Shared:
-    """The loaded model lent to one runner after another (the runner closes what it is given)."""
-
-    def __init__(self, model: LlamaBackend) -> None:
-        self.model = model
-
-    def __getattr__(self, name: str):
-        return getattr(self.model, name)
-
-    def close(self) -> None:
-        pass
 
 
 def section(quick: bool) -> str:

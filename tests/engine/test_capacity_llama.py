@@ -17,6 +17,7 @@ from agentworld_local.engine import events as ev
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.session.spec import SessionSpec
+from agentworld_local.testing import LentBackend
 from agentworld_local.trajectory.reader import read_trajectory
 from tests.engine.test_runner_side_by_side import Mailboxes, opened_sid
 
@@ -28,19 +29,6 @@ def two_slots(qwen_gguf):
     backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=SLOTS)
     yield backend
     backend.close()
-
-
-class Shared:
-    """One model lent to several runners in turn: the test module keeps it loaded."""
-
-    def __init__(self, model: LlamaBackend) -> None:
-        self.model = model
-
-    def __getattr__(self, name: str):
-        return getattr(self.model, name)
-
-    def close(self) -> None:
-        pass
 
 
 def spec(seed: int) -> SessionSpec:
@@ -74,7 +62,7 @@ def test_three_times_more_sessions_than_slots_step_undo_regenerate_and_cancel_wi
         folder = tmp_path / f"round{round_number}"
         folder.mkdir()
         mail = Mailboxes()
-        runner = SessionRunner(mail, backend=Shared(two_slots))
+        runner = SessionRunner(mail, backend=LentBackend(two_slots))
         told: dict[str, list[ev.SessionEvent]] = {}
         try:
             sids = open_sessions(runner, mail, folder, 3 * SLOTS)
@@ -128,7 +116,7 @@ def test_two_turns_on_two_slots_beside_a_third_sessions_prefetch_both_run(tmp_pa
         folder = tmp_path / f"round{round_number}"
         folder.mkdir()
         mail = Mailboxes()
-        runner = SessionRunner(mail, backend=Shared(two_slots))
+        runner = SessionRunner(mail, backend=LentBackend(two_slots))
         try:
             a, b, c = open_sessions(runner, mail, folder, 3)
             assert runner.step(c, "ls")  # its Ready starts c's prefetch of the next turn in a slot
@@ -146,7 +134,7 @@ def test_a_turn_cancelled_while_it_waits_for_a_slot_ends_cancelled_with_one_read
     from tests.tui.helpers import GatedBackend
 
     mail = Mailboxes()
-    gated = GatedBackend(Shared(two_slots), after=0)
+    gated = GatedBackend(LentBackend(two_slots), after=0)
     runner = SessionRunner(mail, backend=gated)
     try:
         a, b, c = open_sessions(runner, mail, tmp_path, 3)
