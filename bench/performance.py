@@ -29,7 +29,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 #: The report's sections in order: bench/<name>.py each (state_cache, prefetch, speculation,
-#: serve_throughput, serve_capacity and serve_load are written with the features they measure).
+#: serve_throughput, serve_parallel and serve_load are written with the features they measure).
 SECTIONS = (
     "turn_cost",
     "restore_time",
@@ -43,7 +43,7 @@ SECTIONS = (
     "prefetch",
     "speculation",
     "serve_throughput",
-    "serve_capacity",
+    "serve_parallel",
     "serve_load",
 )
 

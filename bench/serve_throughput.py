@@ -1,7 +1,7 @@
 """Several sessions over one loaded model: throughput when their turns run at once, and the
 prompt tokens a turn evaluates when sessions take turns.
 
-One model loaded with 8 session slots (`LlamaBackend(sequences=8)`: a llama.cpp sequence per
+One model loaded with 8 session slots (`LlamaBackend(parallel=8)`: a llama.cpp sequence per
 session, decoded together, engine/llama/batching.py). Terminal sessions (the domain's own
 system prompt, `--think off`, temperature 0.8, a seed each, 32-token answers) take a first
 turn each (not timed: it evaluates the system prompt), then 1, 2, 4 or 8 of them run their
@@ -86,7 +86,7 @@ def interleaved(backend: LlamaBackend, sessions: int, turns: int) -> tuple[float
 
 
 def load(path: Path, slots: int) -> LlamaBackend:
-    return LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, sequences=slots, notice=lambda text: None)
+    return LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, parallel=slots, notice=lambda text: None)
 
 
 def section(quick: bool) -> str:

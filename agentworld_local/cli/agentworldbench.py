@@ -26,7 +26,7 @@ from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSet
 from agentworld_local.agentworldbench.rows import BenchFile
 from agentworld_local.agentworldbench.selection import Malformed, select_lines, work_order
 from agentworld_local.agentworldbench.parallel import predict_rows_at_once
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL
 from agentworld_local.cli.model_options import check_concurrency, model_or_server, offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
@@ -132,7 +132,7 @@ def bench_predict(
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
-    concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_SERVER_CAPACITY}).", show_default=False),
+    concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_SERVER_PARALLEL}).", show_default=False),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
@@ -190,7 +190,7 @@ def bench_predict(
         if remote is None:
             events = predict_rows(order, backend, settings, predictions)
         else:
-            at_once = concurrency or backend.capacity
+            at_once = concurrency or backend.parallel
             err.print(f"awl: up to {at_once} trajectories at once on {remote.endpoint}.", markup=False, style="dim")
             events = predict_rows_at_once(order, backend, settings, predictions, concurrency=at_once)
         for event in events:

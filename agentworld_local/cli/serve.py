@@ -13,13 +13,13 @@ from agentworld_local.cli.main import app
 from agentworld_local.cli.model_options import model_or_server, offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine import events
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY, RemoteOptions
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.errors import AwlError
 from agentworld_local.models.offload_options import OffloadOptions
 
 DEFAULT_PORT = 8760
 DEFAULT_TOKEN_ENV = "AWL_SERVE_TOKEN"
-#: Turns at once on a GGUF served here (each a place in its context) when --parallel is not given.
+#: Turns at once on a GGUF served here (each a sequence of its context) when --parallel is not given.
 DEFAULT_GGUF_PARALLEL = 4
 
 
@@ -39,9 +39,9 @@ def serve_command(
     idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),
     max_action_chars: int = typer.Option(64 * 1024, "--max-action-chars", help="The longest action accepted."),
     max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
-    max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait for a place in the model's capacity (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
-    max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds a place of the model for a whole context."),
-    parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (the model's capacity; more wait their turn, in order). A GGUF gets that many places in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_CAPACITY})."),
+    max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait beyond --parallel (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
+    max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds one of the model's parallel turns for a whole context."),
+    parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (more wait their turn, in order). A GGUF gets that many sequences in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_PARALLEL})."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -73,7 +73,7 @@ def serve_command(
         if value is not None and value <= 0:
             raise InputError(f"{flag} must be more than 0.", f"E.g. `{flag} 10`.")
     if max_waiting is not None and max_waiting < 0:
-        raise InputError("--max-waiting cannot be negative.", "Use `--max-waiting 0` to refuse every turn beyond the capacity.")
+        raise InputError("--max-waiting cannot be negative.", "Use `--max-waiting 0` to refuse every turn beyond --parallel.")
     token = os.environ.get(token_env) or None
     check_exposure(host, token, token_env)
     limits = ServeLimits(max_body_bytes=max_body_bytes, max_action_chars=max_action_chars, max_sessions=max_sessions,

@@ -17,12 +17,12 @@ class Backend(Protocol):
     info: ModelInfo
     #: Turns (generations) it runs at once, >= 1: a llama model's session slots, a server's
     #: own count or the user's `--parallel`. The runner schedules sessions' turns against it.
-    capacity: int
+    parallel: int
 
     def for_session(self) -> Backend:
         """One session's view of the model: its own generation guard and close (closing it
         frees only what the session held: never the model, the connection or other views).
-        The World generates through it; with `capacity` 1 it may be the backend itself."""
+        The World generates through it; with `parallel` 1 it may be the backend itself."""
         ...
 
     def generate(

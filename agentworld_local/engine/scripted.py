@@ -145,9 +145,9 @@ class ScriptedBackend:
         stop_after_observation: bool = True,
         delay_s: float = 0.0,
         sha256: str | None = None,
-        capacity: int = 1,
+        parallel: int = 1,
     ) -> None:
-        """`capacity`: generations at once, one per session view (`for_session`), as a llama
+        """`parallel`: generations at once, one per session view (`for_session`), as a llama
         model's slots; 1 (the default) is one generation at a time, as on llama.cpp.
         `stop_after_observation`: end at the first closed block when the sampling asks for it,
         as the llama backend does (False lets a test stream answers with several blocks to the
@@ -158,7 +158,7 @@ class ScriptedBackend:
         self.answers = [a if isinstance(a, ScriptedAnswer) else ScriptedAnswer(a) for a in answers]
         self.stop_after_observation = stop_after_observation
         self.delay_s = delay_s
-        self.capacity = max(1, capacity)
+        self.parallel = max(1, parallel)
         self.calls = 0
         self._calls_lock = threading.Lock()
         self.last_messages: list[dict[str, str]] = []
@@ -197,9 +197,9 @@ class ScriptedBackend:
     # -- the Backend protocol -------------------------------------------------------
 
     def for_session(self) -> ScriptedBackend:
-        """With capacity 1 the backend itself (one generation at a time); else a view with a
+        """With parallel 1 the backend itself (one generation at a time); else a view with a
         guard of its own that streams from the same answers."""
-        return self if self.capacity == 1 else _ScriptedView(self)
+        return self if self.parallel == 1 else _ScriptedView(self)
 
     def generate(
         self,
@@ -294,7 +294,7 @@ class ScriptedBackend:
 
 
 class _ScriptedView:
-    """One session's view of a ScriptedBackend with capacity > 1: its own guard, the
+    """One session's view of a ScriptedBackend with parallel > 1: its own guard, the
     backend's answers and counters (everything else is the backend's)."""
 
     def __init__(self, backend: ScriptedBackend) -> None:

@@ -208,13 +208,13 @@ def smaller_plan(
 
 
 def default_context(
-    estimate: MemoryEstimate, hardware: Hardware, *, ceiling: int, cpu_moe: int = 0, sequences: int = 1
+    estimate: MemoryEstimate, hardware: Hardware, *, ceiling: int, cpu_moe: int = 0, parallel: int = 1
 ) -> tuple[int, str]:
     """(context size, why) when the user gave no --ctx: the largest one the offload plan fits
     on this machine, halving from the lower of `ceiling` and the model's trained context, with
     the GPU layout the smallest context would get (a longer context never moves layers or
     experts off the GPU). The ceiling keeps a machine with room to spare from reserving (and
-    masking, every batch) a cache of 262k tokens it will not use. `sequences`: sessions that
+    masking, every batch) a cache of 262k tokens it will not use. `parallel`: sessions that
     each get this context in one llama.cpp context (their caches are planned together)."""
     trained = estimate.context_length
     top = max(MIN_CTX, min(ceiling, trained) if trained else ceiling)
@@ -222,8 +222,8 @@ def default_context(
     together = replace(estimate, context_length=None)
 
     def plan_offload_for(n_ctx: int) -> OffloadPlan:
-        plan = plan_offload(together, hardware, n_ctx_wanted=n_ctx * sequences, cpu_moe=cpu_moe)
-        return replace(plan, n_ctx=plan.n_ctx // sequences)
+        plan = plan_offload(together, hardware, n_ctx_wanted=n_ctx * parallel, cpu_moe=cpu_moe)
+        return replace(plan, n_ctx=plan.n_ctx // parallel)
 
     smallest = plan_offload_for(MIN_CTX)
     if not smallest.fits:

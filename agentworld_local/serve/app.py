@@ -111,8 +111,8 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """The model served, the sessions open, the limits, and the model's capacity: turns that
-        run at once, turns running and turns waiting for a place."""
+        """The model served, the sessions open, the limits, and the model's `parallel`: turns that
+        run at once, turns running and turns waiting."""
         runner = bridge.runner
         return {"model": runner.model or runner.served_model, "sessions_open": registry.open_count,
                 "limits": asdict(limits), **asdict(runner.load_now)}
@@ -142,7 +142,7 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
     @app.post("/sessions/{sid}/step")
     async def step(sid: str, body: StepRequest, request: Request) -> dict[str, Any]:
         """One turn: the action goes to the world model; the saved turn comes back. Beyond the
-        model's capacity it waits its turn (in order); it is never refused for other sessions."""
+        model's `parallel` it waits its turn (in order); it is never refused for other sessions."""
         turn = registry.turn(sid, "step", body.action)
         return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect))
 

@@ -49,7 +49,7 @@ class AsyncRunnerBridge:
     """Owns the runner; `stream()` and `call()` send one command and give back its events.
 
     A command of one session (`session=` its runner key) runs beside other sessions' (the
-    runner schedules their turns against the model's capacity: beyond it they wait, they are
+    runner schedules their turns against the model's `parallel`: beyond it they wait, they are
     never refused); any other command (a load, an open, a resume, a fork) runs alone. Events
     are routed by the session they name, to the command of that session, else to the one
     running alone."""

@@ -23,7 +23,7 @@ class ServeLimits:
     #: `max_tokens` is refused (400); thinking gets what is left (`think: full` becomes that
     #: budget), so no client holds a slot of the model for a whole context.
     max_tokens_per_turn: int | None = None
-    #: Turns that may wait for a place in the model's capacity (None: no bound); one more is
+    #: Turns that may wait beyond the model's `parallel` (None: no bound); one more is
     #: refused with 503 and `Retry-After` (never 502) instead of waiting.
     max_waiting: int | None = None
 

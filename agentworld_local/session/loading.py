@@ -44,9 +44,9 @@ def load_backend(
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
     only for a server. `offload` (models.offload_options.OffloadOptions): experts in RAM,
     flash attention, KV cache type, for a GGUF. `parallel` (`--parallel`): the most turns that
-    run at once, the backend's `capacity`: a GGUF gets that many places in its context, decoded
+    run at once, the backend's `parallel`: a GGUF gets that many sequences in its context, decoded
     together, each with `ctx` tokens of KV cache (default 1); a server's own count bounds it
-    (default: the server's count, else DEFAULT_SERVER_CAPACITY).
+    (default: the server's count, else DEFAULT_SERVER_PARALLEL).
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
@@ -70,17 +70,17 @@ def load_backend(
     from agentworld_local.models.resolve import resolve_model
 
     resolved = resolve_model(model)
-    sessions = parallel or 1
-    if sessions > MAX_PARALLEL:
-        raise InputError(f"--parallel {sessions:,} is more than llama.cpp runs at once in one context ({MAX_PARALLEL}).",
+    parallel = parallel or 1
+    if parallel > MAX_PARALLEL:
+        raise InputError(f"--parallel {parallel:,} is more than llama.cpp runs at once in one context ({MAX_PARALLEL}).",
                          f"Use `--parallel {MAX_PARALLEL}` or less (each takes --ctx tokens of KV cache).")
-    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, sessions=sessions)
+    n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, parallel=parallel)
     from agentworld_local.engine.llama import LlamaBackend
     from agentworld_local.engine.llama.state_cache import user_state_cache
 
     return LlamaBackend(resolved.path, gpu_layers=gpu_layers, n_ctx=n_ctx, threads=threads, verbose=verbose,
                         name=resolved.name, progress=progress, notice=notice, offload=offload,
-                        state_cache=user_state_cache(), sequences=sessions)
+                        state_cache=user_state_cache(), parallel=parallel)
 
 
 def check_ctx_value(ctx: int | None) -> None:
@@ -94,15 +94,15 @@ def check_ctx_value(ctx: int | None) -> None:
 
 def check_ctx_for_model(
     model_path: Path, ctx: int | None, *, hardware: Any = None, notice: Notice | None = None, offload: Any = None,
-    sessions: int = 1,
+    parallel: int = 1,
 ) -> int:
     """The context size to load: at most what the model was trained on, and what memory can hold.
 
     An explicit `--ctx` beyond either is refused. Without one, the offload plan chooses the
     largest context this machine holds for the model (`default_ctx`), said through `notice`.
     `hardware` (a models.hardware.Hardware) is for tests; by default this machine's. `offload`
-    (OffloadOptions): the KV cache type and flash attention the estimate counts; `sessions`:
-    how many sessions each get this context (their caches must fit together).
+    (OffloadOptions): the KV cache type and flash attention the estimate counts; `parallel`:
+    how many parallel each get this context (their caches must fit together).
     """
     from agentworld_local.models.inspect import inspect_gguf
 
@@ -116,7 +116,7 @@ def check_ctx_for_model(
 
         if not knows_architecture(model_path):
             return DEFAULT_CTX  # the load says, in one line, that this llama.cpp cannot run it
-        wanted, why = default_ctx(summary, hardware, offload, sessions)
+        wanted, why = default_ctx(summary, hardware, offload, parallel)
         notice(f"context: {wanted:,} tokens, {why}; `--ctx N` sets another.")
         return wanted
     wanted = ctx
@@ -130,25 +130,25 @@ def check_ctx_for_model(
         notice(f"{model_path.name} was trained for {trained:,} tokens of context; using {trained:,}.")
         wanted = trained
     per_token, room = _cache_room(summary, wanted, hardware)
-    if per_token and per_token * wanted * sessions > room:
+    if per_token and per_token * wanted * parallel > room:
         from agentworld_local.models.units import format_bytes
 
-        fits = max(room // sessions // per_token // 1024 * 1024, 0)
-        each = f" for each of {sessions:,} turns at once (--parallel)" if sessions > 1 else ""
+        fits = max(room // parallel // per_token // 1024 * 1024, 0)
+        each = f" for each of {parallel:,} turns at once (--parallel)" if parallel > 1 else ""
         if fits >= MIN_CTX:
-            advice = f"Use `--ctx {fits}` or less" + (", or a smaller --parallel." if sessions > 1 else ".")
+            advice = f"Use `--ctx {fits}` or less" + (", or a smaller --parallel." if parallel > 1 else ".")
         else:
             fewer = room // (per_token * wanted)
-            advice = f"Use `--parallel {fewer}` or less." if sessions > 1 and fewer >= 1 else "Free memory, or use a machine with more."
+            advice = f"Use `--parallel {fewer}` or less." if parallel > 1 and fewer >= 1 else "Free memory, or use a machine with more."
         raise InputError(
-            f"A {wanted:,}-token context{each} needs about {format_bytes(per_token * wanted * sessions)} for its cache "
+            f"A {wanted:,}-token context{each} needs about {format_bytes(per_token * wanted * parallel)} for its cache "
             f"alone; this machine has {format_bytes(room)} free.",
             advice,
         )
     return wanted
 
 
-def default_ctx(summary: Any, hardware: Any = None, offload: Any = None, sessions: int = 1) -> tuple[int, str]:
+def default_ctx(summary: Any, hardware: Any = None, offload: Any = None, parallel: int = 1) -> tuple[int, str]:
     """(context size, why) for a load without --ctx: the largest the offload plan fits here, up
     to the model's trained context and DEFAULT_CTX_CEILING (models.plan.default_context)."""
     from agentworld_local.models.memory import estimate_memory
@@ -162,7 +162,7 @@ def default_ctx(summary: Any, hardware: Any = None, offload: Any = None, session
 
         hardware = machine_hardware()
     return default_context(estimate, hardware, ceiling=DEFAULT_CTX_CEILING, cpu_moe=options.cpu_moe,
-                           sequences=max(1, sessions))
+                           parallel=max(1, parallel))
 
 
 def _cache_room(summary: Any, n_ctx: int, hardware: Any) -> tuple[int, int]:

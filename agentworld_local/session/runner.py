@@ -13,7 +13,7 @@ Rules that make it safe by construction:
   anything while a model loads, and a load while anything runs. Commands of other sessions
   are never refused for it.
 - Token loops (a step, a regenerate, a file probe) run on threads of their own, scheduled
-  against the backend's `capacity` (session/scheduling.py): beyond it they wait in FIFO
+  against the backend's `parallel` (session/scheduling.py): beyond it they wait in FIFO
   order; nothing refuses a turn because other sessions are busy. The idle prefetch between
   turns is the lowest priority: any command stops it at its next chunk.
 - `cancel()` acts at once on what runs (a turn, a probe, a load: llama.cpp's progress
@@ -50,7 +50,7 @@ Emit = Callable[[str | None, events.SessionEvent], None]
 #: Commands that run to their end once started (no token loop to stop in): a cancel that
 #: comes before they start skips them.
 _UNSTOPPABLE = ("undo", "control", "fork", "close_session")
-#: Token loops: each runs on a thread of its own, scheduled against the backend's capacity.
+#: Token loops: each runs on a thread of its own, scheduled against the backend's `parallel`.
 _SIDE_BY_SIDE = ("step", "regenerate", "files")
 
 
@@ -81,7 +81,7 @@ class SessionRunner:
         self._idle_cancel = threading.Event()  # stops the prefetch between turns (see _prefetch_next)
         self._prefetching = False  # one prefetch at a time: _idle_cancel stops it
         self._turn_threads: set[threading.Thread] = set()  # turns running side by side
-        self._scheduler = TurnScheduler(self.capacity)
+        self._scheduler = TurnScheduler(self.parallel)
         self._session_locks: dict[str, threading.Lock] = {}  # one command of a session at a time
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
@@ -185,14 +185,14 @@ class SessionRunner:
         return backend.info.name if backend is not None else None
 
     @property
-    def capacity(self) -> int:
+    def parallel(self) -> int:
         """Turns of different sessions that run at once: the backend's (1 before a load)."""
         backend = self._backend
-        return backend.capacity if backend is not None else 1
+        return backend.parallel if backend is not None else 1
 
     @property
     def load_now(self) -> Load:
-        """Capacity, turns running and turns waiting for a place (what /health shows)."""
+        """`parallel`, turns running and turns waiting (what /health shows)."""
         return self._scheduler.load
 
     # -- submission ------------------------------------------------------------------------
@@ -231,7 +231,7 @@ class SessionRunner:
             command = self._queue.get()
             if command is None:
                 break
-            if command.name in _SIDE_BY_SIDE:  # cancelled already: place() says so, and it is skipped
+            if command.name in _SIDE_BY_SIDE:  # cancelled already: hold() says so, and it is skipped
                 thread = threading.Thread(target=self._run_beside, args=(command,), name=f"awl-turn-{command.name}",
                                           daemon=True)
                 self._turn_threads.add(thread)
@@ -243,7 +243,7 @@ class SessionRunner:
         self._dispose()
 
     def _run_beside(self, command: _Command) -> None:
-        """A token loop beside other sessions': it waits for a place in the model's capacity."""
+        """A token loop beside other sessions': it waits while the model runs `parallel` turns."""
         try:
             self._execute(command, scheduled=True)
         finally:
@@ -252,7 +252,7 @@ class SessionRunner:
     def _execute(self, command: _Command, *, scheduled: bool = False) -> None:
         """Run one command, then its Ready. A session's commands run one after the other (one
         accepted behind a cancelled turn waits for it to stop), its prefetch included; a
-        `scheduled` one then waits for a place in the model's capacity."""
+        `scheduled` one then waits while the model runs `parallel` turns."""
         if command.session is None:
             self._run(command)
             return
@@ -262,11 +262,11 @@ class SessionRunner:
             if not scheduled:
                 self._run(command)
                 return
-            with self._scheduler.place(command.cancel) as placed:
-                self._run(command, placed=placed)
+            with self._scheduler.hold(command.cancel) as started:
+                self._run(command, started=started)
 
-    def _run(self, command: _Command, *, placed: bool = True) -> None:
-        if not placed or (command.cancel.is_set() and command.name in _UNSTOPPABLE):
+    def _run(self, command: _Command, *, started: bool = True) -> None:
+        if not started or (command.cancel.is_set() and command.name in _UNSTOPPABLE):
             # Cancelled while it waited for a place, or accepted behind a command that was
             # then cancelled (or the runner closed): it does not start at all (a change that
             # cannot stop half-way, a turn that never reached the model).
@@ -311,7 +311,7 @@ class SessionRunner:
             self._idle_cancel = cancel = threading.Event()
             self._prefetching = True
         try:
-            # Through the session's own backend: with several sessions, its sequence (H6's slots).
+            # Through the session's own backend: with several sessions, its sequence.
             session.world.backend.prefetch(session.world.next_turn_prefix(), cancel=cancel)
         except AwlError:
             pass  # the turn itself meets it (a full context) and says so
@@ -363,7 +363,7 @@ class SessionRunner:
             self._emit(None, events.LoadCancelled(label))
             return False
         self._backend, self._model, self._load_options = backend, model, dict(options)
-        self._scheduler.set_capacity(backend.capacity)
+        self._scheduler.set_parallel(backend.parallel)
         self._emit(None, loaded_event(label, backend))
         return True
 

@@ -1,7 +1,7 @@
-"""Turns of different sessions against what the model runs at once (its `capacity`).
+"""Turns of different sessions against what the model runs at once (its `parallel`).
 
 The runner's one admission rule for token loops (a step, a regenerate, a file probe): at most
-`capacity` run at once; the rest wait in the order they came (FIFO), as llama.cpp's server
+`parallel` run at once; the rest wait in the order they came (FIFO), as llama.cpp's server
 defers a task while every slot is busy. A turn is never refused because other sessions are
 busy. A waiting turn whose cancel is set leaves the queue at once, without running. The idle
 prefetch between turns is not scheduled here: it is the lowest priority, takes a slot only
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 class Load:
     """What /health shows: turns that may run at once, that run, and that wait."""
 
-    capacity: int
+    parallel: int
     running: int
     waiting: int
 
@@ -33,29 +33,29 @@ class _Stop:
 
 
 class TurnScheduler:
-    """A FIFO gate of `capacity` places (see the module's doc)."""
+    """A FIFO gate that lets `parallel` turns run at once (see the module's doc)."""
 
-    def __init__(self, capacity: int = 1) -> None:
+    def __init__(self, parallel: int = 1) -> None:
         self._changed = threading.Condition()
-        self._capacity = max(1, capacity)
+        self._parallel = max(1, parallel)
         self._running = 0
         self._waiting: deque[object] = deque()
 
-    def set_capacity(self, capacity: int) -> None:
-        """A new model: its own number (turns already running keep their places)."""
+    def set_parallel(self, parallel: int) -> None:
+        """A new model: its own number (turns already running go on)."""
         with self._changed:
-            self._capacity = max(1, capacity)
+            self._parallel = max(1, parallel)
             self._changed.notify_all()
 
     @property
     def load(self) -> Load:
         with self._changed:
-            return Load(self._capacity, self._running, len(self._waiting))
+            return Load(self._parallel, self._running, len(self._waiting))
 
     @contextlib.contextmanager
-    def place(self, cancel: threading.Event | _Stop) -> Iterator[bool]:
-        """Hold a place for one turn: True once it has one, False if `cancel` was set while it
-        waited (it then holds none and should end as cancelled)."""
+    def hold(self, cancel: threading.Event | _Stop) -> Iterator[bool]:
+        """Hold one of the `parallel` turns: True once it runs, False if `cancel` was set while it
+        waited (it then holds nothing and should end as cancelled)."""
         if not self._admit(cancel):
             yield False
             return
@@ -71,7 +71,7 @@ class TurnScheduler:
         with self._changed:
             self._waiting.append(ticket)
             try:
-                while not (self._waiting[0] is ticket and self._running < self._capacity):
+                while not (self._waiting[0] is ticket and self._running < self._parallel):
                     if cancel.is_set():
                         return False
                     # Woken by every release; the timeout only rechecks `cancel`, which no one notifies.

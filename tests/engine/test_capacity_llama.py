@@ -26,7 +26,7 @@ SLOTS = 2
 
 @pytest.fixture(scope="module")
 def two_slots(qwen_gguf):
-    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=SLOTS)
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, parallel=SLOTS)
     yield backend
     backend.close()
 
@@ -161,7 +161,7 @@ def test_the_checkpoint_budget_is_one_for_the_whole_model_not_one_per_slot(qwen_
     from agentworld_local.engine.types import SamplingConfig, ThinkBudget
     from agentworld_local.engine.world import World
 
-    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=SLOTS)
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, parallel=SLOTS)
     try:
         settings = SessionSettings(sampling=SamplingConfig(temperature=0.8, max_tokens=6), think=ThinkBudget.parse("off"))
         worlds = [World(backend.for_session(), get_domain("terminal"), settings) for _ in range(SLOTS)]

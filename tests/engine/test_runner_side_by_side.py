@@ -28,7 +28,7 @@ from agentworld_local.trajectory.reader import read_trajectory
 class SideBySide:
     """Scripted answers with session slots: each session streams from its own script."""
 
-    capacity = 8
+    parallel = 8
 
     def __init__(self, delay_s: float) -> None:
         self._delay_s = delay_s
@@ -215,7 +215,7 @@ def test_two_sessions_side_by_side_on_a_two_slot_model_save_what_each_saves_alon
     (tmp_path / "alone").mkdir()
     (tmp_path / "together").mkdir()
     alone = run(LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0), tmp_path / "alone", together=False)
-    together = run(LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0, sequences=2), tmp_path / "together", together=True)
+    together = run(LlamaBackend(qwen_gguf, n_ctx=8192, gpu_layers=0, parallel=2), tmp_path / "together", together=True)
     assert together == alone
     assert all(len(outputs) == 2 for outputs in together.values())
 

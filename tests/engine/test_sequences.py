@@ -43,7 +43,7 @@ def models(request, qwen_gguf, llama_gguf):
     """(a one-slot model, a two-slot model) of one fixture."""
     path = qwen_gguf if request.param == "qwen35moe" else llama_gguf
     alone = LlamaBackend(path, n_ctx=8192, gpu_layers=0)
-    shared = LlamaBackend(path, n_ctx=8192, gpu_layers=0, sequences=2)
+    shared = LlamaBackend(path, n_ctx=8192, gpu_layers=0, parallel=2)
     yield alone, shared
     alone.close()
     shared.close()

@@ -1,4 +1,4 @@
-"""The rules of lending a llama model's session slots (engine/llama/sequences.Slots), one
+"""The rules of lending a llama model's session slots (engine/llama/sequences.SequencePool), one
 owner against another, without a model: who waits, who takes which slot."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from agentworld_local.engine.llama.sequences import Slots
+from agentworld_local.engine.llama.sequences import SequencePool
 from agentworld_local.errors import BackendBusy
 
 
@@ -15,7 +15,7 @@ def test_a_turn_keeps_its_slot_between_its_prefetch_and_its_generate():
     """A's turn evaluated its start in slot 0 and generates next; meanwhile B's turn finds
     slot 1 held by C's idle prefetch: B waits for C to yield, it does not take A's slot."""
     for _ in range(20):  # a race: run it many times
-        slots = Slots(2)
+        slots = SequencePool(2)
         a, b, c = object(), object(), object()
         first = slots.acquire(a)
         slots.release(first, keep=True)  # A's own prefetch ended; its generate comes next
@@ -33,7 +33,7 @@ def test_a_turn_keeps_its_slot_between_its_prefetch_and_its_generate():
 
 
 def test_a_reserved_slot_is_lent_only_when_nothing_else_would_free():
-    slots = Slots(2)
+    slots = SequencePool(2)
     a, b, c = object(), object(), object()
     slots.release(slots.acquire(a), keep=True)
     turn = slots.acquire(b)  # the other idle slot: never A's

@@ -204,7 +204,7 @@ def test_two_sessions_speculating_in_sequences_decoded_together_get_their_own_an
     finally:
         single.close()
     together: dict[str, GenerationDone] = {}
-    multi = LlamaBackend(path, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="on"), sequences=2)
+    multi = LlamaBackend(path, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="on"), parallel=2)
     try:
         threads = [threading.Thread(target=answer, args=(multi.for_session(), key, together)) for key in prompts]
         for thread in threads:

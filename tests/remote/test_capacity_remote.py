@@ -17,7 +17,7 @@ import pytest
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.remote.backend import OpenAIBackend
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY, RemoteOptions
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import AnswerChunk, GenerationDone, SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
@@ -38,18 +38,18 @@ def remote(fake, **options) -> OpenAIBackend:
 
 def test_capacity_is_the_servers_count_bounded_by_the_users_with_a_default_for_a_silent_server(fake):
     silent = remote(fake)  # vLLM's shape: no count anywhere
-    assert silent.capacity == DEFAULT_SERVER_CAPACITY > 1
+    assert silent.parallel == DEFAULT_SERVER_PARALLEL > 1
     assert any("does not say how many" in notice and "--parallel" in notice for notice in silent.notices)
-    assert remote(fake, parallel=9).capacity == 9
+    assert remote(fake, parallel=9).parallel == 9
     fake.props = {"total_slots": 3, "default_generation_settings": {"n_ctx": 4096}}  # llama-server -np 3
-    assert remote(fake).capacity == 3
-    assert remote(fake, parallel=2).capacity == 2
+    assert remote(fake).parallel == 3
+    assert remote(fake, parallel=2).parallel == 2
     bounded = remote(fake, parallel=8)
-    assert bounded.capacity == 3 and any("decodes 3 requests at once" in notice for notice in bounded.notices)
+    assert bounded.parallel == 3 and any("decodes 3 requests at once" in notice for notice in bounded.notices)
     fake.props = None
     fake.server_info = {"max_running_requests": 5, "context_length": 8192}  # SGLang
     sglang = remote(fake)
-    assert (sglang.capacity, sglang.info.n_ctx) == (5, 8192)
+    assert (sglang.parallel, sglang.info.n_ctx) == (5, 8192)
     with pytest.raises(InputError, match="--parallel 0"):
         remote(fake, parallel=0)
 
@@ -138,7 +138,7 @@ def _serve(fake, folder: Path, *extra: str) -> tuple[subprocess.Popen, str]:
 SESSIONS, STEPS = 16, 2
 
 
-@pytest.mark.parametrize("shape, expected", [("vllm", DEFAULT_SERVER_CAPACITY), ("llama-server", 6), ("parallel", 5)])
+@pytest.mark.parametrize("shape, expected", [("vllm", DEFAULT_SERVER_PARALLEL), ("llama-server", 6), ("parallel", 5)])
 def test_sixteen_sessions_through_awl_serve_run_side_by_side_up_to_the_capacity(fake, tmp_path, shape, expected):
     """The server sees exactly min(16, capacity) answers in flight at once (the fake holds
     the first ones until that many came, so one more sent at once would be seen), and every
@@ -155,7 +155,7 @@ def test_sixteen_sessions_through_awl_serve_run_side_by_side_up_to_the_capacity(
     server, base = _serve(fake, tmp_path, *extra)
     try:
         health = httpx2.get(f"{base}/health").json()
-        assert health["capacity"] == expected and health["model"] == "world"
+        assert health["parallel"] == expected and health["model"] == "world"
         sids = [httpx2.post(f"{base}/sessions", json={"domain": "terminal", "think": "full"}).json()["id"]
                 for _ in range(SESSIONS)]
 

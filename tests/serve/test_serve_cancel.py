@@ -17,8 +17,8 @@ from tests.tui.helpers import GatedBackend
 RAW = ANSWERS[0].raw
 
 
-def gated(capacity: int = 2) -> GatedBackend:
-    return GatedBackend(ScriptedBackend([RAW], capacity=capacity), after=1)
+def gated(parallel: int = 2) -> GatedBackend:
+    return GatedBackend(ScriptedBackend([RAW], parallel=parallel), after=1)
 
 
 def health_until(client, condition, timeout_s: float = 60.0) -> dict:
@@ -36,7 +36,7 @@ def open_sessions(client, count: int) -> list[str]:
 
 
 def test_cancel_stops_a_turn_in_flight_and_one_waiting_for_a_place_and_leaves_the_others(tmp_path):
-    backend = gated(capacity=2)
+    backend = gated(parallel=2)
     with served(tmp_path, backend) as client:
         a, b, c = open_sessions(client, 3)
         answers: dict[str, object] = {}
@@ -51,7 +51,7 @@ def test_cancel_stops_a_turn_in_flight_and_one_waiting_for_a_place_and_leaves_th
         health_until(client, lambda h: h["running"] == 2)
         threads[c] = threading.Thread(target=step, args=(c,))
         threads[c].start()
-        assert health_until(client, lambda h: h["waiting"] == 1)["capacity"] == 2
+        assert health_until(client, lambda h: h["waiting"] == 1)["parallel"] == 2
         assert client.post(f"/sessions/{c}/cancel").json()["cancelled"] is True  # the waiting one
         threads[c].join(60)
         assert answers[c][0] == 409 and "cancelled by a client" in answers[c][1]["error"]
@@ -80,7 +80,7 @@ def _stream_then_leave(client, sid: str, **body) -> str:
 
 
 def test_a_stream_whose_client_leaves_cancels_its_turn_only_when_asked(tmp_path):
-    backend = gated(capacity=2)
+    backend = gated(parallel=2)
     with served(tmp_path, backend) as client:
         kept, cancelled = open_sessions(client, 2)
         assert _stream_then_leave(client, cancelled, cancel_on_disconnect=True) == "action"
@@ -109,7 +109,7 @@ def test_the_tokens_per_turn_ceiling_refuses_a_larger_answer_and_bounds_thinking
 
 
 def test_a_bounded_wait_queue_answers_503_with_retry_after_never_502(tmp_path):
-    backend = gated(capacity=1)
+    backend = gated(parallel=1)
     with served(tmp_path, backend, limits=ServeLimits(max_waiting=1)) as client:
         a, b, c = open_sessions(client, 3)
         answers: dict[str, object] = {}

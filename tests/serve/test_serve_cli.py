@@ -91,7 +91,7 @@ def test_awl_serve_on_a_gguf_runs_two_sessions_turns_at_once_each_in_its_own_fil
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(base, server, timeout=180)
-        assert httpx2.get(f"{base}/health").json()["capacity"] == 2
+        assert httpx2.get(f"{base}/health").json()["parallel"] == 2
         options = {"domain": "terminal", "think": "off", "max_tokens": 12, "seed": 3}
         sids = [httpx2.post(f"{base}/sessions", json=options, timeout=120).json()["id"] for _ in range(2)]
         turns: dict[str, list[int]] = {sid: [] for sid in sids}

@@ -17,11 +17,11 @@ from tests.serve.helpers import served, stream_step
 SHOWN = [item for item in ANSWERS if not item.several_blocks]
 
 
-class Slots:
+class SequencePool:
     """Scripted answers with session slots (as a llama model's sequences): each session streams
     from a script of its own; `most` is the most generations in flight at once."""
 
-    capacity = 8
+    parallel = 8
 
     def __init__(self) -> None:
         self.info = ScriptedBackend(["x"]).info
@@ -50,7 +50,7 @@ class Slots:
 
 
 def test_turns_of_different_sessions_run_at_once_and_each_reaches_its_own_client(tmp_path):
-    slots = Slots()
+    slots = SequencePool()
     with served(tmp_path, slots) as client:
         sessions = [client.post("/sessions", json={"domain": "terminal", "think": "full"}).json()["id"] for _ in range(4)]
         failures: list[str] = []

@@ -115,9 +115,9 @@ def test_make_vec_with_twice_as_many_sub_envs_as_the_models_slots_steps_them_all
     capacity a step waits its turn: no sub-env's step fails, every session holds its own turns."""
     from agentworld_local.engine.llama import LlamaBackend
 
-    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, sequences=2)
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, parallel=2)
     with served(tmp_path, backend) as client:
-        assert client.get("/health").json()["capacity"] == 2
+        assert client.get("/health").json()["parallel"] == 2
         env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=4, base_url=str(client.base_url), think="off",
                                  max_tokens=6, temperature=0.8)
         _, infos = env.reset(seed=3)

@@ -200,7 +200,7 @@ class InterruptAt:
     def __init__(self, backend: ScriptedBackend, at: int) -> None:
         self.backend, self.at, self.info = backend, at, backend.info
         self.calls = 0
-        self.capacity = 1
+        self.parallel = 1
 
     def for_session(self):
         return self

@@ -448,7 +448,7 @@ def test_without_ctx_a_tight_machine_gets_the_largest_context_that_fits():
     assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx).fits
     assert plan_offload(estimate, hardware, n_ctx_wanted=n_ctx * 2).n_ctx < n_ctx * 2  # the next step does not fit
     # Four sessions in one context, each with this context: their caches are planned together.
-    shared, _ = default_context(estimate, hardware, ceiling=262_144, sequences=4)
+    shared, _ = default_context(estimate, hardware, ceiling=262_144, parallel=4)
     assert MIN_CTX <= shared < n_ctx
     assert plan_offload(estimate, hardware, n_ctx_wanted=shared * 4).n_ctx == shared * 4
     # A machine that cannot hold the model at all: the smallest context, and a reason that says so.

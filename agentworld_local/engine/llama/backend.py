@@ -36,7 +36,7 @@ from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
-from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, Slots, ThreadSequence
+from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool, ThreadSequence
 from agentworld_local.engine.llama.speculation import MAX_DRAFT, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.types import (
@@ -88,7 +88,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         notice: Callable[[str], None] | None = None,
         offload: OffloadOptions | None = None,
         state_cache: StateCache | None = None,
-        sequences: int = 1,
+        parallel: int = 1,
     ) -> None:
         """Load the model. Nothing is printed: the face decides how to show what happens.
 
@@ -121,10 +121,10 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
         self.speculate = offload.speculate in ("on", "mtp") or (
             offload.speculate == "auto" and speculation_default(self.gpu_layers if supports_gpu_offload() else 0))
-        if offload.speculate == "mtp" and sequences > 1:
+        if offload.speculate == "mtp" and parallel > 1:
             raise AwlError("`--speculate mtp` drafts for one session at a time.", "Use `--speculate on` with several sessions.")
         options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload,
-                       sequences=max(1, sequences), rollback=MAX_DRAFT if self.speculate else 0,
+                       parallel=max(1, parallel), rollback=MAX_DRAFT if self.speculate else 0,
                        mtp=offload.speculate == "mtp")
         with LOAD_LOCK, load_progress(progress):
             try:
@@ -155,7 +155,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         self._stateful = bool(
             llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
         )
-        self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_sequences)
+        self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_parallel)
         self.n_batch = n_batch
         metadata = llm.metadata
         self.template, embedded = vocab.chat_template(llm)
@@ -179,8 +179,9 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         #: checkpoints, its pinned positions and whether its live state holds exactly its tokens
         #: (`_tokens`, `_checkpoints`, `_pinned`, `_live` are those of the generation running
         #: on the calling thread, else of the sequence used last).
-        self.sequences = max(1, sequences)
-        self.slots = Slots(self.sequences)
+        #: Turns that run at once (--parallel), one sequence each: the runner schedules against it.
+        self.parallel = max(1, parallel)
+        self.slots = SequencePool(self.parallel)
         self._local = threading.local()
         #: Every decode of the context; generations in flight share its rounds (batching.py).
         self._batcher = BatchDecoder(llm._ctx, n_batch, llama_cpp.llama_vocab_n_tokens(self._vocab))
@@ -219,11 +220,6 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
 
     # -- sequences: one per session slot (sequences.py) ---------------------------------
 
-    @property
-    def capacity(self) -> int:
-        """Turns that run at once: one per session slot (the runner schedules against it)."""
-        return self.sequences
-
     def for_session(self) -> SessionBackend:
         """A Backend for one session: its turns run in a sequence of their own."""
         return SessionBackend(self)
@@ -234,7 +230,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         """The owner's sequence for one generation or prefetch (BackendBusy if it is in use).
         No owner: the backend's own callers, one at a time, as before sequences. `wait`: a
         generation waits for a prefetch between turns (`yields`) to give a slot up, until it
-        is set (then None: it was cancelled); see Slots.acquire."""
+        is set (then None: it was cancelled); see SequencePool.acquire."""
         with self._guard.hold() if owner is None else contextlib.nullcontext():
             sequence = self.slots.acquire(self if owner is None else owner, wait=wait, yields=yields)
             if sequence is None:
@@ -323,7 +319,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         try:
             # Copied out when other sequences decode too: their rounds may come before the sample.
             sequence.logits = self._batcher.decode(sequence.id, len(sequence.tokens), tokens, all_logits=all_logits,
-                                                   keep=self.sequences > 1)
+                                                   keep=self.parallel > 1)
         except DecodeFailed as error:
             self._live = False  # a failed batch may have changed the recurrent state: restore before reuse
             raise GenerationError(

@@ -149,17 +149,17 @@ def _context_params(change: Callable[[Any], None]) -> Iterator[None]:
         bindings.llama_init_from_model = init
 
 
-def with_sequences(sequences: int) -> contextlib.AbstractContextManager[None]:
-    """While a `Llama()` is created (it has no such option): its context holds `sequences`
+def with_parallel(parallel: int) -> contextlib.AbstractContextManager[None]:
+    """While a `Llama()` is created (it has no such option): its context holds `parallel`
     sequences, each with a KV cache of the `n_ctx` asked (llama.cpp's non-unified cache: each
     sequence its own cells, so one session never runs out of room because of another) and
     its own recurrent state."""
-    if sequences <= 1:
+    if parallel <= 1:
         return contextlib.nullcontext()
 
     def change(params: Any) -> None:
-        params.n_seq_max = sequences
-        params.n_ctx = params.n_ctx * sequences
+        params.n_seq_max = parallel
+        params.n_ctx = params.n_ctx * parallel
         params.kv_unified = False
 
     return _context_params(change)
@@ -185,18 +185,18 @@ def open_llama(
     echo: Callable[[str], None] | None,
     options: OffloadOptions = OffloadOptions(),
     retrying: bool = False,
-    sequences: int = 1,
+    parallel: int = 1,
     rollback: int = 0,
     mtp: bool = False,
 ) -> Llama:
     """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only;
-    `options`: expert offload, flash attention, KV cache type (placement.py); `sequences`:
-    how many sessions keep a place in the context at once (with_sequences); `rollback`: recurrent
+    `options`: expert offload, flash attention, KV cache type (placement.py); `parallel`:
+    how many sessions keep a place in the context at once (with_parallel); `rollback`: recurrent
     tokens a sequence can drop at its end (with_rollback); `mtp`: load the model's MTP block too."""
     LOGS.clear()
     LOGS.echo = echo
     try:
-        with tuned_load(options), with_sequences(sequences), with_rollback(rollback), with_mtp_layers(mtp):
+        with tuned_load(options), with_parallel(parallel), with_rollback(rollback), with_mtp_layers(mtp):
             return Llama(
                 model_path=str(path),
                 n_gpu_layers=gpu_layers,

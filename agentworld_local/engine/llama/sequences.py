@@ -41,7 +41,7 @@ class Sequence:
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
 
 
-class Slots:
+class SequencePool:
     """Which session holds which sequence (least recently used gives its slot up)."""
 
     def __init__(self, count: int) -> None:
@@ -65,8 +65,8 @@ class Slots:
             if sequence is None:
                 while not (idle := self._lendable()):
                     if wait is None or not any(s.yields for s in self.all):
-                        raise BackendBusy(f"All {len(self.all)} session slots of the model are generating.",
-                                          "Wait until a turn finishes, or load the model with more slots.")
+                        raise BackendBusy(f"All {len(self.all)} parallel sequences of the model are generating.",
+                                          "Wait until a turn finishes, or load the model with a larger `--parallel`.")
                     if wait.is_set():
                         return None
                     self._freed.wait(0.05)  # wakes on a release; the timeout only rechecks `wait`
@@ -158,7 +158,7 @@ class ThreadSequence:
     same names with one slot or many."""
 
     _local: threading.local
-    slots: Slots
+    slots: SequencePool
 
     @property
     def _seq(self) -> Sequence:

@@ -10,7 +10,7 @@ once, from a watcher thread, so a server busy thinking stops streaming to us.
 
 Capacity: the turns sent at once are the server's own count (llama-server's slots, SGLang's
 running-request limit), bounded by the user's `--parallel`; a server that says nothing
-(vLLM) gets DEFAULT_SERVER_CAPACITY. Each session generates through a view of its own
+(vLLM) gets DEFAULT_SERVER_PARALLEL. Each session generates through a view of its own
 (`for_session`): its own guard and close over the shared connections.
 
 Undo, fork and regenerate need nothing here: every request carries the whole
@@ -32,7 +32,7 @@ from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.remote.client import describe_error, is_context_overflow, make_client, server_facts
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_CAPACITY, RemoteOptions
+from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.engine.remote.stream import AnswerStream
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
@@ -97,7 +97,7 @@ class OpenAIBackend:
         if not self.facts.continues_answers:
             self._notice(f"The server at {options.endpoint} (llama-server) cannot continue an answer while the model "
                          "thinks, so a thinking budget (--think N) is not honoured there: thinking runs to its end.")
-        self.capacity = self._capacity(parallel)
+        self.parallel = self._server_parallel(parallel)
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # the backend's: closing it stops every view
         self._view_closed: threading.Event | None = None  # a view's own
@@ -108,15 +108,15 @@ class OpenAIBackend:
         if self._notice_sink is not None:
             self._notice_sink(text)
 
-    def _capacity(self, parallel: int | None) -> int:
+    def _server_parallel(self, parallel: int | None) -> int:
         server = self.facts.parallel
         if parallel is not None and parallel < 1:
             raise InputError(f"--parallel {parallel} must be at least 1.", "E.g. `--parallel 4`.")
         if server is None:
             if parallel is None:
                 self._notice(f"The server at {self.options.endpoint} does not say how many requests it decodes at "
-                             f"once; awl sends up to {DEFAULT_SERVER_CAPACITY} turns at once (--parallel N to change).")
-            return parallel or DEFAULT_SERVER_CAPACITY
+                             f"once; awl sends up to {DEFAULT_SERVER_PARALLEL} turns at once (--parallel N to change).")
+            return parallel or DEFAULT_SERVER_PARALLEL
         if parallel is not None and parallel > server:
             self._notice(f"The server at {self.options.endpoint} decodes {server} requests at once; "
                          f"awl sends that many, not --parallel {parallel}.")

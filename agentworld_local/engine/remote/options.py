@@ -27,7 +27,7 @@ DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_RETRIES = 3
 #: Turns sent at once to a server that does not say how many it decodes together (vLLM):
 #: enough for a few agents side by side, few enough for any server to take.
-DEFAULT_SERVER_CAPACITY = 4
+DEFAULT_SERVER_PARALLEL = 4
 
 
 @dataclass(frozen=True)

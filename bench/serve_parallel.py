@@ -1,4 +1,4 @@
-"""More sessions than the model has slots, through the runner that owns its capacity.
+"""More sessions than the model has slots, through the runner that schedules them against its `parallel`.
 
 One model loaded with 4 session slots; 1 to 32 terminal sessions (`--think off`, temperature
 0.8, a seed each, 16-token answers) each send their turns at once through one SessionRunner,
@@ -7,7 +7,7 @@ as `awl serve` does. The runner runs at most 4 turns at once and the rest wait t
 session alone, the median and 95th-percentile turn latency (from the step sent to its Ready),
 and the median time a turn waited for its place (from the step sent to its TurnStarted).
 
-    .venv/bin/python bench/serve_capacity.py [--quick]
+    .venv/bin/python bench/serve_parallel.py [--quick]
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def section(quick: bool) -> str:
         if path is None:
             rows.append([LABELS[kind], "not installed"] + [""] * 5)
             continue
-        backend = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, sequences=SLOTS, notice=lambda text: None)
+        backend = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, parallel=SLOTS, notice=lambda text: None)
         try:
             alone = None
             with tempfile.TemporaryDirectory() as folder:
