@@ -11,19 +11,16 @@ that finished while the run is being stopped (Ctrl+C, an error) is still written
 from __future__ import annotations
 
 import queue
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentworld_local.agentworldbench.predict import PredictEvent, Progress, RowFailed, _predict_one, write_row
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.agentworldbench.selection import trajectory_key
+from agentworld_local.concurrency import stream_at_once
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import AwlError
-
-_DONE = object()
 
 
 def trajectories(rows: list[BenchRow]) -> list[list[BenchRow]]:
@@ -42,54 +39,39 @@ def predict_rows_at_once(
     progress = Progress(total=len(todo))
     session = SessionSettings(sampling=settings.sampling, think=settings.think, seed=settings.seed)
     base = settings.to_dict()
-    results: queue.Queue = queue.Queue()
-    stop = threading.Event()
     groups = trajectories(todo)
     workers = max(1, min(concurrency, len(groups)))
     views = [backend.for_session() for _ in range(workers)]
-    backends: queue.Queue = queue.Queue()
+    backends: queue.Queue = queue.Queue()  # a free view for each trajectory in flight
     for view in views:
         backends.put(view)
 
-    def run(group: list[BenchRow]) -> None:
+    def run(group: list[BenchRow]) -> Iterator[tuple[BenchRow, Any, dict | None]]:
         own = backends.get()
         try:
-            for row in group:
-                if stop.is_set():
-                    return
+            for row in group:  # the map takes no next row once it stops
                 try:
-                    results.put((row, *_predict_one(row, own, session)))
-                except AwlError as error:
-                    results.put((row, error, None))
+                    result = (row, *_predict_one(row, own, session))
+                except AwlError as error:  # this row's failure; anything else is a defect
+                    result = (row, error, None)
+                yield result
         finally:
             backends.put(own)
 
-    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="awl-predict")
-    futures = [executor.submit(run, group) for group in groups]
-    waiting = len(todo)
+    running = stream_at_once(run, groups, at_once=workers, name="awl-predict")
     try:
-        while waiting:
-            try:
-                row, gen, side = results.get(timeout=0.1)
-            except queue.Empty:
-                for future in futures:
-                    if future.done() and future.exception() is not None:
-                        raise future.exception()  # a defect in a worker: not a row's failure
-                if all(f.done() for f in futures) and results.empty():
-                    break  # every worker ended (stopped early): nothing more will come
-                continue
-            waiting -= 1
+        for done in running:
+            row, gen, side = done.result()  # a defect in a worker ends the run
             if side is None:
                 progress.failed += 1
                 yield RowFailed(row, gen, progress)
             else:
                 yield write_row(row, gen, side, base, out, progress)
     finally:
-        stop.set()
+        running.stop.set()
         for view in views:
             view.close()  # its stream in flight closes now; that row is not written
-        executor.shutdown(wait=True, cancel_futures=True)
-        while not results.empty():  # rows that finished while stopping are kept
-            row, gen, side = results.get()
-            if side is not None:
+        for done in running.close():  # rows that finished while stopping are kept
+            if done.error is None and done.value[2] is not None:
+                row, gen, side = done.value
                 write_row(row, gen, side, base, out, progress)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from agentworld_local.cli.agentworldbench import bench_app
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.cli.model_options import check_concurrency
+from agentworld_local.concurrency import map_at_once
 from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
 from agentworld_local.errors import AwlError, Cancelled, InputError, RequestRefused
 from agentworld_local.files import fit_name
@@ -117,43 +117,35 @@ def _judge_all(rows: dict[int, dict[str, Any]], todo: list[int], judged: JudgedF
 
     done = failed = 0
     err = stderr_console()
-    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="awl-judge")
-    pending: set[Future] = set()
-    queue = iter(todo)
+
+    def keep(row: dict[str, Any]) -> None:
+        nonlocal done, failed
+        judged.append(row)
+        done += 1
+        failed += row.get("failed") != 0.0
+
+    running = map_at_once(one, todo, at_once=concurrency, stop=stop, name="awl-judge")
     try:
-        for line in queue:
-            pending.add(executor.submit(one, line))
-            if len(pending) >= concurrency * 2:
-                break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            problems = [f.exception() for f in finished if f.exception() is not None]
-            for future in finished:
-                if future.exception() is None:
-                    judged.append(future.result())
-                    done += 1
-                    failed += future.result().get("failed") != 0.0
-            if problems:
-                raise problems[0]  # a server failure ends the run; the verdicts before it are saved
-            for line in queue:
-                pending.add(executor.submit(one, line))
-                if len(pending) >= concurrency * 2:
-                    break
+        try:
+            for finished in running:
+                keep(finished.result())  # a server failure ends the run; the verdicts before it are saved
+        finally:
+            stop.set()
+            if client is not None:
+                client.close()  # requests in flight end now instead of running to their timeout
+            try:
+                for late in running.close():  # verdicts that came while stopping are saved too
+                    if late.error is None:
+                        keep(late.value)
+            finally:
+                judged.close()
     except KeyboardInterrupt as interrupt:
-        stop.set()
         err.print(f"\nawl: interrupted; {done} new verdicts are saved in {judged.path}. Run the same command again to go on.",
                   markup=False)
         raise typer.Exit(exit_code(interrupt)) from None
     except AwlError as error:
-        stop.set()
         error.message = f"{error.message.rstrip('.')}. {done} new verdicts are saved in {judged.path}; the same command goes on after them."
         raise
-    finally:
-        stop.set()
-        if client is not None:
-            client.close()  # requests in flight end now instead of running to their timeout
-        executor.shutdown(wait=True, cancel_futures=True)
-        judged.close()
     err.print(f"awl: judged {done} rows ({failed} failed) into {judged.path}.", markup=False)
 
 

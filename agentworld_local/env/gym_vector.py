@@ -11,13 +11,14 @@ the step after, its action ignored. Reward is always 0.0, as in the single env (
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from agentworld_local.concurrency import map_ordered
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.client import ServerClient
 from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
@@ -55,7 +56,6 @@ class AgentWorldVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self._client = ServerClient(base_url, token=token, timeout=timeout, connections=num_envs + 4)
-        self._pool = ThreadPoolExecutor(num_envs, thread_name_prefix="awl-vector")
         self._sessions: list[str | None] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
 
@@ -71,7 +71,7 @@ class AgentWorldVectorEnv(VectorEnv):
         unknown = sorted(set(episode) - set(SESSION_OPTIONS))
         if unknown:
             raise InputError(f"Unknown reset option `{unknown[0]}`.", f"Accepted: {', '.join(SESSION_OPTIONS)}.")
-        opened = list(self._pool.map(lambda index: self._reset_one(index, seeds[index], episode), range(self.num_envs)))
+        opened = self._every(lambda index: self._reset_one(index, seeds[index], episode))
         self._autoreset[:] = False
         infos: dict[str, Any] = {}
         for index, (_, info) in enumerate(opened):
@@ -83,7 +83,7 @@ class AgentWorldVectorEnv(VectorEnv):
         actions = tuple(actions)
         if len(actions) != self.num_envs:
             raise InputError(f"step got {len(actions)} actions for {self.num_envs} sub-envs.", "Give one action per sub-env.")
-        results = list(self._pool.map(lambda index: self._step_one(index, actions[index]), range(self.num_envs)))
+        results = self._every(lambda index: self._step_one(index, actions[index]))
         infos: dict[str, Any] = {}
         for index, result in enumerate(results):
             infos = self._add_info(infos, result[4], index)
@@ -96,15 +96,18 @@ class AgentWorldVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session (each turn is already saved on the server)."""
         try:
-            list(self._pool.map(self._close_one, range(self.num_envs)))
+            self._every(self._close_one)
         finally:
-            self._pool.shutdown(wait=True)
             self._client.close()
 
     @property
     def sessions(self) -> list[str | None]:
         """Each sub-env's session id on the server (its file is `<id>.jsonl` in the server's folder)."""
         return list(self._sessions)
+
+    def _every(self, one: Callable[[int], Any]) -> list[Any]:
+        # All at once, each sub-env taking its turn; the first sub-env's error is raised after.
+        return map_ordered(one, range(self.num_envs), at_once=self.num_envs, name="awl-vector")
 
     # -- one sub-env (on a pool thread) ---------------------------------------------------
 
