@@ -130,7 +130,7 @@ def test_different_seeds_give_different_output(backend):
 def test_checkpoints_stay_within_their_memory_budget_and_undo_still_works(backend):
     world = make_world(backend, seed=5)
     records = [world.run_turn(action) for action in ACTIONS[:8]]
-    state_size = len(backend._checkpoints[-1].state)
+    state_size = len(backend.sequence.checkpoints[-1].state)
     backend.checkpoint_budget = state_size * 5  # room for five turns of state
     try:
         more = [world.run_turn(action) for action in ACTIONS[8:]]

@@ -32,8 +32,8 @@ def test_after_a_resume_a_context_cut_restores_the_turn_one_checkpoint(qwen_gguf
                 if isinstance(event, TurnFinished):
                     record = event.record
             if number == 4:  # room for three turns of state: older checkpoints get thinned
-                backend.checkpoint_budget = 3 * len(backend._checkpoints[-1].state)
-            assert turn_one_end in [c.n_tokens for c in backend._checkpoints], f"turn {number}"
+                backend.checkpoint_budget = 3 * len(backend.sequence.checkpoints[-1].state)
+            assert turn_one_end in [c.n_tokens for c in backend.sequence.checkpoints], f"turn {number}"
             if trimmed:
                 cut_record = record
                 break

@@ -43,7 +43,7 @@ def test_a_session_runs_past_the_context_size_and_the_turn_after_the_cut_is_incr
             assert backend.evaluated_tokens[: len(full)] == full and record.tokens["prompt_total"] == len(full)
             bases[number] = len(backend.tokenize(base))
             if number == 1:  # room for five turns of state: older checkpoints get thinned
-                backend.checkpoint_budget = 5 * len(backend._checkpoints[-1].state)
+                backend.checkpoint_budget = 5 * len(backend.sequence.checkpoints[-1].state)
         assert len(world.history) == 30, "the session must go on past the context size"
         assert sum(r.tokens["prompt_total"] for r in world.history) > 10 * N_CTX
         assert len(cuts) >= 2, "30 turns of this size must outgrow a 1,024-token context"

@@ -116,8 +116,8 @@ def test_a_draft_stops_before_an_end_of_generation_token(llama_pair):
     backend = llama_pair[1]
     eog = backend._llm.token_eos()
     rules = _rules()
-    assert backend._draft(PromptLookup([5, 6, 9, eog, 7, 5]), 6, rules) == [9]
-    assert backend._draft(PromptLookup([5, 6, eog, 7, 5]), 6, rules) == []
+    assert backend._draft(backend.sequence, PromptLookup([5, 6, 9, eog, 7, 5]), 6, rules) == [9]
+    assert backend._draft(backend.sequence, PromptLookup([5, 6, eog, 7, 5]), 6, rules) == []
 
 
 def _rules():
@@ -162,9 +162,9 @@ def test_a_rule_that_ends_the_turn_inside_a_verified_draft_drops_the_rest(pair_n
     verified: list[tuple[int, int]] = []  # (context length before, tokens accepted) of each verify
     verify = on._verify
 
-    def spy(sampler, batch, stats):
-        before = len(on.evaluated_tokens)
-        result = verify(sampler, batch, stats)
+    def spy(seq, sampler, batch, stats):
+        before = len(seq.tokens)
+        result = verify(seq, sampler, batch, stats)
         verified.append((before, len(result[0])))
         return result
 

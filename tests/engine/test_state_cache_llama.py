@@ -29,7 +29,7 @@ def answer(backend: LlamaBackend, action: str = "ls -la") -> GenerationDone:
 
 def snapshot(backend: LlamaBackend) -> tuple[list[int], list[tuple[int, bytes | None]]]:
     """The context as the backend holds it: tokens, checkpoints (with their states)."""
-    return backend.evaluated_tokens, [(c.n_tokens, c.state) for c in backend._checkpoints]
+    return backend.evaluated_tokens, [(c.n_tokens, c.state) for c in backend.sequence.checkpoints]
 
 
 @pytest.fixture(params=["qwen_gguf", "llama_gguf", "gemma"])
@@ -53,7 +53,7 @@ def test_a_hit_skips_the_system_prompt_and_answers_as_a_cold_evaluation(model, t
     first = LlamaBackend(model, n_ctx=1024, gpu_layers=0, state_cache=cache)
     miss = answer(first)
     evaluated = snapshot(first)
-    system = first._checkpoints[1].n_tokens  # the checkpoint where the system message ends
+    system = first.sequence.checkpoints[1].n_tokens  # the checkpoint where the system message ends
     first.close()
     assert miss.stats.prompt_tokens_evaluated == miss.stats.prompt_tokens_total
     assert cache.info().entries == 1
@@ -71,7 +71,7 @@ def test_a_hit_skips_the_system_prompt_and_answers_as_a_cold_evaluation(model, t
 def test_a_new_session_on_the_loaded_model_starts_after_the_cached_prompt(qwen_gguf, tmp_path):
     backend = LlamaBackend(qwen_gguf, n_ctx=2048, gpu_layers=0, state_cache=StateCache(tmp_path))
     answer(backend, "pwd")
-    system = backend._checkpoints[1].n_tokens
+    system = backend.sequence.checkpoints[1].n_tokens
     backend.reset()  # what the runner does for a new session
     done = answer(backend, "cat notes.txt")
     assert done.stats.prompt_tokens_evaluated == done.stats.prompt_tokens_total - system

@@ -36,7 +36,7 @@ from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
-from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool, ThreadSequence
+from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool
 from agentworld_local.engine.llama.speculation import MAX_DRAFT, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.types import (
@@ -58,7 +58,7 @@ def template_handles_thinking(source: str) -> bool:
     return THINK_OPEN in source or "enable_thinking" in source
 
 
-class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
+class LlamaBackend(Prefetching, SampleLoop):
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
     #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
@@ -101,7 +101,7 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         `state_cache`: system-prompt states on disk (state_cache.py); None evaluates every
         new session's system prompt. `offload.speculate`: prompt-lookup drafting (speculation.py)
         on, off, or auto (where bench/speculation.py measured it faster: `speculation_default`).
-        `sequences`: session slots, each a sequence of its own in
+        `parallel`: session slots, each a sequence of its own in
         the context with `n_ctx` tokens (sequences.py; a server's sessions, decoded together).
         """
         path = check_gguf_path(model_path)
@@ -176,13 +176,10 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
             cpu_moe=offload.cpu_moe,
         )
         #: The sessions' places in the context (sequences.py): per sequence its tokens, its
-        #: checkpoints, its pinned positions and whether its live state holds exactly its tokens
-        #: (`_tokens`, `_checkpoints`, `_pinned`, `_live` are those of the generation running
-        #: on the calling thread, else of the sequence used last).
+        #: checkpoints, its pinned positions and whether its live state holds exactly its tokens.
         #: Turns that run at once (--parallel), one sequence each: the runner schedules against it.
         self.parallel = max(1, parallel)
         self.slots = SequencePool(self.parallel)
-        self._local = threading.local()
         #: Every decode of the context; generations in flight share its rounds (batching.py).
         self._batcher = BatchDecoder(llm._ctx, n_batch, llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._running = 0  # generations and prefetches in flight (close waits for them)
@@ -210,9 +207,14 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         return vocab.tokenize(self._llm, text)
 
     @property
+    def sequence(self) -> Sequence:
+        """The sequence used last: what this backend's own accessors show."""
+        return self.slots.latest
+
+    @property
     def evaluated_tokens(self) -> list[int]:
         """The tokens in the context right now (a copy)."""
-        return list(self._tokens)
+        return list(self.sequence.tokens)
 
     @property
     def is_stateful(self) -> bool:
@@ -257,104 +259,101 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
 
     # -- checkpoints ----------------------------------------------------------------
 
-    def _save_checkpoint(self) -> None:
-        n = len(self._tokens)
-        if self._checkpoints[-1].n_tokens == n:
+    def _save_checkpoint(self, seq: Sequence) -> None:
+        n = len(seq.tokens)
+        if seq.checkpoints[-1].n_tokens == n:
             return
         with self._batcher.exclusive():
-            state = checkpoints.copy_state(self._ctx, self._seq.id) if self._stateful else None
-        self._checkpoints.append(Checkpoint(n, state))
+            state = checkpoints.copy_state(self._ctx, seq.id) if self._stateful else None
+        seq.checkpoints.append(Checkpoint(n, state))
         share = self.checkpoint_budget // len(self.slots.all)
-        checkpoints.thin(self._checkpoints, share, pinned=self._pinned)
+        checkpoints.thin(seq.checkpoints, share, pinned=seq.pinned)
 
     def checkpoint_bytes(self) -> int:
-        return checkpoints.total_bytes(self._checkpoints)
+        return checkpoints.total_bytes(self.sequence.checkpoints)
 
-    def _restore(self, target: int) -> float:
-        """Make the context hold exactly self._tokens[:n] for the best reachable n <= target;
+    def _restore(self, seq: Sequence, target: int) -> float:
+        """Make `seq` hold exactly seq.tokens[:n] for the best reachable n <= target;
         returns the seconds it took."""
         started = time.perf_counter()
         with self._batcher.exclusive():
-            n = self._restore_sequence(target)
-        del self._tokens[n:]
-        self._checkpoints = [c for c in self._checkpoints if c.n_tokens <= n]
+            n = self._restore_sequence(seq, target)
+        del seq.tokens[n:]
+        seq.checkpoints = [c for c in seq.checkpoints if c.n_tokens <= n]
         self._llm.n_tokens = n
         return time.perf_counter() - started
 
-    def _restore_sequence(self, target: int) -> int:
-        seq = self._seq.id
+    def _restore_sequence(self, seq: Sequence, target: int) -> int:
         if self._stateful:
-            checkpoint = max((c for c in self._checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
+            checkpoint = max((c for c in seq.checkpoints if c.n_tokens <= target), key=lambda c: c.n_tokens)
             n = checkpoint.n_tokens
-            if n == len(self._tokens) or (target >= len(self._tokens) and self._live):
-                n = len(self._tokens)  # nothing to drop (e.g. a prefetch stopped between chunks)
+            if n == len(seq.tokens) or (target >= len(seq.tokens) and seq.live):
+                n = len(seq.tokens)  # nothing to drop (e.g. a prefetch stopped between chunks)
             elif n == 0 or checkpoint.state is None:
-                llama_cpp.llama_memory_seq_rm(self._memory, seq, -1, -1)
+                llama_cpp.llama_memory_seq_rm(self._memory, seq.id, -1, -1)
                 n = 0
-            elif not checkpoints.set_state(self._ctx, checkpoint.state, seq):
-                llama_cpp.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            elif not checkpoints.set_state(self._ctx, checkpoint.state, seq.id):
+                llama_cpp.llama_memory_seq_rm(self._memory, seq.id, -1, -1)
                 n = 0
             else:
-                llama_cpp.llama_memory_seq_rm(self._memory, seq, n, -1)
-            self._live = True
+                llama_cpp.llama_memory_seq_rm(self._memory, seq.id, n, -1)
+            seq.live = True
         else:
-            n = min(target, len(self._tokens))
-            llama_cpp.llama_memory_seq_rm(self._memory, seq, n, -1)
+            n = min(target, len(seq.tokens))
+            llama_cpp.llama_memory_seq_rm(self._memory, seq.id, n, -1)
         return n
 
-    def room(self) -> int:
-        """Tokens the context can still take."""
-        return self.n_ctx - len(self._tokens)
+    def room(self, seq: Sequence) -> int:
+        """Tokens `seq` can still take."""
+        return self.n_ctx - len(seq.tokens)
 
-    def _decode(self, tokens: list[int], *, all_logits: bool = False) -> None:
-        """Evaluate `tokens` after the context (with `all_logits`, logits at every position:
-        the sampler reads position i at index i). Callers check `room()` first: a full context
+    def _decode(self, seq: Sequence, tokens: list[int], *, all_logits: bool = False) -> None:
+        """Evaluate `tokens` after `seq`'s (with `all_logits`, logits at every position:
+        the sampler reads position i at index i). Callers check `room(seq)` first: a full context
         makes llama.cpp fail; anything it raises becomes one clear GenerationError."""
-        if len(tokens) > self.room():
+        if len(tokens) > self.room(seq):
             raise GenerationError(
                 f"The context is full: {len(tokens)} more tokens do not fit in {self.n_ctx:,}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
-        sequence = self._seq
         try:
             # Copied out when other sequences decode too: their rounds may come before the sample.
-            sequence.logits = self._batcher.decode(sequence.id, len(sequence.tokens), tokens, all_logits=all_logits,
-                                                   keep=self.parallel > 1)
+            seq.logits = self._batcher.decode(seq.id, len(seq.tokens), tokens, all_logits=all_logits,
+                                              keep=self.parallel > 1)
         except DecodeFailed as error:
-            self._live = False  # a failed batch may have changed the recurrent state: restore before reuse
+            seq.live = False  # a failed batch may have changed the recurrent state: restore before reuse
             raise GenerationError(
                 f"llama.cpp failed while evaluating the conversation ({error}).",
                 "Try a smaller `--ctx` or `--gpu-layers`; run with `--verbose` to see llama.cpp's log.",
             ) from None
-        sequence.tokens.extend(tokens)
+        seq.tokens.extend(tokens)
         if self._mtp is not None:
-            self._mtp.after_target(len(sequence.tokens) - len(tokens), tokens)
+            self._mtp.after_target(len(seq.tokens) - len(tokens), tokens)
 
-    def _sample_at(self, sampler: Any, index: int) -> int:
-        """Sample from the last decode's logits at `index` (its position in that decode; -1:
+    def _sample_at(self, seq: Sequence, sampler: Any, index: int) -> int:
+        """Sample from `seq`'s last decode's logits at `index` (its position in that decode; -1:
         the last): the context's own with one sequence, else the copy (batching.sample_row)."""
-        logits = self._seq.logits
-        if logits is None:
+        if seq.logits is None:
             return sampler.sample(self._llm._ctx, index)
-        return sample_row(sampler, logits[index])
+        return sample_row(sampler, seq.logits[index])
 
-    def _copy_state(self) -> bytes:
+    def _copy_state(self, seq: Sequence) -> bytes:
         with self._batcher.exclusive():
-            return checkpoints.copy_state(self._ctx, self._seq.id)
+            return checkpoints.copy_state(self._ctx, seq.id)
 
-    def _evaluate(self, tokens: list[int], cancel: threading.Event | None) -> bool:
-        """Decode `tokens` after the context, in n_batch chunks; False when cancelled."""
+    def _evaluate(self, seq: Sequence, tokens: list[int], cancel: threading.Event | None) -> bool:
+        """Decode `tokens` after `seq`'s, in n_batch chunks; False when cancelled."""
         for start in range(0, len(tokens), self.n_batch):
             if cancel is not None and cancel.is_set():
                 return False
-            self._decode(tokens[start : start + self.n_batch])
+            self._decode(seq, tokens[start : start + self.n_batch])
         return True
 
     def reset(self) -> None:
         """Forget the context of this backend's own callers (a new session on the same loaded
         model); BackendBusy while a generation holds the slot it would take."""
-        with self._occupy(None) as sequence, self._in(sequence):
-            self._restore(0)
+        with self._occupy(None) as sequence:
+            self._restore(sequence, 0)
 
     # -- generation -----------------------------------------------------------------
 
@@ -393,11 +392,12 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
             if sequence is None:  # cancelled while it waited for a slot
                 yield self._cancelled(GenerationStats(), time.perf_counter())
                 return
-            yield from self._stepped_in(sequence, self._generate(messages, sampling=sampling, think=think, seed=seed,
-                                                                  cancel=stop))
+            # The sequence goes with the generator: whichever thread advances it works there.
+            yield from self._generate(sequence, messages, sampling=sampling, think=think, seed=seed, cancel=stop)
 
     def _generate(
         self,
+        seq: Sequence,
         messages: list[dict[str, str]],
         *,
         sampling: SamplingConfig,
@@ -416,44 +416,44 @@ class LlamaBackend(Prefetching, SampleLoop, ThreadSequence):
         # Positions whose checkpoints outlive thinning: what a context cut or a shared system
         # prompt restores. Made even when a turn evaluates past them at once (after a resume).
         system = self._system_boundary(messages, full_text, full)
-        self._pinned = {system, self._turn_one_end(messages, full)} - {0}
-        stops = sorted((self._pinned | {boundary}) - {0})
+        seq.pinned = {system, self._turn_one_end(messages, full)} - {0}
+        stops = sorted((seq.pinned | {boundary}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
-        if not self._evaluate_prompt(full, stops, system, cancel, stats):
+        if not self._evaluate_prompt(seq, full, stops, system, cancel, stats):
             yield self._cancelled(stats, started)
             return
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
-        yield from self._sample_loop(sampling, think, seed, cancel, think_open, stats)
+        yield from self._sample_loop(seq, sampling, think, seed, cancel, think_open, stats)
 
-    def _evaluate_prompt(self, full: list[int], stops: list[int], system: int, cancel: threading.Event | None,
-                         stats: GenerationStats, *, leave_one: bool = True) -> bool:
-        """Make the context hold `full`: restore the longest prefix it can reuse, evaluate the
+    def _evaluate_prompt(self, seq: Sequence, full: list[int], stops: list[int], system: int,
+                         cancel: threading.Event | None, stats: GenerationStats, *, leave_one: bool = True) -> bool:
+        """Make `seq` hold `full`: restore the longest prefix it can reuse, evaluate the
         rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
         at least the last token (a generation samples from its logits)."""
         common = 0
-        limit = min(len(self._tokens), len(full) - 1 if leave_one else len(full))
-        while common < limit and self._tokens[common] == full[common]:
+        limit = min(len(seq.tokens), len(full) - 1 if leave_one else len(full))
+        while common < limit and seq.tokens[common] == full[common]:
             common += 1
-        stats.restore_s = self._restore(common)
+        stats.restore_s = self._restore(seq, common)
         cache_at = 0  # where a first turn evaluated from nothing stores its system prompt's state
-        if self.state_cache is not None and not self._tokens:
-            stats.restore_s += self._load_cached_prefix(full, self._seq.id)
+        if self.state_cache is not None and not seq.tokens:
+            stats.restore_s += self._load_cached_prefix(seq, full)
             cache_at = system
         stats.prompt_tokens_total = len(full)
-        stats.prompt_tokens_evaluated = len(full) - len(self._tokens)
+        stats.prompt_tokens_evaluated = len(full) - len(seq.tokens)
         for stop in stops:
-            if stop > len(self._tokens):
-                if not self._evaluate(full[len(self._tokens) : stop], cancel):
+            if stop > len(seq.tokens):
+                if not self._evaluate(seq, full[len(seq.tokens) : stop], cancel):
                     return False
-                self._save_checkpoint()
+                self._save_checkpoint(seq)
                 if stop == cache_at:
-                    self._store_cached_prefix(self._seq.id)
-        return self._evaluate(full[len(self._tokens) :], cancel)
+                    self._store_cached_prefix(seq)
+        return self._evaluate(seq, full[len(seq.tokens) :], cancel)
 
     def close(self, timeout: float = 30.0) -> None:
         """Free the model; a second close does nothing. Safe from any thread: a generation in

@@ -1,8 +1,8 @@
 """The prefetch half of LlamaBackend (a mixin): the next turn's known start, evaluated
 before its action comes, and the system prompt's state kept on disk (state_cache.py).
 
-The methods work on the backend's current sequence (`self._tokens`, `self._pinned`, ...,
-engine/llama/sequences.py) as the rest of LlamaBackend does."""
+The methods that touch a sequence's tokens or checkpoints take it (`seq`, the one the prefetch
+or generation acquired: engine/llama/sequences.py) as the rest of LlamaBackend does."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from typing import Any
 
 from agentworld_local.engine.guard import EitherEvent
 from agentworld_local.engine.llama import checkpoints
-from agentworld_local.engine.llama.checkpoints import SEQ
 from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.types import GenerationStats
 
@@ -47,16 +46,15 @@ class Prefetching:
                 return 0
             return self._prefetch_in(sequence, messages, stop)
 
-    def _prefetch_in(self, sequence: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
-        with self._in(sequence):
-            tokens, system = self._known_prefix(messages)
-            if not tokens or len(tokens) + 8 > self.n_ctx or self._tokens[: len(tokens)] == tokens:
-                return 0  # nothing known, too long for the context, or in the context already
-            # The positions a turn pins (see _generate), made here when the prefetch passes them.
-            self._pinned = {system, self._turn_one_end(messages, tokens)} - {0}
-            stats = GenerationStats()
-            self._evaluate_prompt(tokens, sorted(self._pinned | {len(tokens)}), system, stop, stats, leave_one=False)
-            return stats.prompt_tokens_evaluated - (len(tokens) - len(self._tokens))
+    def _prefetch_in(self, seq: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
+        tokens, system = self._known_prefix(messages)
+        if not tokens or len(tokens) + 8 > self.n_ctx or seq.tokens[: len(tokens)] == tokens:
+            return 0  # nothing known, too long for the context, or in the context already
+        # The positions a turn pins (see _generate), made here when the prefetch passes them.
+        seq.pinned = {system, self._turn_one_end(messages, tokens)} - {0}
+        stats = GenerationStats()
+        self._evaluate_prompt(seq, tokens, sorted(seq.pinned | {len(tokens)}), system, stop, stats, leave_one=False)
+        return stats.prompt_tokens_evaluated - (len(tokens) - len(seq.tokens))
 
     def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
         """The tokens of `messages` up to the end of the last message's text, kept only as far
@@ -84,30 +82,30 @@ class Prefetching:
         self._known_memo = ([dict(message) for message in messages], known)
         return known
 
-    def _load_cached_prefix(self, full: list[int], seq: int = SEQ) -> float:
-        """Into an empty context, load the longest cached state that starts `full` (a system
+    def _load_cached_prefix(self, seq: Sequence, full: list[int]) -> float:
+        """Into an empty `seq`, load the longest cached state that starts `full` (a system
         prompt this model evaluated before, leaving at least one token to evaluate); the
         seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
         started = time.perf_counter()
-        assert self.state_cache is not None and not self._tokens
+        assert self.state_cache is not None and not seq.tokens
         entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
         if entry is not None:
             with self._batcher.exclusive():
-                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq)
+                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq.id)
             if loaded:
                 # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
-                self._tokens.extend(full[: entry.n_tokens])
-                self._save_checkpoint()
+                seq.tokens.extend(full[: entry.n_tokens])
+                self._save_checkpoint(seq)
             else:
                 self.state_cache.discard(entry)
         return time.perf_counter() - started
 
-    def _store_cached_prefix(self, seq: int = SEQ) -> None:
-        """Cache the state of the whole context (a system prompt just evaluated) on disk."""
+    def _store_cached_prefix(self, seq: Sequence) -> None:
+        """Cache the whole state of `seq` (a system prompt just evaluated) on disk."""
         assert self.state_cache is not None
-        tokens = list(self._tokens)
+        tokens = list(seq.tokens)
         stored = self.state_cache.store(self._state_key, tokens,
-                                        lambda path: self._save_sequence(path, seq))
+                                        lambda path: self._save_sequence(path, seq.id))
         if stored is None and not self._store_failed:
             self._store_failed = True  # said once: the session goes on evaluating its prompts
             self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "

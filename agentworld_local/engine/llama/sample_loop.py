@@ -1,8 +1,8 @@
 """The sampling half of LlamaBackend (a mixin): the token loop of one answer, with the
 answer rules, and self-speculation's draft, verify and roll-back (speculation.py, mtp.py).
 
-The methods work on the backend's current sequence (`self._tokens`, `self._live`,
-engine/llama/sequences.py) as the rest of LlamaBackend does."""
+The methods take the sequence the generation acquired (`seq`, engine/llama/sequences.py), as
+the rest of LlamaBackend does: a generator may be advanced from different threads."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import llama_cpp
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.llama import checkpoints
 from agentworld_local.engine.llama.mtp import MTP_DRAFT
+from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.llama.speculation import PromptLookup
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import GenerationDone, GenerationEvent, GenerationStats, SamplingConfig, ThinkBudget
@@ -34,6 +35,7 @@ class SampleLoop:
 
     def _sample_loop(
         self,
+        seq: Sequence,
         sampling: SamplingConfig,
         think: ThinkBudget,
         seed: int,
@@ -45,7 +47,7 @@ class SampleLoop:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
-        lookup = PromptLookup(self._tokens) if self.speculate and self._mtp is None else None
+        lookup = PromptLookup(seq.tokens) if self.speculate and self._mtp is None else None
         started = time.perf_counter()
         token: int | None = None  # the next token, when a draft's verify already sampled it
         try:
@@ -53,20 +55,20 @@ class SampleLoop:
                 if cancel is not None and cancel.is_set():
                     stats.finish = "cancelled"
                     break
-                if self.room() < 1:
+                if self.room(seq) < 1:
                     stats.finish = "length"  # the context is full: the turn ends, the session stays usable
                     break
                 if token is None:
-                    token = self._sample_at(sampler, -1)
+                    token = self._sample_at(seq, sampler, -1)
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.finish = "stop"
                     break
-                draft = self._draft(lookup, token, rules) if self.speculate else []
-                base = len(self._tokens)
+                draft = self._draft(seq, lookup, token, rules) if self.speculate else []
+                base = len(seq.tokens)
                 if draft:
-                    step, token, snapshot = self._verify(sampler, [token, *draft], stats)
+                    step, token, snapshot = self._verify(seq, sampler, [token, *draft], stats)
                 else:
-                    self._decode([token])
+                    self._decode(seq, [token])
                     step, token, snapshot = [token], None, None
                 kept = 0
                 for piece in step:
@@ -74,8 +76,8 @@ class SampleLoop:
                     yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
                     if rules.finish or rules.budget_spent:
                         break
-                if base + kept < len(self._tokens):  # rejected draft tokens, or a rule ended the step early
-                    self._keep(base, kept, snapshot)
+                if base + kept < len(seq.tokens):  # rejected draft tokens, or a rule ended the step early
+                    self._keep(seq, base, kept, snapshot)
                 if kept < len(step):
                     token = None  # sampled after tokens the turn does not keep
                 if rules.finish:
@@ -83,13 +85,13 @@ class SampleLoop:
                     break
                 if rules.budget_spent:
                     token = None  # sampled before thinking was closed
-                    if len(forced_end) > self.room():
+                    if len(forced_end) > self.room(seq):
                         stats.finish = "length"  # no room left even to close thinking
                         break
                     yield from rules.end_thinking()
-                    self._decode(forced_end)
+                    self._decode(seq, forced_end)
                 if lookup is not None:
-                    lookup.extend(self._tokens[len(lookup) :])
+                    lookup.extend(seq.tokens[len(lookup) :])
         finally:
             sampler.close()
         yield from rules.flush()
@@ -97,19 +99,19 @@ class SampleLoop:
         raw = "".join(rules.raw) + decoder.decode(b"", final=True)
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
 
-    def _draft(self, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
+    def _draft(self, seq: Sequence, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
         """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
         `lookup` None): none past the end of the
         context or of the batch, past the point where a thinking budget or max_tokens ends
         (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
-        limit = min(self.room() - 1, self.n_batch - 1)
+        limit = min(self.room(seq) - 1, self.n_batch - 1)
         left = rules.tokens_left()
         if left is not None:
             limit = min(limit, left - 1)  # `token` is fed first
         if limit < 1:
             return []
         if lookup is None:
-            draft = self._mtp.draft(token, len(self._tokens), min(limit, MTP_DRAFT))
+            draft = self._mtp.draft(token, len(seq.tokens), min(limit, MTP_DRAFT))
         else:
             lookup.extend([token])
             draft = lookup.draft(limit)
@@ -119,7 +121,8 @@ class SampleLoop:
                 return draft[:i]
         return draft
 
-    def _verify(self, sampler: Any, batch: list[int], stats: GenerationStats) -> tuple[list[int], int | None, bytes | None]:
+    def _verify(self, seq: Sequence, sampler: Any, batch: list[int],
+                stats: GenerationStats) -> tuple[list[int], int | None, bytes | None]:
         """Evaluate `batch` (a sampled token and its draft) in one decode with logits at every
         position and apply the sampler at each: a draft token is accepted while the sampler picks
         it (so sampling at any temperature gives what it would without the draft). The context
@@ -127,41 +130,40 @@ class SampleLoop:
         them or None, the recurrent state before the batch for `_keep` when llama.cpp keeps no
         snapshots to roll back to)."""
         rollback = llama_cpp.llama_n_rs_seq(self._ctx) >= len(batch) - 1
-        snapshot = self._copy_state() if self._stateful and not rollback else None
-        self._decode(batch, all_logits=True)
+        snapshot = self._copy_state(seq) if self._stateful and not rollback else None
+        self._decode(seq, batch, all_logits=True)
         stats.drafted += len(batch) - 1
         for i in range(len(batch) - 1):
-            picked = self._sample_at(sampler, i)
+            picked = self._sample_at(seq, sampler, i)
             if picked != batch[i + 1]:
                 stats.accepted += i
                 return batch[: i + 1], picked, snapshot
         stats.accepted += len(batch) - 1
-        return batch, self._sample_at(sampler, len(batch) - 1), snapshot
+        return batch, self._sample_at(seq, sampler, len(batch) - 1), snapshot
 
-    def _keep(self, base: int, kept: int, snapshot: bytes | None) -> None:
+    def _keep(self, seq: Sequence, base: int, kept: int, snapshot: bytes | None) -> None:
         """After a verify from `base`, keep `kept` of its tokens in the context. Attention drops
         the rest, and so do recurrent layers that keep a snapshot per token (llama.cpp's
         n_rs_seq, loading.with_rollback); otherwise their state goes back to `snapshot` (taken
         before the batch) and the kept tokens are evaluated again."""
-        tokens = self._tokens[base : base + kept]
-        seq = self._seq.id
+        tokens = seq.tokens[base : base + kept]
         if snapshot is None:
             with self._batcher.exclusive():
-                dropped = llama_cpp.llama_memory_seq_rm(self._memory, seq, base + kept, -1)
-            del self._tokens[base + kept :]
-            self._llm.n_tokens = len(self._tokens)
+                dropped = llama_cpp.llama_memory_seq_rm(self._memory, seq.id, base + kept, -1)
+            del seq.tokens[base + kept :]
+            self._llm.n_tokens = len(seq.tokens)
             if not dropped:
-                self._live = False  # the next turn restores from a checkpoint
+                seq.live = False  # the next turn restores from a checkpoint
                 raise GenerationError("llama.cpp refused to roll back a rejected draft.",
                                       "Run the turn again with `--speculate off`.")
             return
         with self._batcher.exclusive():
-            restored = checkpoints.set_state(self._ctx, snapshot, seq)
-            llama_cpp.llama_memory_seq_rm(self._memory, seq, base, -1)
-        del self._tokens[base:]
+            restored = checkpoints.set_state(self._ctx, snapshot, seq.id)
+            llama_cpp.llama_memory_seq_rm(self._memory, seq.id, base, -1)
+        del seq.tokens[base:]
         self._llm.n_tokens = base
         if not restored:
-            self._live = False  # the next turn restores from a checkpoint
+            seq.live = False  # the next turn restores from a checkpoint
             raise GenerationError("llama.cpp refused to roll back a rejected draft.",
                                   "Run the turn again with `--speculate off`.")
-        self._decode(tokens)
+        self._decode(seq, tokens)

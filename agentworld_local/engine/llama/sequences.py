@@ -1,7 +1,8 @@
 """Sessions' places in one llama.cpp context: a sequence per slot, lent to sessions.
 
-A context made with n slots (LlamaBackend's `sequences`) holds n sequences, each with its own
-tokens, KV cells, recurrent state and turn checkpoints (`Sequence`). A session is bound to
+A context made with n slots (LlamaBackend's `parallel`) holds n sequences, each with its own
+tokens, KV cells, recurrent state and turn checkpoints (`Sequence`); a generation or prefetch
+hands the one it acquired to every decode, restore and sample step it makes. A session is bound to
 one (`SessionBackend`, what its World generates through) while it is among the n most
 recently used; the least recently used one gives its slot up when another session needs
 it. The slot keeps what it holds: the next owner's turn restores the longest prefix the two
@@ -12,10 +13,8 @@ CLI, the TUI) that is how a probe, a fork and a second session always shared the
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,68 +149,3 @@ class SessionBackend:
         """A session's view closes nothing but its slot: the runner owns the model."""
         self.release()
 
-
-class ThreadSequence:
-    """LlamaBackend's view of the sequence this thread works in (a mixin): `_tokens`,
-    `_checkpoints`, `_pinned` and `_live` are that sequence's while `_in(sequence)` holds on
-    this thread (else the one used last), so the decode, restore and sample code reads the
-    same names with one slot or many."""
-
-    _local: threading.local
-    slots: SequencePool
-
-    @property
-    def _seq(self) -> Sequence:
-        return getattr(self._local, "sequence", None) or self.slots.latest
-
-    @property
-    def _tokens(self) -> list[int]:
-        return self._seq.tokens
-
-    @property
-    def _checkpoints(self) -> list[Checkpoint]:
-        return self._seq.checkpoints
-
-    @_checkpoints.setter
-    def _checkpoints(self, value: list[Checkpoint]) -> None:
-        self._seq.checkpoints = value
-
-    @property
-    def _pinned(self) -> set[int]:
-        return self._seq.pinned
-
-    @_pinned.setter
-    def _pinned(self, value: set[int]) -> None:
-        self._seq.pinned = value
-
-    @property
-    def _live(self) -> bool:
-        return self._seq.live
-
-    @_live.setter
-    def _live(self, value: bool) -> None:
-        self._seq.live = value
-
-    @contextlib.contextmanager
-    def _in(self, sequence: Sequence) -> Iterator[None]:
-        """`_tokens` and the rest mean `sequence` on this thread meanwhile."""
-        previous = getattr(self._local, "sequence", None)
-        self._local.sequence = sequence
-        try:
-            yield
-        finally:
-            self._local.sequence = previous
-
-    def _stepped_in(self, sequence: Sequence, events: Iterator[Any]) -> Iterator[Any]:
-        """`events` with each step run in `sequence`, whichever thread advances it."""
-        try:
-            while True:
-                with self._in(sequence):
-                    try:
-                        event = next(events)
-                    except StopIteration:
-                        return
-                yield event
-        finally:
-            with self._in(sequence):
-                events.close()  # type: ignore[attr-defined]
