@@ -68,7 +68,7 @@ def chat_completion_session(
 
     llm = Llama(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
     # Same prompts as awl sends, so only the context handling differs.
-    shadow = World(_NoBackend(), get_domain("terminal"), SessionSettings())
+    shadow = World(None, get_domain("terminal"), SessionSettings())
     times, sent = {}, 0
     for i in range(turns):
         if history is not None:
@@ -87,13 +87,6 @@ def chat_completion_session(
             shadow.history.append(_record(shadow, prompt, reply["choices"][0]["message"]["content"] or ""))
     llm.close()
     return {"turn1_s": times[0], "turnN_s": times[turns - 1], "turnN_prompt_total": sent}
-
-
-class _NoBackend:
-    """Only for rendering prompts in the baseline; never generates."""
-
-    def generate(self, *args, **kwargs):  # pragma: no cover - never called
-        raise RuntimeError("the baseline renders prompts only")
 
 
 def _record(world: World, prompt: str, observation: str):

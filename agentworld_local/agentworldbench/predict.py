@@ -151,8 +151,7 @@ def write_row(row: BenchRow, gen: str, side: dict, base: dict, out: PredictionsF
 def share_system_prompts(backend: Backend) -> None:
     """Backends with checkpoints keep one after the system message: trajectories of a benchmark
     file share their domain's system prompt (thousands of tokens of tool definitions)."""
-    if hasattr(backend, "checkpoint_system_prompt"):
-        backend.checkpoint_system_prompt = True  # type: ignore[attr-defined]
+    backend.checkpoint_system_prompt = True
 
 
 def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> tuple[str, dict]:

@@ -22,7 +22,7 @@ from agentworld_local.cli.turn_output import ScriptLine, TurnPrinter
 from agentworld_local.domains.base import Domain
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.terminal_text import safe_for_terminal
 
 CHOICES = "[y] run it  [e] edit  [r] replace  [a] let it run  [q] quit"
@@ -62,7 +62,7 @@ def load_agent(spec: str, load: dict[str, Any], key_env: str | None = None) -> M
     return agent
 
 
-def run_agent_session(runner: SessionRunner, log: EventLog, new: NewSession, agent: ModelAgent, *, steps: int,
+def run_agent_session(runner: SessionRunner, new: NewSession, agent: ModelAgent, *, steps: int,
                       approve: bool, printer: TurnPrinter) -> int:
     """Open the session, let the agent act for up to `steps` turns, close it (play_lines's rules)."""
     new = NewSession(new.domain, new.settings, new.out, new.scenario, new.note, agent.identity)
@@ -70,7 +70,7 @@ def run_agent_session(runner: SessionRunner, log: EventLog, new: NewSession, age
     review = TerminalReview(new.domain) if approve else None
     episode = Episode(agent, history, steps=steps, review=review)
     seen = _Observations()
-    return play_lines(runner, log, lambda: runner.open(new), agent_lines(episode, seen, printer), printer=printer,
+    return play_lines(runner, lambda: runner.open(new), agent_lines(episode, seen, printer), printer=printer,
                       on_event=seen)
 
 

@@ -185,6 +185,7 @@ def bench_predict(
     unfit: list[RowPredicted] = []
     shown = _ProgressLine(as_json=as_json)
     last = None
+    events = None
     try:
         say_model_limits(backend.info, think)  # only a --think given: the default is the official evaluation's
         if remote is None:
@@ -202,6 +203,8 @@ def bench_predict(
                 unfit.append(event)
     except KeyboardInterrupt as interrupt:
         shown.end()
+        if events is not None:
+            events.close()  # now, so the rows that finish while it stops are written before the count
         done = last.done if last else 0
         err.print(f"awl: interrupted; {done} new {'row is' if done == 1 else 'rows are'} saved in {out}. "
                   "Run the same command again to go on.", markup=False)

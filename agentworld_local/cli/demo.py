@@ -61,11 +61,11 @@ def demo(
     ensure_new_file(destination)
     check_writable(destination)
     new = NewSession(resolved.domain, resolved.settings, destination, plan.scenario)
-    runner, log = start_runner()
+    runner = start_runner()
     try:
-        say_model_limits(load_model(runner, log, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote,
+        say_model_limits(load_model(runner, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote,
                                     offload=offload), think)
-        code = play_lines(runner, log, lambda: runner.open(new), plan.lines,
+        code = play_lines(runner, lambda: runner.open(new), plan.lines,
                           printer=TurnPrinter(as_json=False, show_thinking=False))
     finally:
         runner.close()

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
-from agentworld_local.cli.session_loop import raise_failure
+from agentworld_local.session.sent import raise_failure
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import ThinkBudget
@@ -25,7 +25,7 @@ from agentworld_local.agentworldbench.resimulate import sendable
 from agentworld_local.agentworldbench.rows import BenchRow, bench_messages, same_turns
 from agentworld_local.engine import events
 from agentworld_local.engine.events import Saved
-from agentworld_local.session.runner import EventLog, SessionRunner
+from agentworld_local.session.runner import SessionRunner
 from agentworld_local.trajectory.jsonl import dumps
 
 
@@ -64,17 +64,17 @@ def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSett
 
 
 def run_bench_row(
-    runner: SessionRunner, log: EventLog, row: BenchRow, source: Path, settings: SessionSettings, *, out: Path,
+    runner: SessionRunner, row: BenchRow, source: Path, settings: SessionSettings, *, out: Path,
     as_json: bool, show_thinking: bool,
 ) -> int:
     """Predict the row's turn on the runner (session/resimulate.py saves it after the
     ground-truth turns); print both. A row whose prompt and generation room do not fit the
     context is refused before anything is written: its history is never cut."""
     err = stderr_console()
-    runner.resimulate(row, source, settings, out)
+    sent = runner.resimulate(row, source, settings, out)
     ground_truth, record, cancelled = 0, None, False
     try:
-        for _, event in log.until_ready():
+        for _, event in sent.events():
             if isinstance(event, events.SessionOpened):
                 ground_truth = event.turns
                 if not as_json:

@@ -227,27 +227,27 @@ def run(
         raise typer.Exit(0)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     new = NewSession.from_spec(resolved, out)
-    runner, log = start_runner()
+    runner = start_runner()
     if agent is not None:
-        _agent_session(runner, log, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model,
+        _agent_session(runner, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model,
                        key_env=agent_key_env)
     try:
-        say_model_limits(load_model(runner, log, model, **load), think)
-        code = play_lines(runner, log, lambda: runner.open(new), lines, printer=printer,
+        say_model_limits(load_model(runner, model, **load), think)
+        code = play_lines(runner, lambda: runner.open(new), lines, printer=printer,
                           interactive=from_stdin and sys.stdin.isatty())
     finally:
         runner.close()
     raise typer.Exit(code)
 
 
-def _agent_session(runner: Any, log: Any, new: NewSession, spec: str, load: dict[str, Any], *, steps: int,
+def _agent_session(runner: Any, new: NewSession, spec: str, load: dict[str, Any], *, steps: int,
                    approve: bool, printer: TurnPrinter, think: str, model: str | None, key_env: str | None) -> None:
     """`--agent`: the agent model proposes every action; always ends the command (typer.Exit)."""
     agent_model = None
     try:
-        say_model_limits(load_model(runner, log, model, **load), think)
+        say_model_limits(load_model(runner, model, **load), think)
         agent_model = load_agent(spec, load, key_env)
-        code = run_agent_session(runner, log, new, agent_model, steps=steps, approve=approve, printer=printer)
+        code = run_agent_session(runner, new, agent_model, steps=steps, approve=approve, printer=printer)
     finally:
         runner.close()
         if agent_model is not None:
@@ -281,15 +281,15 @@ def _resume_session(
     from_stdin = script is None or str(script) == "-"
     lines: Any = _stdin_lines(domain) if from_stdin else read_script(domain, script)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    runner, log = start_runner()
+    runner = start_runner()
     try:
-        info = load_model(runner, log, plan.model, **load)
+        info = load_model(runner, plan.model, **load)
         say_model_limits(info, options.think)
         made_with = plan.made_with
         if made_with is not None and options.allow_other_model and not same_model(made_with, info):
             say_notice(f"{path} was made with {made_with.path or made_with.name}; it goes on with "
                        f"{info.path or info.name}, and each new turn records it.")
-        code = play_lines(runner, log, lambda: runner.resume(path, options=options), lines, printer=printer,
+        code = play_lines(runner, lambda: runner.resume(path, options=options), lines, printer=printer,
                           interactive=from_stdin and sys.stdin.isatty())
     finally:
         runner.close()
@@ -316,10 +316,10 @@ def _bench_session(
     ensure_new_file(out)
     check_writable(out)
     load = {**load, "ctx": bench_context(model, [bench_row], settings, load["ctx"])}
-    runner, log = start_runner()
+    runner = start_runner()
     try:
-        load_model(runner, log, model, **load)
-        code = run_bench_row(runner, log, bench_row, path, settings, out=out, as_json=as_json,
+        load_model(runner, model, **load)
+        code = run_bench_row(runner, bench_row, path, settings, out=out, as_json=as_json,
                              show_thinking=show_thinking)
     finally:
         runner.close()

@@ -14,7 +14,6 @@ from agentworld_local.cli.model_options import model_or_server, offload_model_op
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine import events
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
-from agentworld_local.errors import AwlError
 from agentworld_local.models.offload_options import OffloadOptions
 
 DEFAULT_PORT = 8760
@@ -90,11 +89,8 @@ def serve_command(
         load_options.update(gpu_layers=gpu_layers, threads=threads, parallel=parallel or DEFAULT_GGUF_PARALLEL)
     bridge = AsyncRunnerBridge()
     try:
-        outcome = bridge.call_blocking(lambda runner: runner.load(model, **load_options),
-                                       on_event=lambda event: _say_load(console, event))
-        if outcome.error is not None:
-            error = outcome.error.error
-            raise error if isinstance(error, AwlError) else AwlError(outcome.error.message, outcome.error.hint)
+        bridge.call_blocking(lambda runner: runner.load(model, **load_options),
+                             on_event=lambda event: _say_load(console, event)).raise_failure()
     except BaseException:
         bridge.close()
         sock.close()

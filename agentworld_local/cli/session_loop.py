@@ -24,7 +24,8 @@ from agentworld_local.cli.turn_output import TurnPrinter, count
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.loading import SCRIPTED
-from agentworld_local.session.runner import EventLog, SessionRunner
+from agentworld_local.session.runner import SessionRunner
+from agentworld_local.session.sent import Sent, raise_failure
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, ScriptLine
 from agentworld_local.terminal_text import safe_for_terminal
 
@@ -68,23 +69,23 @@ def load_display(model: str, *, quiet: bool, console: Console | None = None, bar
         yield advance, lambda text: say_notice(text, progress.console)
 
 
-def start_runner() -> tuple[SessionRunner, EventLog]:
-    log = EventLog()
-    return SessionRunner(log), log
+def start_runner() -> SessionRunner:
+    """The runner of one CLI command: it waits on each command's own events (its Sent)."""
+    return SessionRunner()
 
 
-def load_model(runner: SessionRunner, log: EventLog, model: str | None, *, quiet: bool, bar: bool = True,
+def load_model(runner: SessionRunner, model: str | None, *, quiet: bool, bar: bool = True,
                console: Console | None = None, **options: Any) -> Any:
     """Load `model` on the runner, showing its progress; the loaded model's ModelInfo.
     A failure is raised here (AwlError, one line); Ctrl+C reaches the caller, whose
     `runner.close()` stops the load."""
-    runner.load(model, **options)
+    sent = runner.load(model, **options)
     info = None
     remote = options.get("remote")
     label = model or (remote.api_model if remote is not None else "")  # None: a server's model
     bar = bar and remote is None and not label.startswith(SCRIPTED)
     with load_display(label, quiet=quiet, console=console, bar=bar) as (progress, notice):
-        for _, event in log.until_ready():
+        for _, event in sent.events():
             if isinstance(event, events.LoadProgress):
                 progress(event.fraction)
             elif isinstance(event, events.Notice):
@@ -95,16 +96,6 @@ def load_model(runner: SessionRunner, log: EventLog, model: str | None, *, quiet
                 raise_failure(event)
     assert info is not None, "a load ends with ModelLoaded or an error"
     return info
-
-
-def raise_failure(event: events.SessionEvent) -> None:
-    """An error or a refusal from the runner, raised as the AwlError it stands for."""
-    if isinstance(event, events.ErrorEvent):
-        if isinstance(event.error, AwlError):
-            raise event.error
-        raise AwlError(event.message, event.hint)
-    if isinstance(event, events.Refused):
-        raise InputError(event.message, event.hint)
 
 
 class SessionEnd:
@@ -128,8 +119,7 @@ class SessionEnd:
 
 def play_lines(
     runner: SessionRunner,
-    log: EventLog,
-    open_session: Callable[[], bool],
+    open_session: Callable[[], Sent],
     lines: Iterable[ScriptLine],
     *,
     printer: TurnPrinter,
@@ -156,9 +146,8 @@ def play_lines(
         if signals.cancel.is_set():
             runner.cancel()
 
-    def run(submit: Callable[[], bool], *, tolerate: bool) -> None:
-        submit()
-        for session, event in log.until_ready(on_wait=forward_cancel):
+    def run(submit: Callable[[], Sent], *, tolerate: bool) -> None:
+        for session, event in submit().events(on_wait=forward_cancel):
             forward_cancel()
             end.follow(session, event)
             if on_event is not None:
@@ -179,14 +168,14 @@ def play_lines(
                 with signals.turn():
                     run(lambda: _send(runner, end.session or "", line), tolerate=interactive)
         except KeyboardInterrupt as interrupt:
-            _close(runner, log, end)
+            _close(runner, end)
             if end.path is not None:
                 note = _saved_in(end) + f" (replay: awl replay {end.path})" if end.kept and end.turns else _saved_note(end)
                 stderr_console().print(Text.assemble(("\ninterrupted", "yellow"), f": {note}"))
                 _say_saved(printer, end)
             return exit_code(interrupt)
         except AwlError as error:
-            _close(runner, log, end)
+            _close(runner, end)
             if end.path is not None:
                 message = error.message.rstrip()
                 error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(end)}"
@@ -197,7 +186,7 @@ def play_lines(
         except BaseException:
             runner.close()
             raise
-        _close(runner, log, end)
+        _close(runner, end)
     if not actions:
         printer.notice("no actions were given, so no turn was run" + ("." if end.kept else "; no file was written."))
     elif not end.kept:
@@ -209,7 +198,7 @@ def play_lines(
     return 0
 
 
-def _send(runner: SessionRunner, session: str, line: ScriptLine) -> bool:
+def _send(runner: SessionRunner, session: str, line: ScriptLine) -> Sent:
     if line.command == CONTROL:
         return runner.control(session, line.text)
     if line.command == UNDO:
@@ -219,11 +208,10 @@ def _send(runner: SessionRunner, session: str, line: ScriptLine) -> bool:
     return runner.step(session, line.action, agent=line.agent)
 
 
-def _close(runner: SessionRunner, log: EventLog, end: SessionEnd) -> None:
+def _close(runner: SessionRunner, end: SessionEnd) -> None:
     """Cancel, wait, close: the turn in flight (if any) stops and every finished one is in the
     file. What the runner says while it closes (the file dropped, or kept) is followed."""
-    runner.close()
-    for session, event in log.drain():
+    for session, event in runner.close().events():
         end.follow(session, event)
 
 

@@ -10,14 +10,27 @@ from agentworld_local.engine.types import GenerationEvent, ModelInfo, SamplingCo
 
 
 class Backend(Protocol):
-    """Optional beyond these: `prefetch(messages, *, cancel=None) -> int` evaluates the next
-    turn's prompt up to its action ahead of time (LlamaBackend; the World and the runner call
-    it where a backend has it: a scripted or remote backend has nothing to evaluate ahead)."""
+    """What the World, the runner and the benchmark use of a model, each capability declared
+    here (a backend that has nothing to do for one says so: `prefetch` evaluates nothing)."""
 
     info: ModelInfo
-    #: Turns (generations) it runs at once, >= 1: a llama model's session slots, a server's
-    #: own count or the user's `--parallel`. The runner schedules sessions' turns against it.
+    #: Turns (generations) it runs at once, >= 1: a llama model's sequences, a server's own
+    #: count or the user's `--parallel`. The runner schedules sessions' turns against it.
     parallel: int
+    #: Whether the runner evaluates a session's next turn start while the user types
+    #: (`prefetch` between turns): a GGUF here, unless `--no-prefetch`.
+    idle_prefetch: bool
+    #: Keep a checkpoint where the system message ends (`awl bench predict` turns it on: the
+    #: trajectories of a benchmark file share system prompts); only a GGUF here has checkpoints.
+    checkpoint_system_prompt: bool
+
+    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
+                 waits: bool = False) -> int:
+        """Evaluate `messages` (a turn's known start) ahead of its generate; the tokens it
+        evaluated. `waits`: a turn's own, which waits for a free sequence (the runner's
+        between turns does not). 0 where there is nothing to evaluate ahead (a server keeps
+        its own prefix cache; a scripted backend has no context)."""
+        ...
 
     def for_session(self) -> Backend:
         """One session's view of the model: its own generation guard and close (closing it

@@ -196,6 +196,14 @@ class ScriptedBackend:
 
     # -- the Backend protocol -------------------------------------------------------
 
+    #: Nothing to evaluate ahead (Backend.prefetch), no checkpoints.
+    idle_prefetch = False
+    checkpoint_system_prompt = False
+
+    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
+                 waits: bool = False) -> int:
+        return 0
+
     def for_session(self) -> ScriptedBackend:
         """With parallel 1 the backend itself (one generation at a time); else a view with a
         guard of its own that streams from the same answers."""

@@ -233,11 +233,11 @@ class World:
             yield events.ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
         # The known start first, in its own chunks, whether or not it was prefetched between
         # turns: prefetched or not, a turn's prompt is evaluated in the same split.
-        start, prefetch = self.turn_start(), getattr(self.backend, "prefetch", None)
+        start = self.turn_start()
         known, known_started = 0, time.perf_counter()
-        if prefetch is not None and prompt.startswith(start):
-            # A turn's own: it waits for a slot (the runner's between turns does not).
-            known = prefetch(self.messages_for(start, kept_from=kept_from), cancel=cancel, waits=True)
+        if prompt.startswith(start):
+            # A turn's own: it waits for a free sequence (the runner's between turns does not).
+            known = self.backend.prefetch(self.messages_for(start, kept_from=kept_from), cancel=cancel, waits=True)
         known_s = time.perf_counter() - known_started
         stream = ObservationStream()
         done: GenerationDone | None = None

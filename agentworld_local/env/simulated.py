@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import random
 import weakref
+from collections.abc import Callable
 from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -27,11 +28,12 @@ from typing import Any
 
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
+from agentworld_local.errors import ActionError, AwlError, InputError
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.session.sent import Sent
 from agentworld_local.session.spec import SessionSpec
 
 #: What `reset(options=...)` may change for one episode (the world stays the env's).
@@ -57,8 +59,7 @@ class SimulatedEnv:
         self.spec = spec
         self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
         self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
-        self._log = EventLog()
-        self._runner = SessionRunner(self._log, backend=backend)
+        self._runner = SessionRunner(backend=backend)
         # A program that ends without close() still closes the runner (an episode without a
         # turn leaves no file; the model is freed before the interpreter tears down).
         self._finalizer = weakref.finalize(self, self._runner.close)
@@ -153,7 +154,6 @@ class SimulatedEnv:
         """Close the session and free the model. A second close does nothing."""
         if not self._runner.closed:
             self._finalizer()
-            self._log.drain()
         self._session = None
 
     def __enter__(self) -> SimulatedEnv:
@@ -171,31 +171,20 @@ class SimulatedEnv:
             raise InputError("No session is open.", "Call reset() first.")
         return self._session
 
-    def _call(self, send: Any) -> list[events.SessionEvent]:
-        """Send one command and wait for its Ready; a failure is raised as its AwlError. Ctrl+C
-        cancels what runs (a turn stops at its next token; nothing half-done is saved)."""
-        if not send():
-            refused = [event for _, event in self._log.drain() if isinstance(event, events.Refused)]
-            reason = refused[-1] if refused else None
-            raise InputError(reason.message if reason else "The command was refused.", reason.hint if reason else None)
-        said: list[events.SessionEvent] = []
+    def _call(self, send: Callable[[], Sent]) -> list[events.SessionEvent]:
+        """Send one command and wait for its end; a refusal, an error or a cancel is raised as
+        its AwlError (a defect as itself). Ctrl+C cancels what runs (a turn stops at its next
+        token; nothing half-done is saved)."""
+        sent = send()
         try:
-            for _, event in self._log.until_ready():
-                said.append(event)
+            outcome = sent.wait()
         except KeyboardInterrupt:
             self._runner.cancel()
-            for _, event in self._log.until_ready():
-                pass
+            sent.wait()
             raise
-        for event in said:
-            if isinstance(event, events.Notice):
-                self.notices.append(event.text)
-            if isinstance(event, events.ErrorEvent):
-                # A user's mistake or a saved-file problem is its AwlError; a defect stays itself.
-                raise event.error if isinstance(event.error, BaseException) else AwlError(event.message, event.hint)
-            if isinstance(event, (events.TurnCancelled, events.LoadCancelled)):
-                raise Cancelled("Cancelled.", "Nothing unfinished was saved; try again.")
-        return said
+        self.notices.extend(event.text for event in outcome.said if isinstance(event, events.Notice))
+        outcome.raise_failure(defects=True)
+        return outcome.said
 
     def _new_path(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")

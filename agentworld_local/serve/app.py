@@ -29,7 +29,8 @@ from agentworld_local.engine import events
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import AwlError
-from agentworld_local.serve.bridge import Outcome, AsyncRunnerBridge
+from agentworld_local.serve.bridge import AsyncRunnerBridge
+from agentworld_local.session.sent import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.serve.registry import SessionRegistry, check
 from agentworld_local.session.runner import NewSession

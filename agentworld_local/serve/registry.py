@@ -21,10 +21,11 @@ from typing import Any
 
 from agentworld_local.engine import events
 from agentworld_local.errors import ActionError, AwlError, BackendBusy, GenerationError, InputError, TrajectoryError
-from agentworld_local.serve.bridge import Outcome, AsyncRunnerBridge
+from agentworld_local.serve.bridge import AsyncRunnerBridge, Send
+from agentworld_local.session.sent import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits, busy
 from agentworld_local.session.listing import session_paths, summarize
-from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 
@@ -97,7 +98,7 @@ class SessionRegistry:
         out = self._new_path(source.domain)
         return await self._opened(
             lambda runner: runner.fork(source.key, source.turns if turn is None else turn, out, switch=False),
-            lock=source.lock, gate=lambda: self._still_open(source))
+            session=source.key, lock=source.lock, gate=lambda: self._still_open(source))
 
     async def close(self, sid: str, why: str = "it was closed by a client") -> dict[str, Any]:
         session = self._session(sid)
@@ -132,7 +133,7 @@ class SessionRegistry:
                 raise HttpProblem(409, f"Session {sid} has reached this server's limit of {self.limits.max_turns} turns.",
                                   "Fork it at an earlier turn, or start a new session.")
 
-        send: Callable[[SessionRunner], bool] = (
+        send: Send = (
             (lambda runner: runner.step(session.key, action or "")) if kind == "step"
             else (lambda runner: runner.regenerate(session.key)))
         return self.bridge.stream(send, session=session.key, lock=session.lock, gate=gate, watch=session.watch)
@@ -206,7 +207,7 @@ class SessionRegistry:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    async def _opened(self, send: Callable[[SessionRunner], bool], **options: Any) -> dict[str, Any]:
+    async def _opened(self, send: Send, **options: Any) -> dict[str, Any]:
         if len(self._open) + self._opening >= self.limits.max_sessions:
             raise HttpProblem(429, f"This server has {self.limits.max_sessions} sessions open, its limit.",
                               "Close one (DELETE /sessions/ID) and try again.")

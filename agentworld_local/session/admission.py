@@ -23,13 +23,14 @@ RUNNING = {
 }
 
 
-def excludes(running: Any, name: str, session: str | None) -> bool:
-    """Whether `running` keeps a command `name` for `session` out.
-    A load keeps everything out and waits for everything; opening, resuming and re-simulating
-    run one at a time; a session's command keeps that session's out (and waits while a
-    session opens, which may load a model)."""
-    if name == "load" or running.name == "load":
+def excludes(running: Any, name: str, session: str | None, alone: bool) -> bool:
+    """Whether `running` keeps a command `name` for `session` out. A command that runs `alone`
+    (a load, an open or a resume that loads a model, a re-simulation, which generates outside
+    the turns' schedule) keeps everything out and waits for everything; opening and resuming
+    run one at a time; a session's command keeps that session's out. Commands of other
+    sessions, and opening beside them, never keep each other out."""
+    if alone or running.alone:
         return True
     if name in GLOBAL:
         return running.name in GLOBAL
-    return running.session == session or running.session is None
+    return running.session == session

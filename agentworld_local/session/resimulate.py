@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from agentworld_local.agentworldbench.resimulate import bench_world, resimulate
-from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_ref
+from agentworld_local.agentworldbench.context import unfit_reason
+from agentworld_local.agentworldbench.resimulate import bench_world, resimulate, sendable
+from agentworld_local.agentworldbench.rows import FORMAT, BenchRow, bench_messages, bench_ref
 from agentworld_local.engine import world as engine
 from agentworld_local.engine.base import Backend
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine import events
+from agentworld_local.errors import InputError
 from agentworld_local.session.header import header_for
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.trajectory.writer import TrajectoryWriter
@@ -40,7 +42,14 @@ class RowResimulation:
     def start(
         cls, row: BenchRow, source: Path, backend: Backend, settings: SessionSettings, *, out: Path
     ) -> RowResimulation:
-        """Write the header and the ground-truth turns to `out` (a new file; refused if it exists)."""
+        """Write the header and the ground-truth turns to `out` (a new file; refused if it exists).
+        A row that does not fit is refused before anything is written: its history is never
+        cut (the official evaluation fails such a row)."""
+        prompt = backend.count_tokens(bench_messages(sendable(row)), settings.think)
+        reason = unfit_reason(prompt, backend.info.n_ctx, settings.sampling, settings.think)
+        if reason is not None:
+            raise InputError(f"Row {row.line} does not fit: {reason}; the official evaluation fails such a row.",
+                             "Give a larger `--ctx`, or a smaller `--max-tokens`.")
         world = bench_world(row, backend, settings)
         note = (
             f"re-simulated AgentWorldBench row {row.line} of {source}: the turns before it are the benchmark's "

@@ -18,8 +18,11 @@ Rules that make it safe by construction:
   turns is the lowest priority: any command stops it at its next chunk.
 - `cancel()` acts at once on what runs (a turn, a probe, a load: llama.cpp's progress
   callback stops the load) and on what waits; `cancel(session)` on that session's alone.
-- Each accepted command ends with exactly one `Ready`; a failure is an `ErrorEvent` before
-  it, a command cancelled before it ran a `Notice`.
+- Each command returns a `Sent` (session/sent.py): true when accepted, and the command's own
+  events, which every face waits on. An accepted one ends with exactly one `Ready`; a failure
+  is an `ErrorEvent` before it, a command cancelled before it ran a `Notice` (a turn's a
+  `TurnCancelled`); a refused one is its `Refused` alone. `emit`, when given, sees every
+  event too, and those of no command (a prefetch's notice, what `close()` saves).
 - `close()` is cancel, wait, dispose (sessions closed, then the backend); a second close
   does nothing, and every command after it is refused.
 """
@@ -40,9 +43,9 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
 from agentworld_local.session.admission import RUNNING, VERBS, excludes
 from agentworld_local.session.core import Session
-from agentworld_local.session.runner_types import EventLog, NewSession, SessionView, error_event, loaded_event  # noqa: F401 - faces import them from here
+from agentworld_local.session.runner_types import NewSession, SessionView, error_event, loaded_event, session_view  # noqa: F401 - faces import them from here
 from agentworld_local.session.scheduling import Load, TurnScheduler
-from agentworld_local.trajectory.reader import Trajectory
+from agentworld_local.session.sent import Sent
 
 #: Where the runner's events go: (session id or None, event). Called on the worker thread.
 Emit = Callable[[str | None, events.SessionEvent], None]
@@ -59,13 +62,15 @@ class _Command:
     name: str
     session: str | None
     body: Callable[[_Command], None]
+    sent: Sent
+    alone: bool = False  # runs with nothing beside it (see admission.excludes)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
 class SessionRunner:
     """The one owner of a model and its sessions (see the module's doc)."""
 
-    def __init__(self, emit: Emit, *, backend: Any = None, model: str | None = None,
+    def __init__(self, emit: Emit | None = None, *, backend: Any = None, model: str | None = None,
                  loader: Callable[..., Any] | None = None) -> None:
         """`backend`: one loaded already (tests, `make_app(backend=...)`); it then belongs to
         the runner, which closes it. `loader` loads a model (default: session/loading.py)."""
@@ -84,59 +89,63 @@ class SessionRunner:
         self._scheduler = TurnScheduler(self.parallel)
         self._session_locks: dict[str, threading.Lock] = {}  # one command of a session at a time
         self._closed = False
+        self._closing = Sent("close", None)
+        self._closing.accepted = True
         self._thread = threading.Thread(target=self._work, name="awl-runner", daemon=True)
         self._thread.start()
 
     # -- commands (any thread) -----------------------------------------------------------
 
-    def load(self, model: str | None, **options: Any) -> bool:
+    def load(self, model: str | None, **options: Any) -> Sent:
         """Load `model` (a registry name, a GGUF path, `scripted:FILE`; None with a server's
         `remote` options) unless it is loaded
         already with the same options; a new model first closes the old one and its sessions."""
-        return self._submit("load", None, lambda command: self._load(command, model, options))
+        return self._submit("load", None, lambda command: self._load(command, model, options), alone=True)
 
     def open(self, new: NewSession, *, model: str | None = None, load_options: dict[str, Any] | None = None,
-             replaces: str | None = None) -> bool:
+             replaces: str | None = None) -> Sent:
         """A new session in the new file `new.out`, loading `model` first when given. The file
         is created only once the model is there: a load that fails or is cancelled leaves none."""
-        return self._submit("open", None, lambda command: self._open(command, new, model, load_options, replaces))
+        return self._submit("open", None, lambda command: self._open(command, new, model, load_options, replaces),
+                            alone=model is not None)
 
     def resume(self, path: Path, *, model: str | None = None, load_options: dict[str, Any] | None = None,
-               replaces: str | None = None, **options: Any) -> bool:
+               replaces: str | None = None, **options: Any) -> Sent:
         """Continue the saved session in `path` (Session.resume; `options` go to it)."""
         return self._submit("resume", None,
-                            lambda command: self._resume(command, Path(path), model, load_options, replaces, options))
+                            lambda command: self._resume(command, Path(path), model, load_options, replaces, options),
+                            alone=model is not None)
 
-    def resimulate(self, row: Any, source: Path, settings: SessionSettings, out: Path) -> bool:
+    def resimulate(self, row: Any, source: Path, settings: SessionSettings, out: Path) -> Sent:
         """Re-simulate one AgentWorldBench row in the new file `out` (`awl run --from-bench`):
         the ground-truth turns, then the model's prediction (session/resimulate.py)."""
         return self._submit("resimulate", None,
-                            lambda command: self._resimulate(command, row, Path(source), settings, Path(out)))
+                            lambda command: self._resimulate(command, row, Path(source), settings, Path(out)), alone=True)
 
-    def step(self, session: str, action: str | Action, *, agent: dict[str, Any] | None = None) -> bool:
+    def step(self, session: str, action: str | Action, *, agent: dict[str, Any] | None = None) -> Sent:
         """One turn; `agent`: its agent side (TurnRecord.agent) when an agent model proposed it."""
         return self._submit("step", session, lambda command: self._turn(command, "step", action, agent))
 
-    def regenerate(self, session: str) -> bool:
+    def regenerate(self, session: str) -> Sent:
         return self._submit("regenerate", session, lambda command: self._turn(command, "regenerate", None))
 
-    def undo(self, session: str) -> bool:
-        return self._submit("undo", session, lambda command: self._emit(command.session, self._get(command).undo()))
+    def undo(self, session: str) -> Sent:
+        return self._submit("undo", session, lambda command: self._say(command, self._get(command).undo()))
 
-    def control(self, session: str, text: str) -> bool:
+    def control(self, session: str, text: str) -> Sent:
         return self._submit("control", session,
-                            lambda command: self._emit(command.session, self._get(command).add_control(text)))
+                            lambda command: self._say(command, self._get(command).add_control(text)))
 
-    def fork(self, session: str, turn: int, out: Path, *, switch: bool = True) -> bool:
+    def fork(self, session: str, turn: int, out: Path, *, switch: bool = True) -> Sent:
         """A new file with the first `turn` turns; it opens as a session of its own (with
         `switch`, this one closes: the face goes on in the new file)."""
         return self._submit("fork", session, lambda command: self._fork(command, turn, Path(out), switch))
 
-    def list_files(self, session: str) -> bool:
+    def list_files(self, session: str) -> Sent:
         """The file system as the model sees it, by a hidden probe turn (never saved)."""
         return self._submit("files", session, self._files)
 
-    def close_session(self, session: str) -> bool:
+    def close_session(self, session: str) -> Sent:
         """Close one session; a new one that never got a turn leaves no file behind."""
         return self._submit("close_session", session, self._close_session)
 
@@ -149,9 +158,11 @@ class SessionRunner:
                 if session is None or command.session == session:
                     command.cancel.set()
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = None) -> Sent:
         """Cancel, wait, dispose: every session is closed and the backend freed, on the
-        worker thread, after the running command has stopped. A second close does nothing."""
+        worker thread, after the running command has stopped. A second close does nothing.
+        What the close says (each session Saved or Discarded, then a Ready) comes on the
+        Sent it returns, the same one every time."""
         with self._lock:
             self._idle_cancel.set()
             if not self._closed:
@@ -161,6 +172,7 @@ class SessionRunner:
                 self._queue.put(None)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+        return self._closing
 
     # -- what faces may ask without touching the model -----------------------------------
 
@@ -197,25 +209,28 @@ class SessionRunner:
 
     # -- submission ------------------------------------------------------------------------
 
-    def _submit(self, name: str, session: str | None, body: Callable[[_Command], None]) -> bool:
+    def _submit(self, name: str, session: str | None, body: Callable[[_Command], None], *, alone: bool = False) -> Sent:
+        sent = Sent(name, session)
         with self._lock:
-            refusal = self._refusal(name, session)
+            refusal = self._refusal(name, session, alone)
             if refusal is None:
-                command = _Command(name, session, body)
+                sent.accepted = True
+                command = _Command(name, session, body, sent, alone)
                 self._idle_cancel.set()  # a prefetch stops at its next chunk: the command runs next
                 self._pending.append(command)
                 self._queue.put(command)
         if refusal is not None:
-            self._emit(session, events.Refused(name, *refusal))
-            return False
-        return True
+            event = events.Refused(name, *refusal)
+            sent.put(session, event)
+            self._emit(session, event)
+        return sent
 
-    def _refusal(self, name: str, session: str | None) -> tuple[str, str] | None:
+    def _refusal(self, name: str, session: str | None, alone: bool) -> tuple[str, str] | None:
         verb = VERBS.get(name, name)
         if self._closed:
             return (f"Cannot {verb}: the session was closed.", "Start a new session.")
         running = [command for command in self._pending
-                   if not command.cancel.is_set() and excludes(command, name, session)]
+                   if not command.cancel.is_set() and excludes(command, name, session, alone)]
         if running:
             what = RUNNING.get(running[0].name, "another command runs")
             stop = "press Escape (or Ctrl+C in awl run) to cancel it" if running[0].name in RUNNING else "try again"
@@ -275,13 +290,13 @@ class SessionRunner:
         try:
             command.body(command)
         except Exception as error:  # a face shows it; the files hold every finished turn
-            self._emit(command.session, error_event(error))
+            self._say(command, error_event(error))
         finally:
             with self._lock:
                 self._pending.remove(command)
         session = self._sessions.get(command.session or "")
         turns = len(session.history) if session is not None else None
-        self._emit(command.session, events.Ready(command.name, turns,
+        self._say(command, events.Ready(command.name, turns,
                                                  session.world.head if session is not None else None))
         self._prefetch_next(session)
 
@@ -293,17 +308,17 @@ class SessionRunner:
         head = session.world.head if session is not None else None
         if command.name in ("step", "regenerate") and session is not None:
             turn = (turns or 0) + (command.name == "step")
-            self._emit(command.session, events.TurnCancelled(turn, turns or 0, head or 0))
+            self._say(command, events.TurnCancelled(turn, turns or 0, head or 0))
         else:
-            self._emit(command.session, events.Notice(f"Cancelled before it ran: nothing was changed ({command.name})."))
-        self._emit(command.session, events.Ready(command.name, turns, head))
+            self._say(command, events.Notice(f"Cancelled before it ran: nothing was changed ({command.name})."))
+        self._say(command, events.Ready(command.name, turns, head))
 
     def _prefetch_next(self, session: Session | None) -> None:
         """While the user reads and types, evaluate the known start of `session`'s next turn
         (the backend's `prefetch`, where it has one and `idle_prefetch` is on). It runs on this
         thread; any command submitted meanwhile stops it at its next chunk, and it writes nothing."""
         backend = self._backend
-        if session is None or not getattr(backend, "idle_prefetch", False):
+        if session is None or backend is None or not backend.idle_prefetch:
             return
         with self._lock:
             if self._pending or self._closed or self._prefetching:
@@ -322,7 +337,18 @@ class SessionRunner:
             with self._lock:
                 self._prefetching = False
 
+    def _say(self, command: _Command, event: events.SessionEvent) -> None:
+        """An event of `command`: to its Sent, and to `emit`."""
+        self._tell(command.sent, command.session, event)
+
+    def _tell(self, sent: Sent | None, session: str | None, event: events.SessionEvent) -> None:
+        if sent is not None:
+            sent.put(session, event)
+        self._emit(session, event)
+
     def _emit(self, session: str | None, event: events.SessionEvent) -> None:
+        if self._emit_to is None:
+            return
         try:
             self._emit_to(session, event)
         except Exception:  # noqa: BLE001 - a face that cannot take an event must not stop the model's owner
@@ -335,36 +361,36 @@ class SessionRunner:
         """The backend for `model`; False when the load was cancelled (no model of it stays)."""
         label = model or ""  # None: a server's model (remote options)
         if self._backend is not None and model == self._model and options == self._load_options:
-            self._emit(None, loaded_event(label, self._backend))
+            self._say(command, loaded_event(label, self._backend))
             return True
         # Accepted only once no turn runs (see admission.excludes): a thread still here said its Ready
         # and stops its prefetch at the next chunk, which the load's submission asked for.
         for thread in list(self._turn_threads):
             thread.join()
-        self._drop_backend()
+        self._drop_backend(command.sent)
 
         def progress(fraction: float) -> bool:
             if command.cancel.is_set():
                 return False  # llama.cpp stops the load
-            self._emit(None, events.LoadProgress(label, fraction))
+            self._say(command, events.LoadProgress(label, fraction))
             return True
 
         loader = self._loader
         if loader is None:
             from agentworld_local.session.loading import load_backend as loader
         try:
-            backend = loader(model, progress=progress, notice=lambda text: self._emit(None, events.Notice(text)),
+            backend = loader(model, progress=progress, notice=lambda text: self._say(command, events.Notice(text)),
                              **options)
         except Cancelled:
-            self._emit(None, events.LoadCancelled(label))
+            self._say(command, events.LoadCancelled(label))
             return False
         if command.cancel.is_set():  # finished as the cancel came: nobody waits for it now
             backend.close()
-            self._emit(None, events.LoadCancelled(label))
+            self._say(command, events.LoadCancelled(label))
             return False
         self._backend, self._model, self._load_options = backend, model, dict(options)
         self._scheduler.set_parallel(backend.parallel)
-        self._emit(None, loaded_event(label, backend))
+        self._say(command, loaded_event(label, backend))
         return True
 
     def _ready_backend(self, command: _Command, model: str | None, load_options: dict[str, Any] | None) -> bool:
@@ -373,7 +399,7 @@ class SessionRunner:
         if self._backend is None:
             raise InputError("No model is loaded.", "Choose a model (a registry name, a .gguf path or scripted:FILE).")
         if command.cancel.is_set():
-            self._emit(None, events.LoadCancelled(model or self._model or ""))
+            self._say(command, events.LoadCancelled(model or self._model or ""))
             return False
         return True
 
@@ -399,22 +425,10 @@ class SessionRunner:
             self._sessions[sid] = session
         command.session = sid
         if replaces is not None and replaces != sid and replaces in self._sessions:
-            self._close(replaces)
-        view = self._view(sid, session)
-        self._emit(sid, events.SessionOpened(str(session.path), session.world.domain.name, len(session.history),
+            self._close(replaces, command.sent)
+        view = session_view(sid, session)
+        self._say(command, events.SessionOpened(str(session.path), session.world.domain.name, len(session.history),
                                              session.world.head, resumed, view))
-
-    def _view(self, sid: str, session: Session) -> SessionView:
-        # The file as the session read it, handed to the face (which never reads it itself); a
-        # new session's file holds its header alone.
-        trajectory, session.loaded = session.loaded, None
-        if trajectory is None:
-            trajectory = Trajectory(header=session.header, turns=[], path=session.path, head=0)
-        return SessionView(
-            id=sid, path=session.path, domain=session.world.domain, header=session.header,
-            settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory,
-            branch=tuple(session.history), model=session.world.backend.info,
-        )
 
     def _turn(self, command: _Command, kind: str, action: str | None, agent: dict[str, Any] | None = None) -> None:
         session = self._get(command)
@@ -422,36 +436,25 @@ class SessionRunner:
             session.regenerate(command.cancel) if kind == "regenerate"
             else session.step(action or "", command.cancel, agent=agent))
         for event in turn:
-            self._emit(command.session, event)
+            self._say(command, event)
 
     def _resimulate(self, command: _Command, row: Any, source: Path, settings: SessionSettings, out: Path) -> None:
-        from agentworld_local.agentworldbench.context import unfit_reason
-        from agentworld_local.agentworldbench.resimulate import sendable
-        from agentworld_local.agentworldbench.rows import bench_messages
         from agentworld_local.session.resimulate import RowResimulation
 
-        backend = self._backend
-        if backend is None:
+        if self._backend is None:
             raise InputError("No model is loaded.", "Give one with `--model`.")
-        # A row that does not fit is refused before anything is written: its history is
-        # never cut (the official evaluation fails such a row).
-        prompt = backend.count_tokens(bench_messages(sendable(row)), settings.think)
-        reason = unfit_reason(prompt, backend.info.n_ctx, settings.sampling, settings.think)
-        if reason is not None:
-            raise InputError(f"Row {row.line} does not fit: {reason}; the official evaluation fails such a row.",
-                             "Give a larger `--ctx`, or a smaller `--max-tokens`.")
-        run = RowResimulation.start(row, source, backend, settings, out=out)
+        run = RowResimulation.start(row, source, self._backend, settings, out=out)
         command.session = str(out)
         # Not a session a face goes on in (the file is closed once the prediction is saved): no view.
-        self._emit(command.session, events.SessionOpened(str(out), row.domain, run.ground_truth_turns, run.world.head))
+        self._say(command, events.SessionOpened(str(out), row.domain, run.ground_truth_turns, run.world.head))
         for event in run.predict(command.cancel):
-            self._emit(command.session, event)
+            self._say(command, event)
 
     def _fork(self, command: _Command, turn: int, out: Path, switch: bool) -> None:
         source = self._get(command)
         child = source.fork(turn, out)
         assert child.forked is not None
-        self._emit(command.session, child.forked)
+        self._say(command, child.forked)
         self._opened(command, child, command.session if switch else None, resumed=True)
 
     def _files(self, command: _Command) -> None:
@@ -459,33 +462,33 @@ class SessionRunner:
 
         tree = probe_file_tree(self._get(command).world, cancel=command.cancel)
         if not command.cancel.is_set():
-            self._emit(command.session, events.FilesListed(tree.paths(), tree))
+            self._say(command, events.FilesListed(tree.paths(), tree))
 
     def _close_session(self, command: _Command) -> None:
-        self._close(command.session or "")
+        self._close(command.session or "", command.sent)
 
-    def _close(self, sid: str) -> None:
+    def _close(self, sid: str, sent: Sent | None) -> None:
         with self._lock:
             session = self._sessions.pop(sid, None)
         if session is None:
             return
         kept = session.close(discard_if_unused=True)
-        release = getattr(session.world.backend, "release", None)
-        if release is not None:
-            release()  # its place in the model's context goes to the next session first
-        self._emit(sid, events.Saved(str(session.path), len(session.history)) if kept else
+        session.world.backend.close()  # its view only: its sequence goes to the next session first
+        self._tell(sent, sid, events.Saved(str(session.path), len(session.history)) if kept else
                    events.Discarded(str(session.path)))
 
-    def _drop_backend(self) -> None:
+    def _drop_backend(self, sent: Sent) -> None:
         """A new model replaces the old one: its sessions close first (each turn is saved)."""
         for sid in list(self._sessions):
-            self._close(sid)
+            self._close(sid, sent)
         backend, self._backend, self._model = self._backend, None, None
         if backend is not None:
             backend.close()
 
     def _dispose(self) -> None:
         try:
-            self._drop_backend()
+            self._drop_backend(self._closing)
         except Exception as error:  # noqa: BLE001 - the thread ends either way; say why to whoever listens
-            self._emit(None, error_event(error))
+            self._tell(self._closing, None, error_event(error))
+        finally:
+            self._closing.put(None, events.Ready("close", None, None))  # its own end: no face's session

@@ -1,11 +1,9 @@
 """What faces hand the runner and what it hands back (session/runner.py): a new session's
 needs (NewSession), the snapshot of an open one (SessionView), the events of a load and of a
-failure as faces show them, and EventLog, the emit for faces that wait on a command's events."""
+failure as faces show them."""
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,36 +67,14 @@ def error_event(error: BaseException) -> events.ErrorEvent:
                              "The session file keeps every finished turn. Please report this error.", error)
 
 
-class EventLog:
-    """An Emit that keeps what the runner says, for faces that wait on it (the CLI, tests):
-    `until_ready()` yields one command's events as they come, up to its Ready or Refused."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[str | None, events.SessionEvent]] = queue.SimpleQueue()
-
-    def __call__(self, session: str | None, event: events.SessionEvent) -> None:
-        self._queue.put((session, event))
-
-    def drain(self) -> list[tuple[str | None, events.SessionEvent]]:
-        """What has come and was not read yet (e.g. what the runner said while it closed)."""
-        items = []
-        while True:
-            try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
-                return items
-
-    def until_ready(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None
-                    ) -> Iterator[tuple[str | None, events.SessionEvent]]:
-        """`on_wait` runs every `poll` seconds while nothing comes (the CLI checks its
-        signals there: the main thread must stay free to receive Ctrl+C)."""
-        while True:
-            try:
-                item = self._queue.get(timeout=poll)
-            except queue.Empty:
-                if on_wait is not None:
-                    on_wait()
-                continue
-            yield item
-            if isinstance(item[1], (events.Ready, events.Refused)):
-                return
+def session_view(sid: str, session: Any) -> SessionView:
+    """What a face gets of a session that opened: the file as the session read it (the face
+    never reads it itself; a new session's file holds its header alone)."""
+    trajectory, session.loaded = session.loaded, None
+    if trajectory is None:
+        trajectory = Trajectory(header=session.header, turns=[], path=session.path, head=0)
+    return SessionView(
+        id=sid, path=session.path, domain=session.world.domain, header=session.header,
+        settings=session.world.settings, initial_state=session.world.initial_state, trajectory=trajectory,
+        branch=tuple(session.history), model=session.world.backend.info,
+    )

@@ -24,6 +24,7 @@ from agentworld_local.agent.episode import DEFAULT_STEPS
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.runner import NewSession, SessionRunner, SessionView
+from agentworld_local.session.sent import Sent
 from agentworld_local.tui import messages
 from agentworld_local.tui.dialogs import ErrorDialog
 
@@ -137,7 +138,7 @@ class AwlApp(App[None]):
 
             self.push_screen(LoadingScreen(request.model or ""))
 
-    def _send_open(self, request: SessionRequest) -> bool:
+    def _send_open(self, request: SessionRequest) -> Sent:
         """runner.open or runner.resume for `request`; mistakes in it are raised here, before
         anything loads."""
         load = dict(model=request.model, load_options=self.load_options, replaces=self.session_id)

@@ -26,6 +26,7 @@ from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.files import fit_name
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
+from agentworld_local.session.sent import Sent
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
 from agentworld_local.tui.agent_loop import AgentHooks, ProposalLine
@@ -269,7 +270,7 @@ class SessionScreen(AgentHooks, Screen[None]):
 
     # -- what the runner says --------------------------------------------------------------
 
-    def _start(self, busy: str, send: Callable[[], bool]) -> None:
+    def _start(self, busy: str, send: Callable[[], Sent]) -> None:
         """Send a command that takes a while; the screen is busy until the runner's Ready."""
         if send():
             self.busy = busy

@@ -22,7 +22,7 @@ from agentworld_local.agent.prompt import action_text, agent_messages
 from agentworld_local.agent.runner_world import runner_world
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.scripted import ScriptedAnswer
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.testing import ScriptedBackend
 from agentworld_local.testing.answers import ANSWERS
@@ -45,12 +45,10 @@ class World:
     """A session on the runner over a scripted world model, as a face opens one."""
 
     def __init__(self, tmp_path: Path, domain: str = "terminal", chunk: int = 3, agent: dict | None = None):
-        self.log = EventLog()
-        self.runner = SessionRunner(self.log, backend=ScriptedBackend([item.scripted(chunk) for item in WORLD]))
+        self.runner = SessionRunner(backend=ScriptedBackend([item.scripted(chunk) for item in WORLD]))
         resolved = SessionSpec(domain=domain, task="Build the project", think="full").resolve()
         self.path = tmp_path / "episode.jsonl"
-        self.runner.open(NewSession.from_spec(resolved, self.path, agent=agent))
-        opened = list(self.log.until_ready())
+        opened = list(self.runner.open(NewSession.from_spec(resolved, self.path, agent=agent)).events())
         self.session = str(self.path)
         self.domain = resolved.domain
         self.initial_state = next(event.view.initial_state for _, event in opened if hasattr(event, "view"))
@@ -66,7 +64,7 @@ def play(world: World, agent: ModelAgent, *, cancel: threading.Event | None = No
     """One episode of `agent` in `world`, both closed after it: (its end, the Episode)."""
     try:
         episode = Episode(agent, world.history(), **options)
-        return run_episode(episode, runner_world(world.runner, world.log, world.session), cancel=cancel), episode
+        return run_episode(episode, runner_world(world.runner, world.session), cancel=cancel), episode
     finally:
         world.close()
         agent.close()

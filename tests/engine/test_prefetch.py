@@ -18,7 +18,8 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
 from agentworld_local.models.offload_options import OffloadOptions
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.testing import EventLog
 from agentworld_local.session.spec import SessionSpec
 from tests.cli.helpers import awl, scripted_model
 

@@ -17,7 +17,8 @@ import pytest
 from agentworld_local.engine import events as ev
 from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.errors import Cancelled
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.testing import EventLog
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.testing.answers import ANSWERS
 from agentworld_local.trajectory.reader import read_trajectory
@@ -95,7 +96,7 @@ def test_commands_in_every_state_are_run_or_refused_with_a_reason(tmp_path, slow
                        ("fork", lambda: runner.fork(sid, 0, tmp_path / "f.jsonl")),
                        ("step", lambda: runner.step(sid, "pwd")), ("regenerate", lambda: runner.regenerate(sid)),
                        ("files", lambda: runner.list_files(sid)), ("load", lambda: runner.load("scripted:none"))]:
-        assert call() is False, name
+        assert not call(), name
     refused = [event for _, event in until_command_done(log) if isinstance(event, ev.Refused)]
     assert [r.command for r in refused] == ["undo", "control", "fork", "step", "regenerate", "files", "load"]
     assert all("while a turn runs" in r.message and "Escape" in r.hint for r in refused)
@@ -105,8 +106,8 @@ def test_commands_in_every_state_are_run_or_refused_with_a_reason(tmp_path, slow
     # After close: everything is refused; a second close does nothing.
     runner.close()
     runner.close()
-    assert runner.undo(sid) is False
-    assert runner.load("scripted:x") is False
+    assert not runner.undo(sid)
+    assert not runner.load("scripted:x")
     messages = [event for _, event in log.until_ready() if isinstance(event, ev.Refused)]
     assert "closed" in messages[0].message
 
@@ -212,7 +213,7 @@ def test_a_fork_goes_on_in_the_new_file_and_the_old_one_records_it(tmp_path):
         assert new.view.branch[-1].action == "ls"
         assert runner.step(new.path, "whoami")
         run(log)
-        assert runner.step(sid, "x") is False  # the old session was closed by the switch
+        assert not runner.step(sid, "x")  # the old session was closed by the switch
         assert "no session" in run(log)[-1][1].message
     finally:
         runner.close()
@@ -292,7 +293,8 @@ def test_a_failed_load_is_one_error_and_the_runner_goes_on(tmp_path, qwen_gguf):
 CLOSE_DURING_TURN = r"""
 import sys, threading, time, random
 from agentworld_local.engine import events as ev
-from agentworld_local.session.runner import EventLog, NewSession, SessionRunner
+from agentworld_local.session.runner import NewSession, SessionRunner
+from agentworld_local.testing import EventLog
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.session.loading import load_backend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget

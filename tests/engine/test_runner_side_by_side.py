@@ -29,6 +29,7 @@ class SideBySide:
     """Scripted answers with session slots: each session streams from its own script."""
 
     parallel = 8
+    idle_prefetch = False
 
     def __init__(self, delay_s: float) -> None:
         self._delay_s = delay_s

@@ -131,3 +131,27 @@ def test_a_bounded_wait_queue_answers_503_with_retry_after_never_502(tmp_path):
         second.join(60)
         assert answers == {a: 200, b: 200}
         assert client.post(f"/sessions/{c}/step", json={"action": "ls"}).status_code == 200
+
+
+def test_sessions_open_resume_and_fork_while_every_place_of_the_model_holds_a_turn(tmp_path):
+    """Opening touches no model place: a new session, a resume and a fork answer while the
+    one place holds another session's turn (they used to wait for every turn to end)."""
+    backend = gated(parallel=1)
+    with served(tmp_path, backend) as client:
+        (busy,) = open_sessions(client, 1)
+        answer: dict[str, int] = {}
+        turn = threading.Thread(target=lambda: answer.update(
+            code=client.post(f"/sessions/{busy}/step", json={"action": "ls"}).status_code))
+        turn.start()
+        health_until(client, lambda h: h["running"] == 1)
+        for _ in range(5):
+            new = client.post("/sessions", json={"domain": "terminal"}, timeout=60).json()["id"]
+            fork = client.post(f"/sessions/{new}/fork", json={}, timeout=60)
+            assert fork.status_code == 201, fork.text
+            assert client.delete(f"/sessions/{new}", timeout=60).status_code == 200
+            assert client.post(f"/sessions/{new}/resume", timeout=60).status_code == 200
+        assert client.get("/health").json()["running"] == 1 and turn.is_alive()  # still held
+        backend.gate.set()
+        turn.join(60)
+        assert answer["code"] == 200
+        assert client.get(f"/sessions/{busy}").json()["turns"] == 1

@@ -228,22 +228,30 @@ def test_a_restarted_server_lists_the_sessions_and_resumes_them(tmp_path):
     assert answer("thinking_then_tags") == SHOWN[0]
 
 
-def test_a_session_whose_client_left_before_the_answer_is_open_and_known(tmp_path):
-    """The open waits behind another session's turn; its client gives up meanwhile. The
-    session still opens, and the server knows it (listed, counted, steppable)."""
+def test_a_session_whose_client_left_before_the_answer_is_open_and_known(tmp_path, monkeypatch):
+    """The open is slow (its file is held until the test lets it go); its client gives up
+    meanwhile. The session still opens, and the server knows it (listed, counted, steppable)."""
     import httpx2
 
-    with served(tmp_path, scripted(chunk=1, delay_s=0.005)) as client:
+    from agentworld_local.session.core import Session
+
+    let_go, reached = threading.Event(), threading.Event()
+    create_session = Session.create
+
+    def held_create(*args, **kwargs):
+        reached.set()
+        let_go.wait()
+        return create_session(*args, **kwargs)
+
+    with served(tmp_path, scripted(chunk=1)) as client:
         busy = create(client)["id"]
-        turn = threading.Thread(target=lambda: client.post(f"/sessions/{busy}/step", json={"action": "ls"}))
-        turn.start()
-        time.sleep(0.2)
+        monkeypatch.setattr(Session, "create", staticmethod(held_create))
         with pytest.raises(httpx2.TimeoutException):
             client.post("/sessions", json={"domain": "terminal"}, timeout=0.3)
-        turn.join(60)
-        deadline = time.monotonic() + 10
-        while client.get("/health").json()["sessions_open"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert reached.wait(60)
+        let_go.set()
+        while client.get("/health").json()["sessions_open"] < 2:
+            time.sleep(0.02)  # the open goes on in its own task; nothing tells a client when
         (left,) = [entry["id"] for entry in client.get("/sessions").json() if entry["id"] != busy]
         assert client.get(f"/sessions/{left}").json()["open"] is True
         assert client.post(f"/sessions/{left}/step", json={"action": "pwd"}).json()["turn"] == 1

@@ -22,6 +22,7 @@ class SequencePool:
     from a script of its own; `most` is the most generations in flight at once."""
 
     parallel = 8
+    idle_prefetch = False
 
     def __init__(self) -> None:
         self.info = ScriptedBackend(["x"]).info

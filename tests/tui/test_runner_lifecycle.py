@@ -85,7 +85,7 @@ async def test_a_control_instruction_is_refused_while_a_turn_runs(tmp_path):
         assert not isinstance(app.screen, PromptDialog)
         assert any("turn is running" in str(note.message) for note in app._notifications)
         # Typed at the action line, it is refused too (the runner is the last word on it).
-        assert app.runner.control(app.screen.view.id, "the disk is full") is False
+        assert not app.runner.control(app.screen.view.id, "the disk is full")
         backend.gate.set()
         await settle(pilot)
         await type_action(pilot, "pwd")

@@ -205,8 +205,8 @@ class InterruptAt:
     def for_session(self):
         return self
 
-    def count_tokens(self, messages, think):
-        return self.backend.count_tokens(messages, think)
+    def __getattr__(self, name):
+        return getattr(self.backend, name)  # count_tokens, prefetch, ...
 
     def generate(self, messages, **options):
         self.calls += 1

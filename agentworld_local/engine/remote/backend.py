@@ -122,6 +122,14 @@ class OpenAIBackend:
                          f"awl sends that many, not --parallel {parallel}.")
         return min(server, parallel or server)
 
+    #: Nothing to evaluate ahead (Backend.prefetch), no checkpoints.
+    idle_prefetch = False
+    checkpoint_system_prompt = False
+
+    def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
+                 waits: bool = False) -> int:
+        return 0
+
     def for_session(self) -> "OpenAIBackend":
         """One session's view: the same server and connections, a guard and a close of its
         own (closing it stops only its own stream; closing the backend stops every view)."""

@@ -1,0 +1,142 @@
+"""One command sent to the runner, as every face waits on it.
+
+Each of the runner's commands (session/runner.py) returns a `Sent`: true when the runner
+accepted it, and the command's own events in order, the last one its `Ready` (or, refused at
+once, its `Refused`). A face waits on it in the way it lives: a thread iterates `events()`
+(the CLI, the Python env, an agent loop), an event loop or a UI thread `watch()`es it (the
+server, the TUI), and `wait()` gives the whole `Outcome`. Events of other sessions never
+reach it, whatever runs beside it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentworld_local.engine import events
+from agentworld_local.errors import AwlError, Cancelled, InputError
+
+#: The last event of every command: it ran (Ready) or it was refused at once (Refused).
+TERMINAL = (events.Ready, events.Refused)
+#: (the runner's key of the session an event is for, or None; the event)
+Said = tuple["str | None", events.SessionEvent]
+
+
+class Sent:
+    """A command the runner took (truthy) or refused, and its events as they come."""
+
+    def __init__(self, name: str, session: str | None) -> None:
+        self.name = name
+        self.session = session
+        self.accepted = False
+        self._changed = threading.Condition()
+        self._said: list[Said] = []
+        self._watchers: list[Callable[[str | None, events.SessionEvent], None]] = []
+
+    def __bool__(self) -> bool:
+        return self.accepted
+
+    def __repr__(self) -> str:
+        state = "accepted" if self.accepted else "refused"
+        return f"Sent({self.name!r}, {self.session!r}, {state}, {len(self._said)} events{', done' if self.done else ''})"
+
+    # -- the runner's side -----------------------------------------------------------------
+
+    def put(self, session: str | None, event: events.SessionEvent) -> None:
+        """One more event of the command (the runner calls it, from the thread the command runs on)."""
+        with self._changed:
+            self._said.append((session, event))
+            for watcher in self._watchers:  # under the lock: a watcher sees every event once, in order
+                try:
+                    watcher(session, event)
+                except Exception:  # noqa: BLE001 - a face that cannot take an event must not stop the model's owner
+                    pass
+            self._changed.notify_all()
+
+    # -- the face's side -------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        with self._changed:
+            return bool(self._said) and isinstance(self._said[-1][1], TERMINAL)
+
+    def watch(self, callback: Callable[[str | None, events.SessionEvent], None]) -> None:
+        """`callback(session, event)` for every event: those that came already at once, the
+        rest as they come, on the runner's thread (keep it short: post the event on)."""
+        with self._changed:
+            for session, event in self._said:
+                callback(session, event)
+            self._watchers.append(callback)
+
+    def events(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None) -> Iterator[Said]:
+        """(session, event) pairs as they come, up to the last. `on_wait` runs every `poll`
+        seconds while nothing comes (the CLI checks its signals there: the main thread must
+        stay free to receive Ctrl+C)."""
+        seen = 0
+        while True:
+            with self._changed:
+                arrived = self._changed.wait_for(lambda: len(self._said) > seen, poll)
+                items = self._said[seen:]
+            if not arrived:
+                if on_wait is not None:
+                    on_wait()
+                continue
+            for item in items:
+                seen += 1
+                yield item
+                if isinstance(item[1], TERMINAL):
+                    return
+
+    def wait(self, *, on_event: Callable[[events.SessionEvent], None] | None = None,
+             on_wait: Callable[[], None] | None = None) -> Outcome:
+        """Every event, once the command has ended; `on_event` sees each as it comes, on this thread."""
+        said = []
+        for _, event in self.events(on_wait=on_wait):
+            if on_event is not None:
+                on_event(event)
+            said.append(event)
+        return Outcome(said)
+
+
+@dataclass
+class Outcome:
+    """One command's events in order, the last a `Ready` or a `Refused`."""
+
+    said: list[events.SessionEvent] = field(default_factory=list)
+
+    def first(self, kind: type) -> Any:
+        return next((event for event in self.said if isinstance(event, kind)), None)
+
+    @property
+    def refused(self) -> events.Refused | None:
+        return self.first(events.Refused)
+
+    @property
+    def error(self) -> events.ErrorEvent | None:
+        return self.first(events.ErrorEvent)
+
+    @property
+    def cancelled(self) -> bool:
+        return any(isinstance(event, (events.TurnCancelled, events.LoadCancelled)) for event in self.said)
+
+    def raise_failure(self, *, defects: bool = False) -> None:
+        """A refusal, an error or a cancel raised as the AwlError it stands for. `defects`: an
+        unexpected error is raised as itself (a Python caller wants its traceback), else as an
+        AwlError that names it (a face's one line)."""
+        for event in self.said:
+            raise_failure(event, defects=defects)
+        if self.cancelled:
+            raise Cancelled("Cancelled.", "Nothing unfinished was saved; try again.")
+
+
+def raise_failure(event: events.SessionEvent, *, defects: bool = False) -> None:
+    """`event` raised when it is an error or a refusal (see Outcome.raise_failure)."""
+    if isinstance(event, events.ErrorEvent):
+        error = event.error
+        if isinstance(error, AwlError) or (defects and isinstance(error, BaseException)):
+            raise error
+        raise AwlError(event.message, event.hint)
+    if isinstance(event, events.Refused):
+        raise InputError(event.message, event.hint)
