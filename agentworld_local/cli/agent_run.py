@@ -97,7 +97,7 @@ def agent_lines(episode: Episode, seen: _Observations, printer: TurnPrinter) -> 
     while (step := episode.next_step()) is not None:
         number += 1
         seen.last = None
-        yield ScriptLine(number, step.action, agent=step.record)
+        yield ScriptLine(number, step.action, agent=step.record, final=number >= episode.steps)
         if seen.last is None:  # the turn did not finish: the agent does not go on blind
             episode.stop("The turn did not finish, so the agent stopped.")
             break

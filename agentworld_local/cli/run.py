@@ -39,6 +39,7 @@ from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.session.core import domain_from_header
 from agentworld_local.session.listing import resolve_session_file
 from agentworld_local.session.resume_rules import ResumeOptions, plan_resume, same_model
+from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession
 from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
@@ -152,6 +153,7 @@ def run(
     agent_steps: int = typer.Option(None, "--agent-steps", help="With --agent: the most turns the agent takes (default 10); the domain's own ending (`[]` in the terminal) ends the episode sooner.", show_default=False),
     agent_key_env: str = typer.Option(None, "--agent-key-env", help="With --agent openai:...: the environment variable that holds the agent server's key (default: OPENAI_API_KEY when set). The key itself is never written.", show_default=False),
     approve: bool = typer.Option(False, "--approve", help="With --agent, at a terminal: ask about each proposal (run it, edit it, replace it, let the agent run, quit)."),
+    reward: str = typer.Option(None, "--reward", help="What each turn earns, written beside it: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether the task was achieved). Default: none.", show_default=False),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
@@ -226,7 +228,7 @@ def run(
                                "session commands); nothing to run, and no model was loaded.", markup=False, style="yellow")
         raise typer.Exit(0)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
-    new = NewSession.from_spec(resolved, out)
+    new = NewSession.from_spec(resolved, out, reward=reward_hook(reward))
     runner = start_runner()
     if agent is not None:
         _agent_session(runner, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model,

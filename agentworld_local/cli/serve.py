@@ -41,6 +41,7 @@ def serve_command(
     max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait beyond --parallel (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
     max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds one of the model's parallel turns for a whole context."),
     parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (more wait their turn, in order). A GGUF gets that many sequences in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_PARALLEL})."),
+    reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -66,6 +67,9 @@ def serve_command(
     from agentworld_local.serve.limits import ServeLimits
 
     model_or_server(model, remote, "serve")
+    from agentworld_local.session.rewards import reward_hook
+
+    hook = reward_hook(reward)  # a mistake in it is said before the model loads
     for flag, value in (("--max-sessions", max_sessions), ("--max-turns", max_turns), ("--idle", idle),
                         ("--max-action-chars", max_action_chars), ("--max-body-bytes", max_body_bytes),
                         ("--parallel", parallel), ("--max-tokens-per-turn", max_tokens_per_turn)):
@@ -102,7 +106,7 @@ def serve_command(
                   f"{'; clients need the token in $' + token_env if token else ''}. Ctrl+C stops (every turn is saved).",
                   soft_wrap=True, markup=False, highlight=False)
     try:
-        run(make_app(folder=folder, limits=limits, token=token, bridge=bridge), sock)
+        run(make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook), sock)
     finally:  # uvicorn raises the signal that stopped it again, once the sessions are closed
         console.print("awl serve: stopped; every session's turns are saved.", soft_wrap=True, markup=False, highlight=False)
 

@@ -205,7 +205,7 @@ def _send(runner: SessionRunner, session: str, line: ScriptLine) -> Sent:
         return runner.undo(session)
     if line.command == REGENERATE:
         return runner.regenerate(session)
-    return runner.step(session, line.action, agent=line.agent)
+    return runner.step(session, line.action, agent=line.agent, final=line.final)
 
 
 def _close(runner: SessionRunner, end: SessionEnd) -> None:

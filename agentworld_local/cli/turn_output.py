@@ -207,9 +207,17 @@ class TurnPrinter:
             self._untagged(event.text)
         elif isinstance(event, events.Notice):
             self.notice(safe_for_terminal(event.text))
+        elif isinstance(event, events.Rewarded):
+            self._rewarded(event)
         if isinstance(event, events.TurnFinished):
             self.live.stop()
             self._finished(event.turn, event.record)
+
+    def _rewarded(self, event: events.Rewarded) -> None:
+        verdict = event.verdict or {}
+        why = verdict.get("reason") or verdict.get("error") or ""
+        why = f": {safe_for_terminal(shorten(str(why)))}" if why else ""
+        self.err.print(Text(f"── reward {event.value:g} ({safe_for_terminal(event.source)}){why}", style="dim"))
 
     def _token(self, event: events.ThinkingDelta | events.AnswerDelta) -> None:
         """A token the user does not read as such: thinking (unless --show-thinking) and the raw
@@ -287,7 +295,7 @@ class TurnPrinter:
 #: The events TurnPrinter writes something for (people's text; --json writes every event).
 _SHOWN = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.ContextTrimmed,
           events.TurnCancelled, events.ControlAdded, events.Undone, events.Regenerated, events.UntaggedDelta,
-          events.Notice, events.TurnFinished)
+          events.Notice, events.TurnFinished, events.Rewarded)
 
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {

@@ -138,6 +138,17 @@ class TurnFinished(SessionEvent):
 
 
 @dataclass(frozen=True)
+class Rewarded(SessionEvent):
+    """What the session's reward hook gave the turn just finished (saved beside it)."""
+
+    name: ClassVar[str] = "reward"
+    turn: int
+    value: float
+    source: str
+    verdict: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class TurnCancelled(SessionEvent):
     """The turn was stopped; it is not in the history and was not saved."""
 
@@ -311,7 +322,7 @@ class Saved(SessionEvent):
 
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
     TurnStarted, ThinkingDelta, AnswerDelta, UntaggedDelta, ObservationDelta, ObservationReplaced, ContextTrimmed,
-    TurnFinished, TurnCancelled, Undone, Regenerated, ControlAdded, Forked, SessionOpened, Refused, Ready,
+    TurnFinished, Rewarded, TurnCancelled, Undone, Regenerated, ControlAdded, Forked, SessionOpened, Refused, Ready,
     LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Discarded, Saved,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}

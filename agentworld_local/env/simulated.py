@@ -6,8 +6,10 @@ the last turn, `close()` closes the runner (every turn is already saved). Nothin
 sends is executed: the world model predicts what the environment would answer.
 
 - The observation is text: the starting state after a reset, the predicted observation after
-  a step. Reward is always 0.0: a world model predicts what the environment shows, not how
-  well the agent did (score the saved trajectories with `awl bench judge` or your own grader).
+  a step. The reward is what the env's reward hook gives each turn (`reward=`: a Python
+  function, `package.module:function` or `judge:MODEL@URL`; session/rewards.py), written to
+  the trajectory beside the turn; without one it is 0.0 (a world model predicts what the
+  environment shows, not how well the agent did).
 - `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
   `truncated`: the answer hit its token limit, or looped and was stopped (the observation
   may be cut; `info["finish"]` says which).
@@ -32,6 +34,7 @@ from agentworld_local.errors import ActionError, AwlError, InputError
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
+from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.session.sent import Sent
 from agentworld_local.session.spec import SessionSpec
@@ -49,15 +52,18 @@ class SimulatedEnv:
     Not for several threads at once (serve/mcp.py holds a lock around it)."""
 
     def __init__(self, spec: SessionSpec, *, model: str | None = None, backend: Any = None,
-                 load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None) -> None:
+                 load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None,
+                 reward: Any = None) -> None:
         """`model`: a registry name, a GGUF path, `scripted:FILE` or `openai:NAME@URL` (loaded
         now); `backend`: one loaded already (it then belongs to the env, which closes it);
         `load_options`: load_backend's (ctx, gpu_layers, threads, remote); `out_dir`: where the
-        trajectory files go (default: awl's sessions folder)."""
+        trajectory files go (default: awl's sessions folder); `reward`: what each turn earns
+        (session/rewards.reward_hook's forms; default none: 0.0)."""
         if model is None and backend is None and not (load_options or {}).get("remote"):
             raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
         self.spec = spec
         self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
+        self.reward = reward_hook(reward)
         self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
         self._runner = SessionRunner(backend=backend)
         # A program that ends without close() still closes the runner (an episode without a
@@ -92,20 +98,21 @@ class SimulatedEnv:
         resolved = spec.resolve()
         self.close_session()
         path = self._new_path()
-        opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path)))
+        opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path, reward=self.reward)))
         view = next(event.view for event in opened if isinstance(event, events.SessionOpened))
         self._session, self._path = str(view.path), Path(view.path)
         self._observations = [view.initial_state]
         return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
                                     "task": view.settings.task, "turn": 0, "seed": episode_seed}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """One turn: the action goes to the world model, its predicted observation comes back."""
+    def step(self, action: str, *, final: bool = False) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One turn: the action goes to the world model, its predicted observation comes back.
+        `final`: the caller ends the episode after it (its step limit), which a reward may judge."""
         session = self._open_session()
         if not isinstance(action, str):
             raise InputError(f"An action is text, not {type(action).__name__}.", self.domain.action_help())
         try:
-            said = self._call(lambda: self._runner.step(session, action))
+            said = self._call(lambda: self._runner.step(session, action, final=final))
         except ActionError as error:
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
             return reason, 0.0, False, False, {"invalid_action": reason, "turn": self.turns, "trajectory": session}
@@ -118,7 +125,13 @@ class SimulatedEnv:
             "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
             "finish": record.finish, "parse_method": record.parse_method,
         }
-        return (record.observation, 0.0, ends_task(self.domain.name, record.action_payload),
+        rewarded = next((event for event in said if isinstance(event, events.Rewarded)), None)
+        if rewarded is not None:
+            info["reward_source"] = rewarded.source
+            if rewarded.verdict is not None:
+                info["verdict"] = copy.deepcopy(rewarded.verdict)
+        return (record.observation, rewarded.value if rewarded is not None else 0.0,
+                ends_task(self.domain.name, record.action_payload),
                 record.finish in CUT_SHORT, info)
 
     def undo(self) -> str:
@@ -230,4 +243,4 @@ def control_list(value: Any) -> list[str]:
 
 #: make()'s options that build the session (SessionSpec's fields), and those of the env.
 SPEC_OPTIONS = tuple(item.name for item in fields(SessionSpec) if item.name not in ("domain", "scenario"))
-ENV_OPTIONS = ("backend", "load_options", "out_dir")
+ENV_OPTIONS = ("backend", "load_options", "out_dir", "reward")

@@ -30,6 +30,7 @@ from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import AwlError
 from agentworld_local.serve.bridge import AsyncRunnerBridge
+from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.sent import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.serve.registry import SessionRegistry, check
@@ -53,6 +54,8 @@ class CreateSession(BaseModel):
     seed: int | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    reward: bool | None = Field(None, description="Whether this session's turns earn the server's reward "
+                                "(`awl serve --reward`); default: yes when the server has one")
 
 
 class StepRequest(BaseModel):
@@ -74,12 +77,13 @@ class ForkRequest(BaseModel):
 
 
 def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | None = None,
-             bridge: AsyncRunnerBridge | None = None, backend: Any = None) -> FastAPI:
+             bridge: AsyncRunnerBridge | None = None, backend: Any = None, reward: Any = None) -> FastAPI:
     """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
-    (tests); session files go to `folder`. With `token`, every request but /docs needs it."""
+    (tests); session files go to `folder`. With `token`, every request but /docs needs it.
+    `reward`: what each session's turns earn (session/rewards.reward_hook's forms)."""
     bridge = bridge or AsyncRunnerBridge(backend=backend)
     folder.mkdir(parents=True, exist_ok=True)
-    registry = SessionRegistry(bridge, folder, limits)
+    registry = SessionRegistry(bridge, folder, limits, reward_hook(reward))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -128,7 +132,12 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
         """Open a new session; its file is created in the server's folder."""
         spec = _spec(body, limits)
         resolved = spec.resolve()
-        return await registry.create(lambda path: NewSession.from_spec(resolved, path), resolved.domain.name)
+        if body.reward and registry.reward is None:
+            raise HttpProblem(400, "This server gives no reward.",
+                              "Leave `reward` out, or start the server with a reward (`awl serve --reward ...`).")
+        reward = None if body.reward is False else registry.reward
+        return await registry.create(lambda path: NewSession.from_spec(resolved, path, reward=reward),
+                                     resolved.domain.name)
 
     @app.get("/sessions/{sid}")
     async def state(sid: str) -> dict[str, Any]:
@@ -259,7 +268,10 @@ def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[
     finished = check(outcome, cancelled_by_client=registry.cancelled_by_client(sid)).first(events.TurnFinished)
     record = finished.record
     domain = registry.state(sid)["domain"]
+    rewarded = outcome.first(events.Rewarded)
     return {"session": sid, "turn": finished.turn, "observation": record.observation,
+            "reward": rewarded.value if rewarded is not None else 0.0,
+            "reward_source": rewarded.source if rewarded is not None else None,
             "terminated": ends_task(domain, record.action_payload), "truncated": record.finish in CUT_SHORT,
             "turns": finished.turns, "head": finished.head, "record": record.to_dict()}
 

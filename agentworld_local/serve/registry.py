@@ -70,8 +70,10 @@ class OpenSession:
 class SessionRegistry:
     """Open, step, undo, regenerate, fork, close and list the server's sessions."""
 
-    def __init__(self, bridge: AsyncRunnerBridge, folder: Path, limits: ServeLimits) -> None:
+    def __init__(self, bridge: AsyncRunnerBridge, folder: Path, limits: ServeLimits, reward: Any = None) -> None:
         self.bridge, self.folder, self.limits = bridge, folder, limits
+        #: What sessions' turns earn (a RewardHook; None: no reward), resumed ones included.
+        self.reward = reward
         self._open: dict[str, OpenSession] = {}
         self._closed: dict[str, str] = {}  # why a session this server had open was closed
         self._opening = 0
@@ -90,7 +92,7 @@ class SessionRegistry:
         async with self._resuming.setdefault(sid, asyncio.Lock()):  # two clients resuming it: one opens it
             if sid in self._open:
                 return self._open[sid].state()
-            return await self._opened(lambda runner: runner.resume(path))
+            return await self._opened(lambda runner: runner.resume(path, reward=self.reward))
 
     async def fork(self, sid: str, turn: int | None) -> dict[str, Any]:
         """A new session with the first `turn` turns (default: all); both stay open."""

@@ -14,10 +14,12 @@ from typing import Any
 
 from agentworld_local.domains import get_domain
 from agentworld_local.domains.base import Action, Domain
+from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.engine import events
 from agentworld_local.session.forking import fork_file
+from agentworld_local.session.rewards import EpisodeSoFar, RewardHook, give_reward
 from agentworld_local.session.header import header_for
 from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_from_header: for older importers
     ResumeOptions, check_backend, last_model, model_ref, resumed_settings, same_model, settings_from_header,
@@ -65,6 +67,8 @@ class Session:
         self.unused = False
         #: The file as `resume` read it (every turn in file order), so nothing reads it twice.
         self.loaded: Trajectory | None = None
+        #: What each turn earns (session/rewards.py), written beside it; None: no reward.
+        self.reward: RewardHook | None = None
 
     @classmethod
     def create(
@@ -132,19 +136,37 @@ class Session:
     # -- changes ---------------------------------------------------------------------
 
     def step(self, action: str | Action, cancel: threading.Event | None = None, *,
-             agent: dict[str, Any] | None = None) -> Iterator[events.SessionEvent]:
-        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled.
-        `agent`: the agent side of the turn (TurnRecord.agent) when an agent model proposed it."""
+             agent: dict[str, Any] | None = None, final: bool = False) -> Iterator[events.SessionEvent]:
+        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled; with a
+        reward hook, then Rewarded (saved too). `agent`: the agent side of the turn
+        (TurnRecord.agent) when an agent model proposed it; `final`: the face ends the
+        episode after this turn (its step limit), which a reward may judge."""
         parsed = self.world.domain.parse_action(action) if isinstance(action, str) else action
         turn = len(self.history) + 1
         yield events.TurnStarted(turn, parsed.text, parsed.payload)
         seed = turn_seed(self.world.settings.seed, turn, self._attempt)
         self._turn_agent = agent
+        finished: events.TurnFinished | None = None
         try:
-            yield from self.world.step(parsed, cancel, seed=seed)
+            for event in self.world.step(parsed, cancel, seed=seed):
+                if isinstance(event, events.TurnFinished):
+                    finished = event
+                yield event
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
             self._turn_agent = None
+        if finished is not None and self.reward is not None:
+            yield self._rewarded(finished, final)
+
+    def _rewarded(self, finished: events.TurnFinished, final: bool) -> events.Rewarded:
+        """The reward of the turn just saved, written beside it. A hook that fails raises (the
+        turn stays saved, without a reward line)."""
+        domain = self.world.domain.name
+        episode = EpisodeSoFar(domain, self.world.settings.task, self.world.initial_state, tuple(self.history),
+                               ends_task(domain, finished.record.action_payload), final)
+        reward = give_reward(self.reward, episode)  # type: ignore[arg-type] - checked by the caller
+        self.writer.record_reward(finished.record.id, reward.value, reward.source, reward.verdict)
+        return events.Rewarded(finished.turn, reward.value, reward.source, reward.verdict)
 
     def undo(self) -> events.Undone:
         """Drop the last turn (the file keeps it, and records the undo)."""

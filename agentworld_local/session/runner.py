@@ -110,10 +110,12 @@ class SessionRunner:
                             alone=model is not None)
 
     def resume(self, path: Path, *, model: str | None = None, load_options: dict[str, Any] | None = None,
-               replaces: str | None = None, **options: Any) -> Sent:
-        """Continue the saved session in `path` (Session.resume; `options` go to it)."""
+               replaces: str | None = None, reward: Any = None, **options: Any) -> Sent:
+        """Continue the saved session in `path` (Session.resume; `options` go to it);
+        `reward`: what its new turns earn (session/rewards.py)."""
         return self._submit("resume", None,
-                            lambda command: self._resume(command, Path(path), model, load_options, replaces, options),
+                            lambda command: self._resume(command, Path(path), model, load_options, replaces, options,
+                                                         reward),
                             alone=model is not None)
 
     def resimulate(self, row: Any, source: Path, settings: SessionSettings, out: Path) -> Sent:
@@ -122,9 +124,11 @@ class SessionRunner:
         return self._submit("resimulate", None,
                             lambda command: self._resimulate(command, row, Path(source), settings, Path(out)), alone=True)
 
-    def step(self, session: str, action: str | Action, *, agent: dict[str, Any] | None = None) -> Sent:
-        """One turn; `agent`: its agent side (TurnRecord.agent) when an agent model proposed it."""
-        return self._submit("step", session, lambda command: self._turn(command, "step", action, agent))
+    def step(self, session: str, action: str | Action, *, agent: dict[str, Any] | None = None,
+             final: bool = False) -> Sent:
+        """One turn; `agent`: its agent side (TurnRecord.agent) when an agent model proposed it;
+        `final`: the face ends the episode after it (a reward may judge the episode then)."""
+        return self._submit("step", session, lambda command: self._turn(command, "step", action, agent, final))
 
     def regenerate(self, session: str) -> Sent:
         return self._submit("regenerate", session, lambda command: self._turn(command, "regenerate", None))
@@ -409,15 +413,18 @@ class SessionRunner:
             return
         world = World(self._backend, new.domain, new.settings)
         session = Session.create(world, new.out, scenario=new.scenario, note=new.note, agent=new.agent)
+        session.reward = new.reward
         self._opened(command, session, replaces, resumed=False)
 
     def _resume(self, command: _Command, path: Path, model: str | None, load_options: dict[str, Any] | None,
-                replaces: str | None, options: dict[str, Any]) -> None:
+                replaces: str | None, options: dict[str, Any], reward: Any) -> None:
         if not self._ready_backend(command, model, load_options):
             return
         if str(path) in self._sessions:
             raise InputError(f"{path} is already open.", "Go on in it, or fork it into a new file first.")
-        self._opened(command, Session.resume(path, self._backend, **options), replaces, resumed=True)
+        session = Session.resume(path, self._backend, **options)
+        session.reward = reward
+        self._opened(command, session, replaces, resumed=True)
 
     def _opened(self, command: _Command, session: Session, replaces: str | None, *, resumed: bool) -> None:
         sid = str(session.path)
@@ -430,11 +437,12 @@ class SessionRunner:
         self._say(command, events.SessionOpened(str(session.path), session.world.domain.name, len(session.history),
                                              session.world.head, resumed, view))
 
-    def _turn(self, command: _Command, kind: str, action: str | None, agent: dict[str, Any] | None = None) -> None:
+    def _turn(self, command: _Command, kind: str, action: str | None, agent: dict[str, Any] | None = None,
+              final: bool = False) -> None:
         session = self._get(command)
         turn: Iterator[events.SessionEvent] = (
             session.regenerate(command.cancel) if kind == "regenerate"
-            else session.step(action or "", command.cancel, agent=agent))
+            else session.step(action or "", command.cancel, agent=agent, final=final))
         for event in turn:
             self._say(command, event)
 
@@ -453,6 +461,7 @@ class SessionRunner:
     def _fork(self, command: _Command, turn: int, out: Path, switch: bool) -> None:
         source = self._get(command)
         child = source.fork(turn, out)
+        child.reward = source.reward
         assert child.forked is not None
         self._say(command, child.forked)
         self._opened(command, child, command.session if switch else None, resumed=True)

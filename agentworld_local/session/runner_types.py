@@ -27,11 +27,14 @@ class NewSession:
     note: str = ""
     #: The agent model that will propose the actions (agent/), for the header.
     agent: dict[str, Any] | None = None
+    #: What each turn earns (session/rewards.py: a RewardHook); None: no reward.
+    reward: Any = None
 
     @classmethod
-    def from_spec(cls, resolved: Any, out: Path, *, note: str = "", agent: dict[str, Any] | None = None) -> NewSession:
+    def from_spec(cls, resolved: Any, out: Path, *, note: str = "", agent: dict[str, Any] | None = None,
+                  reward: Any = None) -> NewSession:
         """From a ResolvedSpec (SessionSpec(...).resolve())."""
-        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent)
+        return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent, reward)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class ScriptLine:
     text: str = ""  # the command's argument (`:control TEXT`)
     #: The agent side of the turn when an agent model proposed the action (TurnRecord.agent).
     agent: dict[str, Any] | None = None
+    #: The episode ends after this turn (an agent's last allowed step): a reward may judge it.
+    final: bool = False
 
 
 def parse_script_line(domain: Domain, text: str, number: int, source: str) -> ScriptLine | None:

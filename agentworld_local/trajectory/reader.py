@@ -26,6 +26,9 @@ UNDO = "undo"  # a line type added within v1: `{"type": "undo", "kept": N}` ends
 CONTROL = "control"
 #: Added within v1: `{"type": "fork", "turn": N, "file": NEW}`, a fork written from this session.
 FORK = "fork"
+#: Added within v1: `{"type": "reward", "id": TURN_ID, "value": 1.0, "source": ..., "verdict": ...}`,
+#: what a reward hook gave the turn with that id (session/rewards.py).
+REWARD = "reward"
 
 
 @dataclass
@@ -46,6 +49,8 @@ class Trajectory:
     pending_controls: list[str] = field(default_factory=list)
     #: The fork lines: forks written from this session (`{"turn": N, "file": ...}`).
     forks: list[dict[str, Any]] = field(default_factory=list)
+    #: The reward lines, in file order (`{"id": TURN_ID, "value": ..., "source": ..., "verdict": ...}`).
+    rewards: list[dict[str, Any]] = field(default_factory=list)
 
     def by_id(self, turn_id: int) -> TurnRecord:
         for turn in self.turns:
@@ -143,7 +148,7 @@ def _read(path: Path, handle: BinaryIO) -> Trajectory:
             why = problem.reason
         else:
             kind = record.get("type", "turn") if isinstance(record, dict) else None
-            if isinstance(kind, str) and kind not in ("turn", "header", UNDO, CONTROL, FORK):
+            if isinstance(kind, str) and kind not in ("turn", "header", UNDO, CONTROL, FORK, REWARD):
                 # Forward compatibility within a version: a newer awl may add line types.
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
@@ -154,6 +159,8 @@ def _read(path: Path, handle: BinaryIO) -> Trajectory:
                     state.control(record)
                 elif kind == FORK:
                     traj.forks.append(_fork_line(record))
+                elif kind == REWARD:
+                    traj.rewards.append(_reward_line(record))
                 else:
                     traj.turns.append(state.add_turn(record, version))
                 continue
@@ -253,6 +260,14 @@ def _fork_line(record: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0 or not isinstance(record.get("file"), str):
         raise ValueError("a fork line should hold a turn number and a file")
     return {key: value for key, value in record.items() if key != "type"}
+
+
+def _reward_line(record: dict[str, Any]) -> dict[str, Any]:
+    turn, value = record.get("id"), record.get("value")
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1 \
+            or not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ValueError("a reward line should hold a turn id and a number")
+    return {key: item for key, item in record.items() if key != "type"}
 
 
 def _shown(value: Any) -> str:

@@ -19,7 +19,7 @@ from agentworld_local.errors import TrajectoryError
 from agentworld_local.files import os_error_text, writing_whole
 from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, write_all
 from agentworld_local.trajectory.jsonl import encode_line
-from agentworld_local.trajectory.reader import CONTROL, FORK, UNDO, Trajectory, count, read_trajectory, walk_back
+from agentworld_local.trajectory.reader import CONTROL, FORK, REWARD, UNDO, Trajectory, count, read_trajectory, walk_back
 from agentworld_local.trajectory.schema import SCHEMA_VERSION, Header, TurnRecord, utc_now
 
 
@@ -155,6 +155,14 @@ class TrajectoryWriter:
     def record_fork(self, turn: int, file: str | Path) -> None:
         """Write that a fork of this session's first `turn` turns was saved in `file`."""
         self._save(encode_line({"type": FORK, "turn": turn, "file": str(file), "created": utc_now()}), "the fork point")
+
+    def record_reward(self, turn_id: int, value: float, source: str, verdict: dict[str, Any] | None) -> None:
+        """Write what a reward hook gave the turn with id `turn_id` (session/rewards.py)."""
+        line: dict[str, Any] = {"type": REWARD, "id": turn_id, "value": value, "source": source}
+        if verdict is not None:
+            line["verdict"] = verdict
+        line["created"] = utc_now()
+        self._save(encode_line(line), f"the reward of turn {self._turn_of.get(turn_id, turn_id)}")
 
     def _save(self, line: bytes, what: str) -> None:
         if self._broken is not None:

@@ -37,6 +37,7 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.ObservationReplaced(turn, text),
         ev.ContextTrimmed(turn, 2, 5, 3000, 1800, 2048),
         ev.TurnFinished(turn, a_real_record()),
+        ev.Rewarded(turn, 0.5, "judge:world@http://127.0.0.1:9/v1", {"achieved": False, "reason": text}),
         ev.TurnCancelled(turn, turn, turn),
         ev.Undone(turn, turn),
         ev.Regenerated(turn + 1, 2, turn, turn),
