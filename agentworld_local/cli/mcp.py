@@ -40,10 +40,11 @@ def mcp_command(
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
-    """Serve a simulated machine to an agent over MCP (stdio): tools `act`, `state`, `undo`.
+    """Serve a simulated machine to an agent over MCP (stdio): tools `act`, `state`, `undo`, `reset`.
 
-    Every `act` is a turn of an ordinary session file; nothing is executed. E.g. in an MCP client's
-    config: `awl mcp --model PATH/TO/model.gguf --scenario disk-full-server`.
+    Every `act` is a turn of an ordinary session file (the resource awl://trajectory); nothing is
+    executed. `reset` starts a new episode in a new file. E.g. in an MCP client's config:
+    `awl mcp --model PATH/TO/model.gguf --scenario disk-full-server`.
     """
     try:
         from agentworld_local.serve.mcp import serve_stdio
@@ -67,7 +68,8 @@ def mcp_command(
     # in flight is cancelled, every finished one is saved), then the process leaves.
     def stop(signum: int, frame: object) -> None:
         env.close()
-        kept = f"the session is saved in {env.trajectory}" if env.turns else "no action came, so no file was kept"
+        kept = (f"the session is saved in {env.trajectory}" if env.turns  # earlier episodes were saved at their reset
+                else "no action came in this episode, so it left no file")
         stderr_console().print(f"awl mcp: interrupted; {kept}", soft_wrap=True, markup=False, highlight=False)
         sys.stderr.flush()
         os._exit(128 + signum)

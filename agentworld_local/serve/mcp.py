@@ -1,9 +1,16 @@
 """A simulated machine as an MCP server (the official `mcp` SDK; `awl mcp` serves it on stdio).
 
-An agent connected over MCP sees three tools: `act` (run a command or an action in the
+An agent connected over MCP sees four tools: `act` (run a command or an action in the
 session's domain: one turn of the trajectory), `state` (the current screen or state, no
-turn) and `undo` (drop the last turn). Nothing is executed: the world model predicts every
-answer, and the session is an ordinary trajectory file (SimulatedEnv, over the runner).
+turn), `undo` (drop the last turn) and `reset` (a new episode in a new file), and one
+resource, `awl://trajectory` (the current episode's session file). Nothing is executed: the
+world model predicts every answer, and the session is an ordinary trajectory file
+(SimulatedEnv, over the runner).
+
+`act` and `reset` declare an output schema and return structured content beside the text a
+text-only client reads; every tool refuses arguments it does not declare. After an action
+that ends the task (`[]` in the terminal) the episode is over: `act` is refused until
+`reset` (or an `undo` of the ending).
 
 The one module that imports `mcp`. Tool calls run on the SDK's worker threads; a lock lets
 one reach the environment at a time, so concurrent calls queue instead of racing.
@@ -12,62 +19,190 @@ one reach the environment at a time, so concurrent calls queue instead of racing
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from agentworld_local import __version__
 from agentworld_local.env.simulated import SimulatedEnv
 from agentworld_local.errors import AwlError
+from agentworld_local.files import os_error_text
+
+TRAJECTORY_URI = "awl://trajectory"
+
+# The hints, in the spec's terms. The host is never touched and nothing outside the server
+# is reached, so every tool's world is closed. `act` only adds a turn (the file grows, a
+# simulated `rm` is a prediction); `undo` and `reset` throw away the live state (no redo,
+# no going back to an episode), though the file keeps every line: destructive.
+ACT_HINTS = ToolAnnotations(title="Act", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                            open_world_hint=False)
+STATE_HINTS = ToolAnnotations(title="State", read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+UNDO_HINTS = ToolAnnotations(title="Undo", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                             open_world_hint=False)
+RESET_HINTS = ToolAnnotations(title="Reset", read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                              open_world_hint=False)
+
+
+class Observed(BaseModel):
+    """What `act` and `reset` share in their structured content."""
+
+    observation: str = Field(description="What the simulated environment shows now (the world model's prediction, "
+                                         "or the starting state).")
+    turn: int = Field(description="The turn's number on the current branch: 1 for the first action, 0 before it.")
+    trajectory: str = Field(description="The session file (JSONL) the episode's turns are saved in.")
+
+
+class Step(Observed):
+    """What `act` returns as structured content: one turn of the episode."""
+
+    terminated: bool = Field(description="The action ended the task: call `reset` for a new episode.")
+    truncated: bool = Field(description="The answer hit its token limit or looped and was stopped; it may be cut.")
+    reward: float = Field(description="What the turn earned (0.0 unless the session has a reward hook).")
+
+
+class Episode(Observed):
+    """What `reset` returns as structured content: a new episode, before its first action."""
+
+    task: str = Field(description="The agent's task in this episode.")
+    seed: int = Field(description="The sampling seed of this episode.")
+
+
+class StrictTool(Tool):
+    """A tool that refuses arguments it does not declare. The SDK drops them silently, so a
+    misspelt `action` would look like a call without one."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        takes = list(self.parameters.get("properties", {}))
+        unknown = [name for name in arguments if name not in takes]
+        if unknown:
+            known = ", ".join(f"`{name}`" for name in takes) or "no arguments"
+            raise ToolError(f"Error executing tool {self.name}: unknown argument "
+                            f"{', '.join(f'`{name}`' for name in unknown)}; `{self.name}` takes {known}.")
+        return await super().run(arguments, context, convert_result)
+
+
+def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
+    tool = StrictTool.from_function(fn, **options)
+    tool.parameters["additionalProperties"] = False  # said in the input schema too, for clients that check
+    return tool
+
+
+class SimulatedMachine:
+    """The tools' side of the server: the env, the lock around it, and whether the episode ended."""
+
+    def __init__(self, env: SimulatedEnv) -> None:
+        self.env = env
+        self._lock = threading.Lock()
+        self._ended: int | None = None  # the turn that ended the task; None while the episode goes on
+
+    @contextmanager
+    def _alone(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                yield
+            except AwlError as error:  # one line and the next step, as an MCP tool error
+                raise ToolError(f"{error.message} {error.hint or ''}".strip()) from None
+
+    def act(self, action: Annotated[str, Field(description="One action, as the tool's description shows.")]
+            ) -> Annotated[CallToolResult, Step]:
+        with self._alone():
+            if self._ended is not None:
+                raise ToolError(f"The episode is over: turn {self._ended} ended the task. Call `reset` to start a "
+                                f"new episode (or `undo` to take the ending back).")
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            if "invalid_action" in info:
+                raise ToolError(info["invalid_action"])
+            if terminated:
+                self._ended = info["turn"]
+            notes = [*(["[the answer reached its token limit and may be cut]"] if truncated else []),
+                     *(["[the task was declared finished]"] if terminated else [])]
+            step = Step(observation=observation, turn=info["turn"], terminated=terminated, truncated=truncated,
+                        reward=reward, trajectory=info["trajectory"])
+            return _result("\n".join([observation, *notes]), step)
+
+    def state(self) -> str:
+        with self._alone():
+            return self.env.observation
+
+    def undo(self) -> str:
+        with self._alone():
+            if self.env.turns == 0:
+                raise ToolError("There is no action to undo.")
+            observation = self.env.undo()
+            self._ended = None  # only the last turn can have ended the task: it is gone
+            return observation
+
+    def reset(
+        self,
+        task: Annotated[str | None, Field(description="The agent's task for this episode (default: as started).")] = None,
+        controls: Annotated[list[str] | None, Field(description="Instructions to the world model for this episode, "
+                                                    "in place of the server's --control ones.")] = None,
+        initial_state: Annotated[str | None, Field(description="The starting state's text (default: as started).")] = None,
+        world: Annotated[str | None, Field(description="A fictional-world description (default: as started).")] = None,
+        seed: Annotated[int | None, Field(description="The sampling seed (default: drawn from the last one).")] = None,
+    ) -> Annotated[CallToolResult, Episode]:
+        options = {name: value for name, value in (("task", task), ("controls", controls),
+                                                   ("initial_state", initial_state), ("world", world))
+                   if value is not None}
+        with self._alone():
+            observation, info = self.env.reset(seed=seed, options=options or None)
+            self._ended = None
+            episode = Episode(observation=observation, turn=0, task=info["task"], seed=info["seed"],
+                              trajectory=info["trajectory"])
+            return _result(observation, episode)
+
+    def trajectory(self) -> str:
+        with self._lock:  # a turn in flight is read whole, after its line is written
+            path = self.env.trajectory
+            if path is None:
+                raise ResourceError("No episode has started yet.")
+            try:
+                return path.read_text(encoding="utf-8")
+            except OSError as error:
+                raise ResourceError(f"Cannot read {path} ({os_error_text(error)}).") from None
+
+
+def _result(text: str, structured: BaseModel) -> CallToolResult:
+    # The text is what a text-only client read before structured content: the observation.
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured.model_dump(mode="json"))
 
 
 def build_server(env: SimulatedEnv) -> MCPServer:
     """The MCP server over `env`, which has a session open (env.reset() was called)."""
     domain = env.domain
-    lock = threading.Lock()
-
-    def guarded(call: Any) -> str:
-        with lock:
-            try:
-                return call()
-            except AwlError as error:  # one line and the next step, as an MCP tool error
-                raise ToolError(f"{error.message} {error.hint or ''}".strip()) from None
-
+    machine = SimulatedMachine(env)
+    tools = [
+        strict_tool(machine.act, name="act", annotations=ACT_HINTS,
+                    description=f"Send one action to the simulated {domain.title} and get what it shows next. "
+                                f"{domain.action_help()} After an action that ends the task, call `reset`."),
+        strict_tool(machine.state, name="state", annotations=STATE_HINTS, structured_output=False,
+                    description=f"The current state of the simulated {domain.title} (no action is sent)."),
+        strict_tool(machine.undo, name="undo", annotations=UNDO_HINTS, structured_output=False,
+                    description="Take back the last action (the one that ended the task too); returns the state "
+                                "that is current again."),
+        strict_tool(machine.reset, name="reset", annotations=RESET_HINTS,
+                    description=f"End this episode (its file is kept) and start a new one of the simulated "
+                                f"{domain.title} in a new session file, at turn 0; optionally with another task, "
+                                f"starting state, world or control instructions."),
+    ]
     server: MCPServer = MCPServer(
         name="agentworld-local", version=__version__, log_level="WARNING",  # a failed call is the client's to show
+        tools=tools,
         instructions=(f"A simulated {domain.title}. A world model predicts what it answers; nothing you send is "
                       f"executed anywhere. Call `act` with one action, `state` to read the current state, `undo` to "
-                      f"take back the last action. Every call to `act` is a turn in the session file."),
+                      f"take back the last action, `reset` for a new episode. Every call to `act` is a turn in the "
+                      f"session file, readable as the resource {TRAJECTORY_URI}."),
     )
-
-    @server.tool(name="act", structured_output=False,
-                 description=f"Send one action to the simulated {domain.title} and get what it shows next. "
-                             f"{domain.action_help()}")
-    def act(action: str) -> str:
-        def step() -> str:
-            observation, _, terminated, truncated, info = env.step(action)
-            if "invalid_action" in info:
-                raise ToolError(info["invalid_action"])
-            notes = [*(["[the answer reached its token limit and may be cut]"] if truncated else []),
-                     *(["[the task was declared finished]"] if terminated else [])]
-            return "\n".join([observation, *notes]) if notes else observation
-        return guarded(step)
-
-    @server.tool(name="state", structured_output=False,
-                 description=f"The current state of the simulated {domain.title} (no action is sent).")
-    def state() -> str:
-        return guarded(lambda: env.observation)
-
-    @server.tool(name="undo", structured_output=False,
-                 description="Take back the last action; returns the state that is current again.")
-    def undo() -> str:
-        def take_back() -> str:
-            if env.turns == 0:
-                raise ToolError("There is no action to undo.")
-            return env.undo()
-        return guarded(take_back)
-
+    server.resource(TRAJECTORY_URI, name="trajectory", title="Session file", mime_type="application/jsonl",
+                    description="The current episode's session file: a header line, then a line for each turn, "
+                                "undo or control (JSON Lines).")(machine.trajectory)
     return server
 
 

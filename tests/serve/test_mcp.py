@@ -62,7 +62,7 @@ def test_an_agent_drives_the_simulated_terminal_and_every_call_is_a_turn(tmp_pat
         return seen
 
     seen = anyio.run(session)
-    assert seen["tools"] == ["act", "state", "undo"] and "keystrokes" in seen["act_help"]
+    assert seen["tools"] == ["act", "reset", "state", "undo"] and "keystrokes" in seen["act_help"]
     assert seen["start"] == "user@sandbox:~$ "
     assert not seen["first"].is_error and text(seen["first"]) == answer("thinking_then_tags").observation
     assert seen["state"] == answer("thinking_then_tags").observation
@@ -154,7 +154,7 @@ def test_a_signal_ends_the_server_at_once_even_while_the_client_keeps_stdin_open
         assert "serving a simulated Linux terminal" in process.stderr.readline()
         process.send_signal(signum)
         assert process.wait(timeout=20) == code  # stdin is still open: the server does not wait for it
-        assert "interrupted; no action came, so no file was kept" in process.stderr.read()
+        assert "interrupted; no action came in this episode, so it left no file" in process.stderr.read()
     finally:
         process.kill()
         process.wait()
