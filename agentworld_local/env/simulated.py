@@ -40,7 +40,7 @@ from agentworld_local.session.sent import Sent
 from agentworld_local.session.spec import SessionSpec
 
 #: What `reset(options=...)` may change for one episode (the world stays the env's).
-EPISODE_OPTIONS = ("task", "initial_state", "controls", "world")
+EPISODE_OPTIONS = ("task", "initial_state", "controls", "world", "scenario")
 #: How a turn ends when its answer was cut: the token limit, or the guard that stops a loop.
 CUT_SHORT = ("length", "repetition")
 #: Seeds the env draws for unseeded resets stay in the range every backend accepts.
@@ -87,7 +87,7 @@ class SimulatedEnv:
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Close the current session (saved) and start a new one in a new file. `seed` sets
         the sampling seed (unseeded resets draw one from the last seed given); `options`
-        change this episode's `task`, `initial_state`, `controls` or `world`."""
+        change this episode's `task`, `initial_state`, `controls`, `world` or `scenario` (one of the same domain)."""
         changes = _episode_changes(options)
         if seed is not None:
             self._rng.seed(seed)
@@ -95,7 +95,13 @@ class SimulatedEnv:
         else:
             episode_seed = self._rng.randrange(_SEED_RANGE)
         spec = replace(self.spec, seed=episode_seed, **changes)
+        if changes.get("scenario"):
+            spec = replace(spec, domain=None)  # the scenario's own; checked against the env's below
         resolved = spec.resolve()
+        if resolved.domain.name != self.domain.name:  # an agent's action space stays what it was made for
+            raise InputError(f"The scenario `{spec.scenario}` is a {resolved.domain.name} world; this environment "
+                             f"is a {self.domain.name} one.", "Pick a scenario of the same domain (`awl scenarios`).")
+        self.domain = resolved.domain  # a scenario may bring its own tools
         self.close_session()
         path = self._new_path()
         opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path, reward=self.reward)))

@@ -156,7 +156,11 @@ class Session:
             self._attempt = 0  # read by _save_turn while the turn is saved
             self._turn_agent = None
         if finished is not None and self.reward is not None:
-            yield self._rewarded(finished, final)
+            rewarded = self._rewarded(finished, final)
+            yield rewarded
+            if rewarded.verdict and rewarded.verdict.get("error"):  # a judge that failed gives 0.0: say why
+                yield events.Notice(f"The reward {rewarded.source} could not judge turn {rewarded.turn} "
+                                    f"({rewarded.verdict['error']}); it gave {rewarded.value:g}.")
 
     def _rewarded(self, finished: events.TurnFinished, final: bool) -> events.Rewarded:
         """The reward of the turn just saved, written beside it. A hook that fails raises (the

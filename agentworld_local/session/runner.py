@@ -2,16 +2,13 @@
 
 A single worker thread holds the backend and the sessions that use it and takes commands
 from a queue: load, open, resume, step, regenerate, undo, control, fork, list files, close.
-Faces (the CLI, the TUI, later the server) send commands and render the events it emits
-(engine/events.py); no face touches the backend or a Session from a thread of its own, so a
-close during a turn, a back during a load or a second command racing the first cannot
-reach the model or a file at the same time.
+Faces send commands and render the events (engine/events.py); no face touches the backend
+or a Session, so no race between commands can reach the model or a file at the same time.
 
 Rules that make it safe by construction:
-- A session takes one command at a time: another command for a session whose command runs
-  (and was not cancelled) is refused at once with a `Refused` event that says why; so is
-  anything while a model loads, and a load while anything runs. Commands of other sessions
-  are never refused for it.
+- Admission (session/admission.py): a session takes one command at a time, a load runs
+  alone, sessions open one at a time; what cannot run now is refused at once (`Refused`,
+  saying why). Commands of other sessions are never refused for it.
 - Token loops (a step, a regenerate, a file probe) run on threads of their own, scheduled
   against the backend's `parallel` (session/scheduling.py): beyond it they wait in FIFO
   order; nothing refuses a turn because other sessions are busy. The idle prefetch between
