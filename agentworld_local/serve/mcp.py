@@ -146,9 +146,12 @@ class SimulatedMachine:
         initial_state: Annotated[str | None, Field(description="The starting state's text (default: as started).")] = None,
         world: Annotated[str | None, Field(description="A fictional-world description (default: as started).")] = None,
         seed: Annotated[int | None, Field(description="The sampling seed (default: drawn from the last one).")] = None,
+        scenario: Annotated[str | None, Field(description="Another bundled scenario of this domain (`awl scenarios "
+                                              "list`): its task, starting state and controls.")] = None,
     ) -> Annotated[CallToolResult, Episode]:
         options = {name: value for name, value in (("task", task), ("controls", controls),
-                                                   ("initial_state", initial_state), ("world", world))
+                                                   ("initial_state", initial_state), ("world", world),
+                                                   ("scenario", scenario))
                    if value is not None}
         with self._alone():
             observation, info = self.env.reset(seed=seed, options=options or None)

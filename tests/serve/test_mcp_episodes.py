@@ -63,14 +63,14 @@ def test_an_unknown_argument_is_refused_and_reaches_no_model(tmp_path):
             misspelt = await client.call_tool("act", {"actoin": "ls"})
             extra = await client.call_tool("act", {"action": "ls", "timeout": 5})
             on_state = await client.call_tool("state", {"verbose": True})
-            on_reset = await client.call_tool("reset", {"scenario": "disk-full-server"})
+            on_reset = await client.call_tool("reset", {"scenarios": "disk-full-server"})
             return misspelt, extra, on_state, on_reset, text(await client.call_tool("state", {}))
 
     misspelt, extra, on_state, on_reset, state = anyio.run(session)
     assert misspelt.is_error and "unknown argument `actoin`; `act` takes `action`" in text(misspelt)
     assert extra.is_error and "unknown argument `timeout`" in text(extra)
     assert on_state.is_error and "`state` takes no arguments" in text(on_state)
-    assert on_reset.is_error and "unknown argument `scenario`" in text(on_reset) and "`task`" in text(on_reset)
+    assert on_reset.is_error and "unknown argument `scenarios`" in text(on_reset) and "`scenario`" in text(on_reset)
     assert state == "user@sandbox:~$ "  # nothing was run, nothing was reset
     assert session_files(tmp_path) == []  # no turn, so no file
 
@@ -89,6 +89,7 @@ def test_after_the_end_of_the_task_act_is_refused_until_reset_starts_a_new_file(
             seen["again"] = await client.call_tool("act", {"action": "[]"})
             seen["reset"] = await client.call_tool("reset", {"task": "free some disk space", "seed": 11})
             seen["new"] = await client.call_tool("act", {"action": "df -h"})
+            seen["scenario"] = await client.call_tool("reset", {"scenario": "disk-full-server"})
         return seen
 
     seen = anyio.run(session)
@@ -109,6 +110,8 @@ def test_after_the_end_of_the_task_act_is_refused_until_reset_starts_a_new_file(
     assert [turn.action for turn in fresh.turns] == ["df -h"]
     assert fresh.header.task == "free some disk space" and fresh.header.seed == 11 and old.header.seed == 3
     assert [turn.observation for turn in fresh.turns] == [new["observation"]]  # still the model's answer
+    other = seen["scenario"].structured_content  # another world of the same domain: its task and state
+    assert other["task"].startswith("The API returns 500 errors") and other["observation"] != episode["observation"]
 
 
 def test_the_trajectory_is_a_resource_the_client_lists_and_reads(tmp_path):
