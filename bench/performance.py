@@ -29,7 +29,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 #: The report's sections in order: bench/<name>.py each (state_cache, prefetch, speculation,
-#: serve_throughput, serve_parallel and serve_load are written with the features they measure).
+#: serve_throughput, serve_parallel, serve_load and serve_remote_overhead are written with the
+#: features they measure).
 SECTIONS = (
     "turn_cost",
     "restore_time",
@@ -45,6 +46,7 @@ SECTIONS = (
     "serve_throughput",
     "serve_parallel",
     "serve_load",
+    "serve_remote_overhead",
 )
 
 
