@@ -353,6 +353,13 @@ class World:
         self._pending_controls[:0] = restored
         return dropped
 
+    def restore(self, dropped: list[TurnRecord]) -> None:
+        """Put back the turns an undo dropped (in memory: the undo was never recorded), with
+        their control instructions no longer pending: a regenerate that did not finish."""
+        restored = sum(len(record.controls_added) for record in dropped)
+        del self._pending_controls[:restored]
+        self.history.extend(dropped)
+
     def fork(self, at_turn: int, *, on_turn: Callable[[TurnRecord], None] | None = None) -> "World":
         """A new World sharing the backend, with this session's first `at_turn` turns."""
         if not 0 <= at_turn <= len(self.history):

@@ -69,6 +69,8 @@ class Session:
         self.loaded: Trajectory | None = None
         #: What each turn earns (session/rewards.py), written beside it; None: no reward.
         self.reward: RewardHook | None = None
+        #: A regenerate's undo, written just before its new turn (never without it).
+        self._undo_before_turn: int | None = None
 
     @classmethod
     def create(
@@ -206,19 +208,39 @@ class Session:
         return session
 
     def regenerate(self, cancel: threading.Event | None = None) -> Iterator[events.SessionEvent]:
-        """Undo the last turn and run its action again with a new sample (a new seed).
+        """Run the last turn's action again with a new sample (a new seed), in its place.
 
         The new turn records its attempt, so a replay or a resume knows which sample it is.
-        If the new turn is cancelled, the session stays one turn shorter (the undo is saved).
+        The undo of the old turn is written only with the new turn, once it is done: a
+        regenerate that is cancelled (or fails) keeps the turn it was replacing, and its
+        TurnCancelled says so (its `turns` and `head` are the old turn's).
         """
         if not self.history:
             raise InputError("There is no turn to regenerate yet.", "Run an action first.")
         last = self.history[-1]
         attempt = int(stored_number(last.extra, ATTEMPT) or 0) + 1  # the file may say anything there
-        self.world.undo()
+        record_undo, self.world.on_undo = self.world.on_undo, None
+        try:
+            dropped = self.world.undo()  # in memory: recorded by _save_turn, just before the new turn
+        finally:
+            self.world.on_undo = record_undo
+        self._undo_before_turn = len(self.history)
         yield events.Regenerated(last.turn, attempt, len(self.history), self.world.head)
         self._attempt = attempt
-        yield from self.step(last.action, cancel, agent=last.agent)  # parsed again, as it was typed
+        finished = False
+        try:
+            for event in self.step(last.action, cancel, agent=last.agent):  # parsed again, as it was typed
+                if isinstance(event, events.TurnFinished):
+                    finished = True
+                elif isinstance(event, events.TurnCancelled):
+                    self.world.restore(dropped)
+                    dropped = []
+                    event = events.TurnCancelled(event.turn, len(self.history), self.world.head)
+                yield event
+        finally:
+            self._undo_before_turn = None
+            if not finished and dropped:
+                self.world.restore(dropped)  # failed or stopped before its turn was saved
 
     def close(self, *, discard_if_unused: bool = False) -> bool:
         """Close the file; True when it is kept. With `discard_if_unused`, a new session that
@@ -238,6 +260,9 @@ class Session:
         return wrote
 
     def _save_turn(self, record: TurnRecord) -> None:
+        if self._undo_before_turn is not None:  # a regenerate's: the old turn goes now, with it
+            self.writer.record_undo(self._undo_before_turn)
+            self._undo_before_turn = None
         if self._attempt:
             record.extra[ATTEMPT] = self._attempt
         record.settings = dict(self._turn_settings) or None

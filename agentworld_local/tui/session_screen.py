@@ -84,6 +84,7 @@ class SessionScreen(AgentHooks, Screen[None]):
         self.view = view
         #: The current branch, as the runner's events tell it (never read from a Session or the file).
         self.branch: list[TurnRecord] = list(view.branch)
+        self._replacing: list[TurnRecord] = []  # what a regenerate replaces until its new turn is done
         self.timings = timings
         self.files_each_turn = files_each_turn
         self.busy = ""  # what the runner does for this screen ("turn", "files"), "" when idle
@@ -290,11 +291,15 @@ class SessionScreen(AgentHooks, Screen[None]):
                 self.call_after_refresh(self.action_files)
         elif isinstance(event, events.TurnCancelled):
             self.agent_turn_event(None)
-            del self.branch[event.turns:]
+            # A cancelled regenerate keeps the turn it was replacing: it comes back.
+            self.branch = [*self.branch, *self._replacing][:event.turns]
+            self._replacing = []
             self._live = None
             self._show_state()
+            self._refresh_timeline()
             self.notify(f"Turn {event.turn} cancelled; nothing was saved.", timeout=4)
         elif isinstance(event, (events.Undone, events.Regenerated)):
+            self._replacing = self.branch[event.turns:] if isinstance(event, events.Regenerated) else []
             del self.branch[event.turns:]
             self._show_state()
             self._refresh_timeline()

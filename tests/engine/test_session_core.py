@@ -189,3 +189,35 @@ def test_regenerate_after_resume_continues_the_attempts(tmp_path):
     resumed.close()
     assert backend.seeds == [turn_seed(1, 1, 2)]
     assert read_trajectory(path).current_branch()[-1].extra[ATTEMPT] == 2
+
+
+def test_a_cancelled_regenerate_keeps_the_turn_it_replaced_in_the_session_and_the_file(tmp_path):
+    import threading
+
+    from agentworld_local.engine.scripted import ScriptedBackend
+    from agentworld_local.testing.answers import ANSWERS
+
+    backend = ScriptedBackend([ANSWERS[0].raw, ANSWERS[1].raw, ANSWERS[2].raw])
+    world = World(backend, get_domain("terminal"))
+    session = Session.create(world, tmp_path / "s.jsonl")
+    list(session.step("ls"))
+    list(session.step("pwd"))
+    session.add_control("the disk is full")  # pending for turn 3: a cancelled regenerate leaves it pending
+    before = list(session.history)
+    cancel = threading.Event()
+    said = []
+    for event in session.regenerate(cancel):
+        said.append(event)
+        if isinstance(event, ev.TurnStarted):
+            cancel.set()
+    assert isinstance(said[0], ev.Regenerated) and said[-1] == ev.TurnCancelled(2, 2, 2)
+    assert session.history == before and session.world.pending_controls == ["the disk is full"]
+    again = Session.resume(tmp_path / "s.jsonl", backend)
+    assert [turn.observation for turn in again.history] == [turn.observation for turn in before]
+    again.close()
+    # Done, it replaces the turn: the undo and the new turn are written together.
+    said = list(session.regenerate())
+    assert isinstance(said[-1], ev.TurnFinished) and len(session.history) == 2
+    traj = read_trajectory(tmp_path / "s.jsonl")
+    assert [turn.id for turn in traj.current_branch()] == [1, 3] and len(traj.turns) == 3
+    session.close()

@@ -155,3 +155,25 @@ def test_sessions_open_resume_and_fork_while_every_place_of_the_model_holds_a_tu
         turn.join(60)
         assert answer["code"] == 200
         assert client.get(f"/sessions/{busy}").json()["turns"] == 1
+
+
+def test_a_cancelled_regenerate_keeps_the_turn_it_was_replacing(tmp_path):
+    backend = gated(parallel=1)
+    backend.gate.set()
+    with served(tmp_path, backend) as client:
+        (sid,) = open_sessions(client, 1)
+        first = client.post(f"/sessions/{sid}/step", json={"action": "ls"}).json()
+        backend.gate.clear()
+        answer: dict[str, object] = {}
+        regenerate = threading.Thread(target=lambda: answer.update(
+            reply=client.post(f"/sessions/{sid}/regenerate", json={})))
+        regenerate.start()
+        health_until(client, lambda h: h["running"] == 1)
+        assert client.post(f"/sessions/{sid}/cancel").json()["cancelled"] is True
+        regenerate.join(60)
+        assert answer["reply"].status_code == 409
+        state = client.get(f"/sessions/{sid}").json()
+        assert (state["turns"], state["head"]) == (1, first["head"])
+        lines = [json.loads(line) for line in client.get(f"/sessions/{sid}/trajectory").text.splitlines()]
+        assert [line["type"] for line in lines] == ["header", "turn"]  # no undo without its new turn
+        assert lines[1]["observation"] == first["observation"]

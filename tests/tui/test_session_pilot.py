@@ -607,3 +607,25 @@ async def test_at_80x24_the_footer_keeps_the_timeline_and_help_keys_and_offers_e
         assert "Cancel turn" in screen_text(app).splitlines()[-1]
         backend.gate.set()
         await settle(pilot)
+
+
+async def test_a_cancelled_regenerate_keeps_the_turn_it_was_replacing(tmp_path):
+    """Ctrl+R then Esc: the user meant "keep what I had". The old turn stays, on screen and in
+    the file (no undo is written without the new turn)."""
+    backend = GatedBackend(scripted("thinking_then_tags", "draft_tags_inside_thinking"))
+    backend.gate.set()
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        await type_action(pilot, "ls -la")
+        kept = widget_text(app, "#world")
+        labels = timeline_labels(app)
+        backend.gate.clear()
+        await pilot.press("ctrl+r")
+        await wait_for(backend.holding.is_set)
+        await pilot.press("escape")
+        await wait_for(lambda: app.screen.busy == "")
+        assert widget_text(app, "#world") == kept and timeline_labels(app) == labels
+        assert [record.action for record in app.screen.branch] == ["ls -la"]
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [turn.observation for turn in traj.current_branch()] == [answer("thinking_then_tags").observation]
