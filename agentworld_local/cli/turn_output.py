@@ -3,6 +3,7 @@ thinks, the observation as it streams) or JSON lines for programs."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -185,7 +186,8 @@ class TurnPrinter:
             return  # nothing is written for it: the live line stays
         self.live.clear()  # what is written goes where the live line was
         if isinstance(event, events.TurnStarted):
-            self.err.print(Text(f"── turn {event.turn} ── {safe_for_terminal(shorten(event.action))}", style="dim"))
+            self.err.print(Text(f"── turn {event.turn} ── {safe_for_terminal(shorten(event.action), keep_colour=False)}",
+                                style="dim"))  # the action is the user's: its escapes never reach the terminal
             self.live.start()
         elif isinstance(event, (events.ObservationDelta, events.ObservationReplaced)):
             self.live.stop()  # text flows now: the turn is no longer silent
@@ -243,16 +245,21 @@ class TurnPrinter:
             self._end_thoughts()  # shown thinking is over; the untagged text goes on its own line
         if not self._untagged_open:
             self.live.stop()
-            self._thoughts_out.write("\x1b[2m(untagged answer) ")
+            self._thoughts_out.write(f"{self._dim('on')}(untagged answer) ")
             self._untagged_open = True
             text = text.lstrip()
         self._thoughts.write(text)
+
+    def _dim(self, state: str) -> str:
+        """The escape that turns dim text on or off, only for a colour terminal (not a pipe, not NO_COLOR)."""
+        colour = self._thoughts_out.isatty() and not os.environ.get("NO_COLOR")
+        return ("\x1b[2m" if state == "on" else "\x1b[0m") if colour else ""
 
     def _end_thoughts(self) -> None:
         """Thinking or untagged text was shown and is over: what follows starts on its own line."""
         if self._thinking_open or self._untagged_open:
             self._thoughts.end()
-            self._thoughts_out.write("\x1b[0m\n" if self._untagged_open else "\n")
+            self._thoughts_out.write(f"{self._dim('off')}\n" if self._untagged_open else "\n")
             self._thoughts_out.flush()
             self._thinking_open = self._untagged_open = False
 

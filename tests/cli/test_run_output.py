@@ -181,3 +181,12 @@ def test_run_help_lists_every_domains_action_forms(tmp_path):
     for name in domain_names():
         # One line per domain, naming a friendly form and the raw form.
         assert any(line.strip().startswith(name + " ") and "raw" in line for line in lines), name
+
+
+def test_the_untagged_answer_marker_writes_no_escape_codes_into_a_pipe(tmp_path):
+    """Small models write no observation tag; the marker is dim on a terminal only, never raw
+    ANSI in a pipe or a log file (nor the user's own escape bytes in the turn heading)."""
+    model = scripted_model(tmp_path, "<think>\nok\n</think>\n\ntotal 0\nfile\n")
+    result = awl("run", "-m", model, "--out", str(tmp_path / "s.jsonl"), home=tmp_path, stdin="ls \x1b[31mred\n")
+    assert result.returncode == 0, result.stderr
+    assert "(untagged answer) total 0" in result.stderr and "\x1b" not in result.stderr
