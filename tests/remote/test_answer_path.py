@@ -6,7 +6,6 @@ budget is a stop and a continuation, and cancel closes the stream at once."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -149,14 +148,15 @@ def test_cancel_closes_the_stream_at_once(fake, separate):
         for event in events:
             if isinstance(event, ThinkingChunk):
                 cancel.set()
-                asked = time.perf_counter()
                 break
-        done = [e for e in events if isinstance(e, GenerationDone)]
-        took = time.perf_counter() - asked
+        rest = list(events)
+        done = [e for e in rest if isinstance(e, GenerationDone)]
         assert done and done[0].stats.finish == "cancelled", attempt
-        assert took < 0.5, (attempt, took)
-        # The server sees the connection go (its next write fails), long before the answer would end.
-        assert fake.disconnected.wait(2.0), attempt
+        # At once in what it streams (the answer has ~1,700 chunks more), whatever the machine's load.
+        assert sum(isinstance(e, ThinkingChunk) for e in rest) <= 2, attempt
+        # The server sees the connection go (its next write fails), long before the answer would
+        # end (~35 s of chunks): a patience, not a deadline.
+        assert fake.disconnected.wait(30.0), attempt
     backend.close()
 
 
