@@ -23,7 +23,7 @@ from typing import Any
 from agentworld_local.agentworldbench.verdict import DIMENSIONS, VERDICT_TAG, parse_verdict
 from agentworld_local.contract.parse import OBSERVATION_MARKER, parse_output
 from agentworld_local.errors import InputError
-from agentworld_local.files import read_text
+from agentworld_local.files import check_name_length, read_text
 
 SYSTEM_FILE = "judge_system_prompt.txt"
 USER_FILE = "judge_user_prompt.txt"
@@ -67,6 +67,7 @@ class JudgePrompts:
     def load(cls, pack: str | Path, domains: set[str]) -> "JudgePrompts":
         """Read the pack's judge prompts for `domains`; InputError naming every file that is missing."""
         pack = Path(pack).expanduser()
+        check_name_length(pack, "prompt pack")
         if not pack.is_dir():
             raise InputError(f"--prompts {pack} is not a directory.",
                              "Give a prompt pack laid out like the official prompts/ folder (<domain>/judge_system_prompt.txt).")
