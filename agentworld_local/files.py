@@ -12,8 +12,10 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import secrets
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -26,6 +28,11 @@ DEFAULT_LIMIT = 64 * 1024 * 1024
 #: The longest name component (in bytes) of Linux, macOS and Windows file systems.
 MAX_NAME_BYTES = 255
 _HASH_CHARS = 12
+#: writing_whole's temporary name ends `.PID-HEX.part`: the writer's process id, so the next
+#: write in that folder can tell a killed writer's leftover from a live writer's file.
+_TEMPORARY = re.compile(r"^\..*\.(\d{1,10})-[0-9a-f]{8}\.part$", re.DOTALL)
+#: A temporary file untouched this long is a leftover even if its pid runs again (reused).
+STALE_TEMPORARY_S = 3600.0
 
 
 def check_name_length(path: str | Path, what: str = "file", error: type[AwlError] = InputError) -> None:
@@ -118,7 +125,8 @@ def writing_whole(path: str | Path, *, overwrite: bool = False) -> Iterator[Bina
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "File exists", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(fit_name(f".{path.name}", f".{secrets.token_hex(4)}.part"))
+    remove_stale_temporaries(path.parent)
+    temporary = path.with_name(fit_name(f".{path.name}", f".{os.getpid()}-{secrets.token_hex(4)}.part"))
     handle = open(temporary, "xb")
     try:
         with handle:
@@ -130,6 +138,37 @@ def writing_whole(path: str | Path, *, overwrite: bool = False) -> Iterator[Bina
         with suppress(OSError):
             temporary.unlink()
         raise
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    """Remove what killed writers left in `folder`: writing_whole's hidden temporary files
+    whose writer's process is gone (or that nobody touched for an hour). A live writer's
+    file, this process's own included, is kept."""
+    now = time.time()
+    with suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            found = _TEMPORARY.match(entry.name)
+            if found is None:
+                continue
+            with suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and (not _running(int(found.group(1)))
+                                                   or now - info.st_mtime > STALE_TEMPORARY_S):
+                    os.unlink(entry.path)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill ends the process: only the age tells there
+        return True
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or cannot tell: kept
+    return True
 
 
 def _publish(temporary: Path, path: Path, overwrite: bool) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agentworld_local.errors import InputError
 from agentworld_local.engine import events
+from agentworld_local.files import remove_stale_temporaries
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.trajectory.writer import fork_from
@@ -26,6 +27,7 @@ def fork_file(source: str | Path, out: str | Path, turn: int | None = None) -> t
         raise InputError(f"--turn counts from 0 (the setup only), not {turn}.", "Use --turn 0 to keep only the setup.")
     out = Path(out)
     ensure_new_file(out)
+    remove_stale_temporaries(out.parent)  # a killed fork's hidden `.NAME.PID-HEX.part` (files.writing_whole)
     traj = read_trajectory(source)
     fork_from(traj, out, turn)
     branch = traj.current_branch()

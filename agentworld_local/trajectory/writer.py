@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
-from agentworld_local.files import os_error_text, writing_whole
+from agentworld_local.files import os_error_text, remove_stale_temporaries, writing_whole
 from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, write_all
 from agentworld_local.trajectory.jsonl import encode_line
 from agentworld_local.trajectory.reader import CONTROL, FORK, REWARD, UNDO, Trajectory, count, read_trajectory, walk_back
@@ -49,6 +49,7 @@ class TrajectoryWriter:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(path.parent)  # what a killed fork or export left there
             handle = open_unbuffered(path, "wb" if overwrite else "xb")
         except FileExistsError:
             raise TrajectoryError(
