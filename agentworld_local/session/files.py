@@ -1,20 +1,50 @@
-"""Where sessions are saved, and the rule that a saved file is never overwritten."""
+"""Where sessions are saved, the rule that a saved file is never overwritten, and the one
+wording of "cannot write PATH" (with its real reason and fix) that every command uses."""
 
 from __future__ import annotations
 
+import errno
 import os
+import tempfile
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from agentworld_local.errors import InputError
-from agentworld_local.files import check_name_length, os_error_text, writing_whole
+from agentworld_local.files import MAX_NAME_BYTES, writing_whole
 from agentworld_local.paths import sessions_dir
+
+#: A reason (errno) and the fix that goes with it, for `cannot_write`.
+_REASONS: dict[int, tuple[str, str]] = {
+    errno.EACCES: ("permission denied", "Choose a folder you can write to, or change its permissions."),
+    errno.EPERM: ("permission denied", "Choose a folder you can write to, or change its permissions."),
+    errno.EROFS: ("the file system is read-only", "Choose a folder on a writable drive."),
+    errno.ENOSPC: ("the disk is full", "Free disk space or choose another drive, then run the same command again."),
+    errno.EDQUOT: ("the disk quota is used up", "Free disk space or choose another drive, then run the same command again."),
+    errno.ENAMETOOLONG: ("a name in it is too long", "Choose a shorter name."),
+    errno.ENOTDIR: ("a part of it is a file, not a directory", "Choose a path inside a directory."),
+    errno.EISDIR: ("it is a directory", "Give a file name inside it: {path}/NAME.jsonl."),
+    errno.EEXIST: ("it already exists and awl never overwrites a saved file",
+                   "Choose another file name, or delete that one first."),
+}
+
+
+def cannot_write(path: str | Path, error: OSError | int, *, reason: str | None = None,
+                 after: str = "") -> InputError:
+    """`Cannot write PATH: REASON.` with the fix for that reason: the one wording of every
+    command that writes a file (`awl run`, `awl demo`, `awl fork`, `awl export`, the TUI).
+    `after` adds what happened to the file (", no file was left behind")."""
+    number = error if isinstance(error, int) else error.errno
+    known, fix = _REASONS.get(number or 0, (None, "Choose another location, then run the same command again."))
+    if reason is None:
+        reason = known or (error.strerror if isinstance(error, OSError) and error.strerror else str(error))
+    return InputError(f"Cannot write {path}: {reason}{after}.", fix.replace("{path}", str(path)))
 
 
 def default_session_path(domain: str, folder: Path | None = None) -> Path:
-    """A new file in the sessions folder, named by the time and the domain; a second session
-    started in the same second gets `-2`, `-3`, ... (awl never overwrites a session)."""
+    """A new file in the sessions folder, `<stamp>-<domain>.jsonl` (every face names its files
+    so); a second session started in the same second gets `-2`, `-3`, ... (awl never
+    overwrites a session)."""
     folder = sessions_dir() if folder is None else folder
     stem = f"{datetime.now():%Y%m%d-%H%M%S}-{domain}"
     path, number = folder / f"{stem}.jsonl", 1
@@ -24,11 +54,40 @@ def default_session_path(domain: str, folder: Path | None = None) -> Path:
     return path
 
 
-def ensure_new_file(path: Path) -> None:
-    """Refuse before the model loads or anything is written: awl never overwrites a saved file."""
-    check_name_length(path)
+def _check_name_length(path: Path) -> None:
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > MAX_NAME_BYTES:
+            shown = Path(*(p if len(p) <= 40 else p[:40] + "…" for p in path.parts))
+            raise cannot_write(shown, errno.ENAMETOOLONG, reason=(
+                f"a name in it is {size:,} bytes long; file systems allow at most {MAX_NAME_BYTES} bytes per name"))
+
+
+def check_can_write(path: Path) -> None:
+    """Refuse, before a model loads, a new file that cannot be created there: a name too long,
+    a directory, a file where a directory should be, no permission, a read-only or full
+    drive. Nothing is left behind."""
+    _check_name_length(path)
+    if os.path.isdir(path):
+        raise cannot_write(path, errno.EISDIR)
     if os.path.lexists(path):
-        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.")
+        raise cannot_write(path, errno.EEXIST)
+    ancestor = path.parent
+    while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not os.path.isdir(ancestor):
+        raise cannot_write(path, errno.ENOTDIR, reason=f"{ancestor} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):  # really try: permissions, a read-only mount
+            pass
+    except OSError as error:
+        raise cannot_write(path, error) from None
+
+
+def ensure_new_file(path: Path) -> None:
+    """Refuse before the model loads or anything is written: awl never overwrites a saved
+    file, and a file that cannot be created is named with its reason (check_can_write)."""
+    check_can_write(Path(path))
 
 
 def write_whole(path: Path, chunks: Iterable[bytes]) -> None:
@@ -38,10 +97,5 @@ def write_whole(path: Path, chunks: Iterable[bytes]) -> None:
         with writing_whole(path) as handle:
             for chunk in chunks:
                 handle.write(chunk)
-    except FileExistsError:
-        raise InputError(f"{path} already exists.", "Choose another `--out` file, or delete that one first.") from None
-    except OSError as error:
-        raise InputError(
-            f"Cannot write {path} ({os_error_text(error)}); no file was left behind.",
-            "Free disk space or choose another location, then run the same command again.",
-        ) from None
+    except OSError as error:  # FileExistsError included
+        raise cannot_write(path, error, after="" if isinstance(error, FileExistsError) else "; no file was left behind") from None

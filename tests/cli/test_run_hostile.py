@@ -104,7 +104,7 @@ def test_an_unwritable_out_is_refused_before_loading(tmp_path, qwen_gguf):
         locked.mkdir(mode=0o500)
         target = locked / "s.jsonl"
     result = awl("run", "-m", str(qwen_gguf), "-o", str(target), home=tmp_path, stdin="ls\n")
-    refused_before_loading(result, f"Cannot write {target}", "is not writable")
+    refused_before_loading(result, f"Cannot write {target}: permission denied", "folder you can write to")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
