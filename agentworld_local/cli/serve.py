@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +16,9 @@ from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine import events
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
+
+if TYPE_CHECKING:
+    from agentworld_local.session.spec import SessionSpec
 
 DEFAULT_PORT = 8760
 DEFAULT_TOKEN_ENV = "AWL_SERVE_TOKEN"
@@ -41,6 +45,9 @@ def serve_command(
     max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait beyond --parallel (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
     max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds one of the model's parallel turns for a whole context."),
     parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (more wait their turn, in order). A GGUF gets that many sequences in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_PARALLEL})."),
+    openenv: bool = typer.Option(False, "--openenv", help="Serve the OpenEnv protocol instead of awl's REST API (openenv-core's own server: /reset, /step, /state, /schema, /ws...; docs/openenv.md). Needs the `openenv` extra."),
+    domain: str = typer.Option(None, "--domain", "-d", show_default=False, help="With --openenv: the world of a reset that names none (terminal, web, os, android, mcp, swe, search; default terminal)."),
+    scenario: str = typer.Option(None, "--scenario", "-s", show_default=False, help="With --openenv: a scenario (a bundled name or a .toml file) as the world of a reset that names none."),
     reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
@@ -66,6 +73,7 @@ def serve_command(
     from agentworld_local.serve.bridge import AsyncRunnerBridge
     from agentworld_local.serve.limits import ServeLimits
 
+    world = _openenv_world(domain, scenario, max_waiting, max_tokens_per_turn) if openenv else _no_world(domain, scenario)
     model_or_server(model, remote, "serve")
     from agentworld_local.session.rewards import reward_hook
 
@@ -101,12 +109,20 @@ def serve_command(
         raise
     shown = f"{host}:{sock.getsockname()[1]}" if ":" not in host else f"[{host}]:{sock.getsockname()[1]}"
     label = bridge.runner.model or (remote.api_model if remote is not None else "")
-    console.print(f"awl serve: {label} on http://{shown} "
-                  f"(docs: http://{shown}/docs); sessions in {folder}"
+    face = (f"the OpenEnv protocol on http://{shown} (episodes on ws://{shown}/ws; "
+            f"check it: openenv validate --url http://{shown})" if openenv else f"on http://{shown} (docs: http://{shown}/docs)")
+    console.print(f"awl serve: {label} {face}; sessions in {folder}"
                   f"{'; clients need the token in $' + token_env if token else ''}. Ctrl+C stops (every turn is saved).",
                   soft_wrap=True, markup=False, highlight=False)
     try:
-        run(make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook), sock)
+        if openenv:
+            from agentworld_local.serve.openenv import make_openenv_app
+
+            served = make_openenv_app(folder=folder, runner=bridge.runner, world=world, limits=limits, token=token,
+                                      reward=hook)
+        else:
+            served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook)
+        run(served, sock)
     finally:  # uvicorn raises the signal that stopped it again, once the sessions are closed
         console.print("awl serve: stopped; every session's turns are saved.", soft_wrap=True, markup=False, highlight=False)
 
@@ -114,3 +130,33 @@ def serve_command(
 def _say_load(console: object, event: events.SessionEvent) -> None:
     if isinstance(event, events.Notice):
         console.print(f"awl serve: {event.text}", soft_wrap=True, markup=False, highlight=False)  # type: ignore[attr-defined]
+
+
+def _openenv_world(domain: str | None, scenario: str | None, max_waiting: int | None,
+                   max_tokens_per_turn: int | None) -> SessionSpec:
+    """The default world of `--openenv` sessions, checked (and openenv-core found) before the model loads."""
+    from agentworld_local.errors import InputError
+    from agentworld_local.session.spec import SessionSpec
+
+    if max_waiting is not None or max_tokens_per_turn is not None:
+        raise InputError("--max-waiting and --max-tokens-per-turn are limits of awl's REST API, not of --openenv.",
+                         "Leave them out: an OpenEnv turn waits its turn; a reset's max_tokens bounds its answers.")
+
+    try:
+        import agentworld_local.serve.openenv  # noqa: F401 - openenv-core and gradio take seconds to import
+    except ImportError as error:
+        if not (error.name or "").startswith("openenv"):
+            raise
+        raise InputError("`awl serve --openenv` needs openenv-core.",
+                         "Install it: pip install 'agentworld-local[openenv]'.") from None
+    world = SessionSpec(domain=domain, scenario=scenario)
+    world.resolve()
+    return world
+
+
+def _no_world(domain: str | None, scenario: str | None) -> None:
+    from agentworld_local.errors import InputError
+
+    if domain is not None or scenario is not None:
+        raise InputError("--domain and --scenario choose the world of --openenv sessions.",
+                         'Add --openenv, or name the world per session in awl\'s API (POST /sessions {"domain": ...}).')
