@@ -47,13 +47,22 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
+#: The commands that start a user's session: their new files go in the index of sessions
+#: (session/files.py), so `awl sessions list` and `--resume last` find them wherever they are.
+SESSION_COMMANDS = frozenset({"run", "play", "demo", "fork"})
+
+
 @app.callback()
 def _root(
+    context: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    pass
+    if context.invoked_subcommand in SESSION_COMMANDS:
+        from agentworld_local.session.files import remember_sessions
+
+        remember_sessions()
 
 
 # Each module adds its commands to `app` when imported; all are imported so `--help` lists them.

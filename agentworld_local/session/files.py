@@ -4,15 +4,22 @@ wording of "cannot write PATH" (with its real reason and fix) that every command
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from agentworld_local.errors import InputError
 from agentworld_local.files import MAX_NAME_BYTES, writing_whole
-from agentworld_local.paths import sessions_dir
+from agentworld_local.paths import data_dir, sessions_dir
+
+#: Whether ensure_new_file records a new session in the index (sessions_index): on for the
+#: commands a user starts a session with (cli/main.py), off for a program that imports awl
+#: (a gym environment writes thousands; they are its own).
+_remembering = False
 
 #: A reason (errno) and the fix that goes with it, for `cannot_write`.
 _REASONS: dict[int, tuple[str, str]] = {
@@ -84,10 +91,42 @@ def check_can_write(path: Path) -> None:
         raise cannot_write(path, error) from None
 
 
-def ensure_new_file(path: Path) -> None:
+def ensure_new_file(path: Path, *, session: bool = True) -> None:
     """Refuse before the model loads or anything is written: awl never overwrites a saved
-    file, and a file that cannot be created is named with its reason (check_can_write)."""
+    file, and a file that cannot be created is named with its reason (check_can_write).
+    A session file (not an export: `session=False`) is added to the index of sessions, so
+    `awl sessions list` and `--resume last` find it wherever it is written."""
     check_can_write(Path(path))
+    if session and _remembering:
+        remember_session(Path(path))
+
+
+def remember_sessions(on: bool = True) -> None:
+    """Turn on (or off) recording new session files in the index (cli/main.py turns it on
+    for `awl run`, `awl play`, `awl demo`, `awl fork`)."""
+    global _remembering
+    _remembering = on
+
+
+def sessions_index() -> Path:
+    """`<awl data dir>/sessions.index`: one JSON line per session file awl was asked to
+    write, `{"file": ABSOLUTE PATH, "at": SECONDS}`; listing.py reads and prunes it."""
+    return data_dir() / "sessions.index"
+
+
+def remember_session(path: Path) -> None:
+    """Append `path` to the index. Best effort: a session is never refused for its index."""
+    line = json.dumps({"file": os.path.abspath(path), "at": time.time()}, ensure_ascii=True) + "\n"
+    try:
+        index = sessions_index()
+        index.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, line.encode("ascii"))  # one write of one short line: appends stay whole
+        finally:
+            os.close(descriptor)
+    except OSError:
+        pass
 
 
 def write_whole(path: Path, chunks: Iterable[bytes]) -> None:

@@ -151,7 +151,7 @@ class AwlApp(App[None]):
         from agentworld_local.tui.opening import session_spec
 
         resolved = session_spec(request).resolve()
-        out = request.out or default_session_path(request.domain or "session", self.sessions_folder())
+        out = request.out or default_session_path(resolved.domain.name, self.sessions_folder())  # <stamp>-<domain>.jsonl
         ensure_new_file(out)
         agent = self.agent.identity if self.agent is not None else None
         return self.runner.open(NewSession.from_spec(resolved, out, agent=agent), **load)

@@ -55,7 +55,11 @@ def downloaded_models() -> list[str]:
 
 
 def recent_sessions(folder: Path, limit: int = RECENT) -> list[Path]:
-    return session_paths(folder, limit)  # the list `awl sessions list` and `--resume last` read
+    """The list `awl sessions list` and `--resume last` read: with the sessions written
+    elsewhere too when `folder` is the sessions dir (a test's own folder keeps to itself)."""
+    from agentworld_local.paths import sessions_dir
+
+    return session_paths(folder, limit, everywhere=folder == sessions_dir())
 
 
 class StartScreen(Screen[None]):

@@ -81,8 +81,8 @@ def test_resume_last_continues_the_newest_session_and_sessions_list_shows_it(tmp
     assert rows[0]["scenario"] == "python-web-app" and rows[0]["turns"] == 3 and rows[0]["model"] == "scripted:answers.json"
     assert rows[1]["domain"] == "terminal" and rows[1]["scenario"] is None and rows[1]["turns"] == 1
     assert rows[1]["changed"] == "2023-11-14T22:13:20Z"
-    plain = awl("sessions", "list", home=tmp_path)  # not a terminal: one tab-separated line each
-    assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == [str(newest), str(older)]
+    plain = awl("sessions", "list", home=tmp_path)  # not a terminal: a header, then one tab-separated line each
+    assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == ["file", str(newest), str(older)]
 
 
 def test_resume_last_with_no_session_says_what_to_do(tmp_path):
