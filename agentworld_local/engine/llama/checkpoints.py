@@ -9,8 +9,9 @@ A sequence's whole state (KV cache too) goes to a file for the system-prompt cac
 from __future__ import annotations
 
 import ctypes
-import mmap
 import os
+import stat
+import zlib
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,39 +45,79 @@ def set_state(ctx: Any, state: bytes, seq: int = SEQ) -> bool:
     return llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(state), seq, _PARTIAL) != 0
 
 
+#: Bytes a state file is written and read in at a time.
+_IO_CHUNK = 16 * 1024 * 1024
+
+
 def save_sequence(ctx: Any, path: Path, seq: int = SEQ) -> bool:
     """Write a sequence's whole state (attention KV cache and recurrent state) to a new file
-    at `path`; False when llama.cpp could not. llama.cpp copies it into the file's memory map,
-    so a real model's hundreds of MB never become Python bytes (the kernel writes them out)."""
+    at `path`; False when llama.cpp could not. OSError when the file cannot be written
+    (a full or read-only disk: the caller's miss, never a crash).
+
+    Copied by llama.cpp into a buffer, then written with ordinary writes: a write through a
+    memory map of a file on a full disk is a SIGBUS that kills the process, a write() is an
+    ENOSPC. The buffer is written from a view, so the state never becomes Python bytes."""
     size = llama_cpp.llama_state_seq_get_size_ext(ctx, seq, _WHOLE)
     if not size:
-        return False  # nothing to save (and mmap refuses 0 bytes)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        return False  # nothing to save
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data_ext(ctx, buffer, size, seq, _WHOLE)
+    if not written:
+        return False
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.ftruncate(descriptor, size)
-        with mmap.mmap(descriptor, size) as mapped:
-            buffer = (ctypes.c_uint8 * size).from_buffer(mapped)
-            written = llama_cpp.llama_state_seq_get_data_ext(ctx, buffer, size, seq, _WHOLE)
-            del buffer  # the map cannot close while a ctypes view of it lives
-        os.ftruncate(descriptor, written)
+        view = memoryview(buffer).cast("B")[:written]
+        offset = 0
+        while offset < written:
+            offset += os.write(descriptor, view[offset : offset + _IO_CHUNK])
     finally:
         os.close(descriptor)
-    return written > 0
+    return True
 
 
-def load_sequence(ctx: Any, path: Path, seq: int = SEQ) -> bool:
+def read_state_file(path: Path) -> Any | None:
+    """A state file's bytes in a ctypes buffer, read with ordinary reads (a memory map of a
+    file cut short while in use is a SIGBUS); None when it is not a regular file, is empty,
+    or changed size while it was read. Opened without blocking: a FIFO never hangs here."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            return None
+        size = info.st_size
+        buffer = (ctypes.c_uint8 * size)()
+        view = memoryview(buffer).cast("B")
+        with open(descriptor, "rb", buffering=0, closefd=False) as handle:
+            offset = 0
+            while offset < size:
+                got = handle.readinto(view[offset : offset + _IO_CHUNK])
+                if not got:
+                    return None  # cut short meanwhile
+                offset += got
+            if handle.read(1):
+                return None  # grew meanwhile: not the file that was checked
+        return buffer
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def load_sequence(ctx: Any, path: Path, seq: int = SEQ, *, crc32: int | None = None) -> bool:
     """Set a sequence's whole state from a file save_sequence wrote; False when llama.cpp
-    refused it (truncated, another model's), leaving the sequence empty.
+    refused it (truncated, another model's), when it cannot be read, or when `crc32` is
+    given and the bytes read are not that (damaged since it was looked up), leaving the
+    sequence empty.
 
     Read through set_data, whose reads are bounded by the buffer: llama.cpp's own
     llama_state_seq_load_file aborts the process on a truncated file (GGML_ASSERT)."""
-    try:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as mapped:
-            buffer = (ctypes.c_uint8 * len(mapped)).from_buffer(mapped)
-            loaded = llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(mapped), seq, _WHOLE)
-            del buffer
-    except (OSError, ValueError):  # gone meanwhile, or empty (mmap refuses 0 bytes)
-        loaded = 0
+    buffer = read_state_file(path)
+    loaded = 0
+    if buffer is not None and (crc32 is None or zlib.crc32(buffer) == crc32):
+        loaded = llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(buffer), seq, _WHOLE)
     if not loaded:
         llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(ctx), seq, -1, -1)
     return bool(loaded)

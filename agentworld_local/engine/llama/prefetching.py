@@ -91,7 +91,7 @@ class Prefetching:
         entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
         if entry is not None:
             with self._batcher.exclusive():
-                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq.id)
+                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq.id, crc32=entry.crc32)
             if loaded:
                 # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
                 seq.tokens.extend(full[: entry.n_tokens])

@@ -24,12 +24,13 @@ import array
 import glob
 import hashlib
 import json
-import mmap
 import os
 import secrets
+import shutil
+import stat
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -82,6 +83,7 @@ class Entry:
     n_tokens: int
     size: int
     used: float  # when it was last written or hit (the header's mtime)
+    crc32: int | None = None  # the state's CRC-32 as its header says (load_sequence checks the bytes it reads)
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,10 @@ class StateCache:
         return best
 
     def discard(self, entry: Entry) -> None:
-        """Remove an entry llama.cpp could not load (damaged, or written by another build)."""
+        """Remove an entry llama.cpp could not load (damaged, or written by another build);
+        a directory or a FIFO standing under one of its names goes too."""
         for path in (entry.header, entry.state):
-            with suppress(OSError):
-                path.unlink()
+            _remove(path)
 
     # -- store ----------------------------------------------------------------------
 
@@ -152,7 +154,10 @@ class StateCache:
             # Named by its content: writers of one entry at once each publish a whole file, and
             # the header written last names its own (the other is a stray, removed once stale).
             state = self.directory / f"{name}-{crc:08x}{STATE_SUFFIX}"
-            os.replace(temporary, state)  # written whole by llama.cpp under a temporary name
+            for path in (state, header):  # a directory there would fail every store, forever
+                if path.is_dir():
+                    _remove(path)
+            os.replace(temporary, state)  # written whole under a temporary name
             record = {"schema": SCHEMA, "version": VERSION, "key": fingerprint, "model": asdict(key),
                       "n_tokens": len(tokens), "tokens_sha256": digest, "state_bytes": size,
                       "state_file": state.name, "state_crc32": crc, "created": time.time()}
@@ -163,7 +168,7 @@ class StateCache:
                 temporary.unlink()
             return None
         self.evict()
-        return Entry(state, header, len(tokens), size, time.time()) if header.exists() else None
+        return Entry(state, header, len(tokens), size, time.time(), crc) if header.exists() else None
 
     # -- housekeeping ---------------------------------------------------------------
 
@@ -209,22 +214,26 @@ class StateCache:
             record = _read_header(header)
             state = header.with_name(record["state_file"]) if record else header.with_suffix(STATE_SUFFIX)
             try:
-                stat = header.stat()
-                size = state.stat().st_size
+                info, state_info = header.stat(), state.stat()
+                size = state_info.st_size if stat.S_ISREG(state_info.st_mode) else -1  # a directory, a FIFO
             except OSError:
-                size, stat = -1, None
-            if record is None or stat is None or size != record.get("state_bytes"):
+                size, info = -1, None
+            if record is None or info is None or size != record.get("state_bytes"):
                 self.discard(Entry(state, header, 0, 0, 0.0))
                 if record is None:  # which state file it named is unknown: its entry's go too
                     for path in header.parent.glob(f"{glob.escape(header.stem)}-*{STATE_SUFFIX}"):
                         with suppress(OSError):
                             path.unlink()
                 continue
-            found.append((Entry(state, header, record["n_tokens"], size, stat.st_mtime), record))
+            found.append((Entry(state, header, record["n_tokens"], size, info.st_mtime, record["state_crc32"]), record))
         return found
 
     def _remove_strays(self, kept: set[Path]) -> None:
         now = time.time()
+        with suppress(OSError):
+            for path in self.directory.iterdir():  # a directory or a FIFO under a cache file's name
+                if path.suffix in (STATE_SUFFIX, HEADER_SUFFIX) and not path.is_symlink() and not path.is_file():
+                    _remove(path)
         for path in self._files():
             stray = path.suffix == PART_SUFFIX or (path.suffix == STATE_SUFFIX and path not in kept)
             if stray and now - _mtime(path) > STALE_S:
@@ -244,7 +253,7 @@ def user_state_cache() -> StateCache | None:
 def _read_header(path: Path) -> dict[str, Any] | None:
     """The header's record, or None when it is not one this version wrote."""
     try:
-        record = json.loads(path.read_bytes()[:65536])
+        record = json.loads(b"".join(_chunks(path, limit=65536)))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("schema") != SCHEMA or record.get("version") != VERSION:
@@ -259,16 +268,42 @@ def _read_header(path: Path) -> dict[str, Any] | None:
 
 
 def _crc32(path: Path) -> int:
-    """The file's CRC-32, read through a map (GB/s: a real model's state in a fraction of a
-    second, against the seconds its evaluation takes); -1 when it cannot be read."""
+    """The file's CRC-32, read with ordinary reads (a memory map of a file cut short while it
+    is read is a SIGBUS); -1 when it cannot be read or is not a regular file."""
+    crc = 0
     try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                return zlib.crc32(b"")
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return zlib.crc32(mapped)
-    except (OSError, ValueError):
+        for chunk in _chunks(path):
+            crc = zlib.crc32(chunk, crc)
+    except OSError:
         return -1
+    return crc
+
+
+def _chunks(path: Path, limit: int | None = None, size: int = 1 << 20) -> Iterator[bytes]:
+    """A regular file's bytes (at most `limit`); OSError for anything else. Opened without
+    blocking, so a FIFO under a cache file's name never hangs the session."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(descriptor, "rb", buffering=0) as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        left = limit
+        while left is None or left > 0:
+            chunk = handle.read(size if left is None else min(size, left))
+            if not chunk:
+                return
+            left = None if left is None else left - len(chunk)
+            yield chunk
+
+
+def _remove(path: Path) -> None:
+    """Remove what stands under a cache file's name: a file, a link, a FIFO or a directory."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _size(path: Path) -> int:
