@@ -16,7 +16,8 @@ from agentworld_local.cli.turn_output import TurnPrinter, default_session_path, 
 from agentworld_local.defaults import CTX_HELP, DEFAULT_MAX_TOKENS, DEFAULT_SEED, MAX_TOKENS_HELP, MODEL_HELP, THINK_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
-from agentworld_local.examples import pick_example
+from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.examples import Example, bundled_examples, pick_example
 from agentworld_local.session.rerun import live_plan
 from agentworld_local.session.runner import NewSession
 from agentworld_local.trajectory.reader import read_trajectory
@@ -44,7 +45,7 @@ def demo(
     With `--model PATH`, the same scenario (task, starting state, actions) runs live on your model; with
     `--backend openai --base-url URL --api-model NAME`, on a model an OpenAI-compatible server serves.
     """
-    example = pick_example(domain)
+    example = _example(domain)
     console = Console()
     if model is None and remote is None:
         recorded = read_trajectory(example.path)
@@ -70,3 +71,14 @@ def demo(
     finally:
         runner.close()
     raise typer.Exit(code)
+
+
+def _example(domain: str | None) -> Example:
+    """pick_example, with `Did you mean android?` for a mistyped domain."""
+    try:
+        return pick_example(domain)
+    except InputError as error:
+        close = did_you_mean(domain.strip().lower(), {e.domain for e in bundled_examples()}) if domain else ""
+        if not close:
+            raise
+        raise InputError(error.message, f"{close} {error.hint}") from None

@@ -492,6 +492,8 @@ class SessionScreen(AgentHooks, Screen[None]):
             return self.has_files
         if action in ("pick_element", "open_in_browser"):
             return self.domain_name == "web"
+        if action == "let_agent_run":
+            return getattr(self.app, "agent", None) is not None
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -37,3 +37,7 @@ def test_the_live_demo_plays_the_examples_setup_and_current_branch(tmp_path):
 def test_a_bad_thinking_budget_is_refused_before_the_model_loads(tmp_path):
     result = awl("demo", "--model", "no-such-model", "--think", "lots", home=tmp_path)
     assert_one_line_error(result, "Invalid thinking budget `lots`")
+
+
+def test_a_mistyped_domain_gets_did_you_mean(tmp_path):
+    assert_one_line_error(awl("demo", "--domain", "andriod", home=tmp_path), "Did you mean `android`?", "Pick one of")
