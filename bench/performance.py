@@ -29,7 +29,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 #: The report's sections in order: bench/<name>.py each (state_cache, prefetch, speculation,
-#: serve_throughput, serve_parallel, serve_load and serve_remote_overhead are written with the
+#: serve_throughput, serve_parallel, serve_load, serve_remote_overhead and rl_step_cost are written with the
 #: features they measure).
 SECTIONS = (
     "turn_cost",
@@ -47,6 +47,7 @@ SECTIONS = (
     "serve_parallel",
     "serve_load",
     "serve_remote_overhead",
+    "rl_step_cost",
 )
 
 
