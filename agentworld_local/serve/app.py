@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib.util
 import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict
@@ -18,7 +19,8 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
@@ -28,8 +30,12 @@ from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
-from agentworld_local.errors import AwlError
+from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.scenarios import list_scenarios
+from agentworld_local.serve import errors
 from agentworld_local.serve.bridge import AsyncRunnerBridge
+from agentworld_local.serve.errors import for_http, responses
+from agentworld_local.serve.security import BodyLimit, HostOriginGuard
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.sent import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
@@ -80,7 +86,10 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
              bridge: AsyncRunnerBridge | None = None, backend: Any = None, reward: Any = None) -> FastAPI:
     """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
     (tests); session files go to `folder`. With `token`, every request but /docs needs it.
-    `reward`: what each session's turns earn (session/rewards.reward_hook's forms)."""
+    `reward`: what each session's turns earn (session/rewards.reward_hook's forms). Requests
+    whose Host is not the server's (limits.allowed_hosts adds names) are refused (security.py)."""
+    if token is not None and not token.strip():
+        raise InputError("The server's token is empty.", "Give a long random secret, or no token.")
     bridge = bridge or AsyncRunnerBridge(backend=backend)
     folder.mkdir(parents=True, exist_ok=True)
     registry = SessionRegistry(bridge, folder, limits, reward_hook(reward))
@@ -95,26 +104,20 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
             await asyncio.to_thread(bridge.close)  # every session closed, each turn saved
 
     app = FastAPI(title="awl serve", summary="Simulated environments from a language world model, over HTTP.",
-                  lifespan=lifespan, dependencies=[Depends(_bearer(token))] if token else [])
+                  lifespan=lifespan, dependencies=[Depends(bearer(token))] if token else [],
+                  docs_url=None, redoc_url=None)
     app.state.registry = registry
-    app.add_middleware(_BodyLimit, limit=limits.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    app.add_middleware(HostOriginGuard, allowed_hosts=limits.allowed_hosts)
+    errors.install(app, RequestValidationError)
+    _offline_docs(app)
+    # Every route can answer these (a foreign Host or Origin, the token, the server's own failure).
+    every = (403, 421, 500, *((401,) if token else ()))
+    body = (400, 413, 422)  # a route that takes a body: one it cannot parse, too large, not the schema
+    one = (*every, 404, 422)  # a route of one session: not in the folder; 422 also for a path FastAPI refuses
+    turn = (*one, *body, 409, 502, 503)
 
-    @app.exception_handler(HttpProblem)
-    async def refused(request: Request, error: HttpProblem) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
-
-    @app.exception_handler(AwlError)
-    async def bad_input(request: Request, error: AwlError) -> JSONResponse:
-        return JSONResponse({"error": error.message, "hint": error.hint or ""}, status_code=400)
-
-    @app.exception_handler(RequestValidationError)
-    async def malformed(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0] if error.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        return JSONResponse({"error": f"Bad request: {where or 'body'}: {first.get('msg', 'invalid')}.",
-                             "hint": "GET /docs describes what each endpoint takes."}, status_code=422)
-
-    @app.get("/health")
+    @app.get("/health", responses=responses(*every))
     async def health() -> dict[str, Any]:
         """The model served, the sessions open, the limits, and the model's `parallel`: turns that
         run at once, turns running and turns waiting."""
@@ -122,93 +125,157 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
         return {"model": runner.model or runner.served_model, "sessions_open": registry.open_count,
                 "limits": asdict(limits), **asdict(runner.load_now)}
 
-    @app.get("/sessions")
+    @app.get("/sessions", responses=responses(*every))
     async def list_sessions() -> list[dict[str, Any]]:
         """Every session file in the server's folder, last changed first, open or not."""
         return await asyncio.to_thread(registry.listing)
 
-    @app.post("/sessions", status_code=201)
+    @app.post("/sessions", status_code=201, responses=responses(*every, *body, 409, 429, 503))
     async def create(body: CreateSession) -> dict[str, Any]:
         """Open a new session; its file is created in the server's folder."""
         spec = _spec(body, limits)
         resolved = spec.resolve()
         if body.reward and registry.reward is None:
             raise HttpProblem(400, "This server gives no reward.",
-                              "Leave `reward` out, or start the server with a reward (`awl serve --reward ...`).")
+                              "Leave `reward` out (or send `reward: false`): the server was started without one.")
         reward = None if body.reward is False else registry.reward
         return await registry.create(lambda path: NewSession.from_spec(resolved, path, reward=reward),
                                      resolved.domain.name)
 
-    @app.get("/sessions/{sid}")
+    @app.get("/sessions/{sid}", responses=responses(*one))
     async def state(sid: str) -> dict[str, Any]:
         """Where a session is: open or not, turns, head, the current observation (open ones)."""
         return await asyncio.to_thread(registry.state, sid)
 
-    @app.post("/sessions/{sid}/resume")
+    @app.post("/sessions/{sid}/resume", responses=responses(*one, 409, 422, 429, 503))
     async def resume(sid: str) -> dict[str, Any]:
         """Open a saved session of the folder again (one a restarted server lists, or one closed as idle)."""
         return await registry.resume(sid)
 
-    @app.post("/sessions/{sid}/step")
+    @app.post("/sessions/{sid}/step", responses=responses(*turn))
     async def step(sid: str, body: StepRequest, request: Request) -> dict[str, Any]:
         """One turn: the action goes to the world model; the saved turn comes back. Beyond the
         model's `parallel` it waits its turn (in order); it is never refused for other sessions."""
         turn = registry.turn(sid, "step", body.action)
         return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect))
 
-    @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse)
+    @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse,
+              responses={**_STREAMED, **responses(*turn, json_route=False)})
     async def step_stream(sid: str, body: StepRequest) -> EventSourceResponse:
         """One turn as server-sent events: the session's events as they come, `turn_done` and `ready` last."""
         return await _sse(registry.turn(sid, "step", body.action), registry, sid, body.cancel_on_disconnect)
 
-    @app.post("/sessions/{sid}/regenerate")
+    @app.post("/sessions/{sid}/regenerate", responses=responses(*turn))
     async def regenerate(sid: str, request: Request, body: TurnRequest | None = None) -> dict[str, Any]:
         """Run the last turn's action again with a new sample (the file keeps the old one)."""
         turn = registry.turn(sid, "regenerate")
         return _turn_result(registry, sid, await _collect(turn, request, registry, sid, bool(body and body.cancel_on_disconnect)))
 
-    @app.post("/sessions/{sid}/regenerate/stream", response_class=EventSourceResponse)
+    @app.post("/sessions/{sid}/regenerate/stream", response_class=EventSourceResponse,
+              responses={**_STREAMED, **responses(*turn, json_route=False)})
     async def regenerate_stream(sid: str, body: TurnRequest | None = None) -> EventSourceResponse:
         return await _sse(registry.turn(sid, "regenerate"), registry, sid, bool(body and body.cancel_on_disconnect))
 
-    @app.post("/sessions/{sid}/cancel")
+    @app.post("/sessions/{sid}/cancel", responses=responses(*one, 409))
     async def cancel(sid: str) -> dict[str, Any]:
         """Stop this session's turn in flight, or take it out of the queue (nothing is saved for
         it; its request answers 409, its stream ends with `turn_cancelled`). Other sessions go on."""
         return registry.cancel(sid)
 
-    @app.post("/sessions/{sid}/undo")
+    @app.post("/sessions/{sid}/undo", responses=responses(*one, 409, 503))
     async def undo(sid: str) -> dict[str, Any]:
         """Drop the last turn (the file keeps it and records the undo)."""
         return await registry.undo(sid)
 
-    @app.post("/sessions/{sid}/fork", status_code=201)
+    @app.post("/sessions/{sid}/fork", status_code=201, responses=responses(*one, *body, 409, 429, 503))
     async def fork(sid: str, body: ForkRequest | None = None) -> dict[str, Any]:
         """A new session with the first `turn` turns of this one; both stay open."""
         return await registry.fork(sid, body.turn if body else None)
 
-    @app.get("/sessions/{sid}/trajectory")
-    async def trajectory(sid: str) -> Response:
+    @app.get("/sessions/{sid}/trajectory", response_class=_Ndjson, responses=responses(*one, json_route=False))
+    async def trajectory(sid: str) -> _Ndjson:
         """The session's trajectory file (JSON lines), between turns."""
-        return Response(await registry.trajectory(sid), media_type="application/x-ndjson")
+        return _Ndjson(await registry.trajectory(sid))
 
-    @app.delete("/sessions/{sid}")
+    @app.delete("/sessions/{sid}", responses=responses(*one, 409, 503))
     async def close(sid: str) -> dict[str, Any]:
         """Close a session: its file keeps every turn (one that never had a turn leaves none)."""
         return await registry.close(sid)
 
+    @app.get("/scenarios", responses=responses(*every))
+    async def scenarios() -> list[dict[str, Any]]:
+        """The scenarios a session may name (`scenario` in POST /sessions): the bundled ones and the user's."""
+        found = await asyncio.to_thread(list_scenarios, problems=[])
+        return [{"name": item.name, "domain": item.domain, "title": item.title} for item in found]
+
     return app
 
 
+#: A stream's 200 in the OpenAPI document (EventSourceResponse names no media type of its own).
+_STREAMED: dict[int | str, dict[str, Any]] = {200: {
+    "description": "The turn's events as server-sent events (`event:` the event's name, `data:` its JSON)",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}}}}
+
+
+class _Ndjson(Response):
+    media_type = "application/x-ndjson"
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """/docs (Swagger UI) and /redoc from assets the server serves itself (the fastapi-offline
+    package's): no page loads anything from another site. Without the package: FastAPI's own
+    pages (their assets come from a CDN)."""
+    found = importlib.util.find_spec("fastapi_offline")
+    if found is None or found.origin is None:
+        app.add_route("/docs", lambda request: get_swagger_ui_html(openapi_url="/openapi.json", title="awl serve"),
+                      include_in_schema=False)
+        return
+    from starlette.staticfiles import StaticFiles
+
+    app.mount(_ASSETS, StaticFiles(directory=Path(found.origin).parent / "static"), name="docs-assets")
+
+    async def swagger(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}/openapi.json", title="awl serve",
+                                   swagger_js_url=f"{root}{_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{_ASSETS}/favicon.png")
+
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(openapi_url=f"{root}/openapi.json", title="awl serve",
+                              redoc_js_url=f"{root}{_ASSETS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{_ASSETS}/favicon.png", with_google_fonts=False)
+
+    app.add_route("/docs", swagger, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
+
+
+#: Where the docs pages' scripts and styles are served.
+_ASSETS = "/docs-assets"
+
+
 def _spec(body: CreateSession, limits: ServeLimits) -> SessionSpec:
-    if body.scenario and ("/" in body.scenario or "\\" in body.scenario or body.scenario.endswith(".toml")):
-        raise HttpProblem(400, "A server opens bundled scenarios by name, not scenario files.",
-                          "Give a name from `awl scenarios list`.")
     given = {name: value for name, value in (("temperature", body.temperature), ("max_tokens", body.max_tokens),
                                               ("seed", body.seed)) if value is not None}
-    return SessionSpec(domain=body.domain, scenario=body.scenario, task=body.task, initial_state=body.initial_state,
-                       controls=control_list(body.controls), think=_think_within(body, limits.max_tokens_per_turn),
+    return SessionSpec(domain=body.domain, scenario=_scenario_name(body.scenario), task=body.task,
+                       initial_state=body.initial_state, controls=control_list(body.controls),
+                       think=_think_within(body, limits.max_tokens_per_turn),
                        **given, **_answer_within(body, limits.max_tokens_per_turn))
+
+
+def _scenario_name(value: str | None) -> str | None:
+    """A scenario among the bundled and the user's, by name: never a path, never a file of the
+    server's working directory (a name that is one answers as any unknown name does)."""
+    if not value:
+        return None
+    names = [scenario.name for scenario in list_scenarios(problems=[])]
+    name = value.strip()
+    if name in names and name.strip(".") and not any(mark in name for mark in "/\\:"):
+        return name
+    suggestion = did_you_mean(name.lower(), names)
+    raise HttpProblem(400, f"Unknown scenario `{value}`: a server opens its bundled and user scenarios by name.",
+                      f"{suggestion + ' ' if suggestion else ''}GET /scenarios lists them.")
 
 
 def _answer_within(body: CreateSession, ceiling: int | None) -> dict[str, int]:
@@ -314,7 +381,8 @@ async def _reap(registry: SessionRegistry) -> None:
             continue
 
 
-def _bearer(token: str) -> Any:
+def bearer(token: str) -> Any:
+    """The dependency every route but /docs has when the server has a token."""
     expected = token.encode("utf-8")
     scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer TOKEN` (the server's --token-env)")
 
@@ -324,44 +392,3 @@ def _bearer(token: str) -> Any:
             raise HttpProblem(401, "This server needs its token.", "Send the header `Authorization: Bearer TOKEN`.")
 
     return authorized
-
-
-class _BodyLimit:
-    """Refuse a request body over `limit` bytes (413) before it is read whole."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.limit:
-            await self._refuse(send)
-            return
-        received = 0
-
-        async def limited() -> dict[str, Any]:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.limit:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
-
-    async def _refuse(self, send: Any) -> None:
-        body = json.dumps({"error": f"The request is larger than this server takes ({self.limit} bytes).",
-                           "hint": "Send less (the server's --max-body-bytes)."}).encode("utf-8")
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass

@@ -26,6 +26,9 @@ class ServeLimits:
     #: Turns that may wait beyond the model's `parallel` (None: no bound); one more is
     #: refused with 503 and `Retry-After` (never 502) instead of waiting.
     max_waiting: int | None = None
+    #: Host names the server answers to besides its own address, `localhost`, `127.0.0.1` and
+    #: `[::1]` (a name of the machine, a proxy's): any other Host is refused (421).
+    allowed_hosts: tuple[str, ...] = ()
 
 
 class HttpProblem(Exception):

@@ -13,6 +13,7 @@ import asyncio
 import re
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,7 +27,10 @@ from agentworld_local.session.sent import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits, busy
 from agentworld_local.session.listing import session_paths, summarize
 from agentworld_local.session.runner import NewSession
+from agentworld_local.trajectory.reader import read_trajectory
 
+#: Closed sessions whose reason the server remembers (a later command on one says why it is closed).
+CLOSED_REMEMBERED = 256
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 
 
@@ -75,9 +79,10 @@ class SessionRegistry:
         #: What sessions' turns earn (a RewardHook; None: no reward), resumed ones included.
         self.reward = reward
         self._open: dict[str, OpenSession] = {}
-        self._closed: dict[str, str] = {}  # why a session this server had open was closed
+        #: Why a session this server had open was closed: the last CLOSED_REMEMBERED of them.
+        self._closed: OrderedDict[str, str] = OrderedDict()
         self._opening = 0
-        self._resuming: dict[str, asyncio.Lock] = {}
+        self._resuming: dict[str, _Resuming] = {}  # while a session is being resumed: one opens it
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -89,10 +94,18 @@ class SessionRegistry:
     async def resume(self, sid: str) -> dict[str, Any]:
         """Open a saved session of the folder again (a no-op for one that is open)."""
         path = self._file(sid)
-        async with self._resuming.setdefault(sid, asyncio.Lock()):  # two clients resuming it: one opens it
-            if sid in self._open:
-                return self._open[sid].state()
-            return await self._opened(lambda runner: runner.resume(path, reward=self.reward))
+        resuming = self._resuming.setdefault(sid, _Resuming())
+        resuming.waiting += 1
+        try:
+            async with resuming.lock:  # two clients resuming it: one opens it
+                if sid in self._open:
+                    return self._open[sid].state()
+                await asyncio.to_thread(_readable, sid, path)
+                return await self._opened(lambda runner: runner.resume(path, reward=self.reward))
+        finally:
+            resuming.waiting -= 1
+            if not resuming.waiting:
+                del self._resuming[sid]
 
     async def fork(self, sid: str, turn: int | None) -> dict[str, Any]:
         """A new session with the first `turn` turns (default: all); both stay open."""
@@ -109,6 +122,8 @@ class SessionRegistry:
             if isinstance(event, (events.Saved, events.Discarded)):
                 self._open.pop(sid, None)
                 self._closed[sid] = why
+                while len(self._closed) > CLOSED_REMEMBERED:
+                    self._closed.popitem(last=False)
 
         outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), session=session.key,
                                                lock=session.lock, gate=lambda: self._still_open(session), watch=closed))
@@ -166,6 +181,8 @@ class SessionRegistry:
         if sid in self._open:
             return self._open[sid].state()
         summary = summarize(self._file(sid))
+        if summary.problem is not None:
+            raise unreadable(sid, summary.problem)
         return {"id": sid, "file": str(summary.path), "open": False, "domain": summary.domain, "turns": summary.turns,
                 "closed": self._closed.get(sid), "problem": summary.problem}
 
@@ -252,6 +269,26 @@ class SessionRegistry:
     def _new_path(self, domain: str) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         return self.folder / f"{stamp}-{domain}-{secrets.token_hex(4)}.jsonl"
+
+
+@dataclass
+class _Resuming:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiting: int = 0
+
+
+def _readable(sid: str, path: Path) -> None:
+    """A session file the server can resume: the reader's one-line reason (422) if not."""
+    try:
+        read_trajectory(path)
+    except AwlError as error:
+        raise unreadable(sid, error.message) from None
+
+
+def unreadable(sid: str, reason: str) -> HttpProblem:
+    """A file of the folder that is empty, damaged or another program's: the client's to know, not a 5xx."""
+    return HttpProblem(422, f"Session {sid} cannot be read: {reason}", "It cannot be resumed; start a new "
+                       "session (POST /sessions), or fork an earlier one (POST /sessions/ID/fork).")
 
 
 def check(outcome: Outcome, *, cancelled_by_client: bool = False) -> Outcome:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import os
 import socket
 from typing import Any
 
@@ -19,12 +20,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: The shortest token a server on an address other than loopback takes.
+MIN_TOKEN_CHARS = 16
+
+
 def check_exposure(host: str, token: str | None, token_env: str) -> None:
-    """Any address but loopback needs a token: refused before anything loads."""
-    if not is_loopback(host) and not token:
+    """Refused before anything loads: a token that is set but empty or blank (on any address);
+    any address but loopback without a token, or with one shorter than MIN_TOKEN_CHARS."""
+    given = token if token is not None else os.environ.get(token_env)  # the CLI passes an empty one as None
+    advice = f"e.g. `export {token_env}=$(openssl rand -hex 32)`"
+    if given is not None and not given.strip():
+        raise InputError(f"${token_env} is set but empty: it would protect nothing.",
+                         f"Set it to a long random secret ({advice}), or unset it to serve on 127.0.0.1 only.")
+    if not is_loopback(host) and not given:
         raise InputError(f"Serving on {host} needs a token: ${token_env} is not set.",
-                         f"Set {token_env} to a long random secret (e.g. `export {token_env}=$(openssl rand -hex 32)`), "
-                         "or serve on 127.0.0.1.")
+                         f"Set {token_env} to a long random secret ({advice}), or serve on 127.0.0.1.")
+    if not is_loopback(host) and given is not None and len(given.strip()) < MIN_TOKEN_CHARS:
+        raise InputError(f"Serving on {host} needs a token of at least {MIN_TOKEN_CHARS} characters: "
+                         f"${token_env} has {len(given.strip())}.", f"Set it to a long random secret ({advice}).")
 
 
 def bind(host: str, port: int) -> socket.socket:

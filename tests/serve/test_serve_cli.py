@@ -29,11 +29,17 @@ def awl_serve(tmp_path: Path, *args: str, env: dict | None = None, **options) ->
 
 
 def test_another_address_without_a_token_is_refused_in_one_line(tmp_path):
-    env = {"AWL_SERVE_TOKEN": ""}
-    done = awl_serve(tmp_path, "--host", "0.0.0.0", "--port", str(free_port()), env=env)
+    done = awl_serve(tmp_path, "--host", "0.0.0.0", "--port", str(free_port()), "--token-env", "AWL_NO_SUCH_TOKEN")
     _, err = done.communicate(timeout=60)
     assert done.returncode == 2 and err.strip().count("\n") == 0 and "Traceback" not in err
-    assert "Serving on 0.0.0.0 needs a token: $AWL_SERVE_TOKEN is not set" in err and "127.0.0.1" in err
+    assert "Serving on 0.0.0.0 needs a token: $AWL_NO_SUCH_TOKEN is not set" in err and "127.0.0.1" in err
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_an_empty_token_is_refused_on_any_address_in_one_line(tmp_path, host):
+    done = awl_serve(tmp_path, "--host", host, "--port", str(free_port()), env={"AWL_SERVE_TOKEN": " "})
+    _, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and err.strip().count("\n") == 0 and "$AWL_SERVE_TOKEN is set but empty" in err
 
 
 def test_a_taken_port_is_one_line(tmp_path):
