@@ -34,8 +34,7 @@ DEFAULT_THINK = str(DEFAULT_THINK_TOKENS)
 MODEL_HELP = (
     "A GGUF world model: a registry name from `awl models list` (e.g. qwen-agentworld-35b-a3b, or "
     "qwen-agentworld-35b-a3b:UD-Q2_K_XL for another quantization) or a file path (e.g. ~/models/world.gguf). "
-    "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: "
-    "agentworld_local/engine/scripted.py)."
+    "To try awl without a model: `scripted:FILE`, raw answers written in advance (format: docs/scripted.md)."
 )
 THINK_HELP = (
     "Thinking budget: `off` (answer at once), a number of tokens (e.g. 512), or `full` (the model decides). "
