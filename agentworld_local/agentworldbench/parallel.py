@@ -3,9 +3,11 @@
 The rows of one trajectory stay in order on one worker (the server's prefix cache then
 reuses each row's prompt for the next), and trajectories are spread over `concurrency`
 workers, each with its own view of the backend (`backend.for_session()`: the same server,
-its own generation guard and close). Results are appended in the main thread as they arrive, so the file and
-the resume rules are those of predict_rows: a rerun skips every row already written. A row
-that finished while the run is being stopped (Ctrl+C, an error) is still written.
+its own generation guard and close). Results are appended in the main thread as they
+arrive, so the file and the resume rules are those of predict_rows: a rerun skips every
+row already written, and a run that ends puts the file in the input's order. A row that
+finished while the run is being stopped (Ctrl+C, an error) is still written; one that
+failed then is not (the stop failed it, not the server).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import queue
 from collections.abc import Iterator
 from typing import Any
 
-from agentworld_local.agentworldbench.predict import PredictEvent, Progress, RowFailed, _predict_one, write_row
+from agentworld_local.agentworldbench.predict import PredictEvent, Progress, _predict_one, write_failed, write_row
 from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.agentworldbench.selection import trajectory_key
@@ -63,10 +65,10 @@ def predict_rows_at_once(
         for done in running:
             row, gen, side = done.result()  # a defect in a worker ends the run
             if side is None:
-                progress.failed += 1
-                yield RowFailed(row, gen, progress)
+                yield write_failed(row, gen, backend, base, out, progress)
             else:
                 yield write_row(row, gen, side, base, out, progress)
+        out.in_input_order()
     finally:
         running.stop.set()
         for view in views:

@@ -11,8 +11,9 @@ evaluated and the prompt's whole size (what evaluating it from scratch costs).
 Generation follows the official evaluation (eval/eval.py: temperature 0.6, up to 32,768
 new tokens counting thinking and answer, to the end of the turn; top-p and top-k left to
 the server, i.e. the model card's 0.95 and 20) with thinking left to the model. A row whose
-prompt and generation do not fit the context is written as the official run fails it: an
-empty `gen`, with the reason in the side record (agentworldbench/context.py).
+prompt and generation do not fit the context, or whose request keeps failing, is written
+as the official run writes it: an empty `gen`, with the reason in the side record
+(agentworldbench/context.py). A run that ends puts the file in the input's order.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentworld_local.agentworldbench.context import unfit_reason
-from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSettings, prediction_row
+from agentworld_local.agentworldbench.predictions import REQUEST_FAILED, PredictionsFile, RunSettings, prediction_row
 from agentworld_local.agentworldbench.resimulate import bench_world, predict_turn, sendable
 from agentworld_local.agentworldbench.rows import BenchRow, bench_messages
 from agentworld_local.contract.parse import THINK_CLOSE
@@ -44,14 +45,35 @@ BENCH_SAMPLING = SamplingConfig(
 BENCH_THINK = ThinkBudget("full")
 
 
-def gen_text(raw_output: str, parse_method: str) -> str:
-    """What the official evaluation stores as `gen` for this raw answer: the answer after
-    thinking, tags included, as a server with a reasoning parser returns the content (it
-    splits at the first `</think>`). Thinking that never closed leaves no answer: ""."""
+#: What awl's stream reader puts between a server's separate thinking and its content
+#: (engine/remote/stream.py): awl's, not the server's, so `gen` leaves it out.
+_SERVER_JOIN = THINK_CLOSE + "\n\n"
+
+
+def gen_text(raw_output: str, parse_method: str, *, served: bool | None = None) -> str:
+    """What the official evaluation stores as `gen`: the message content the server returned.
+
+    A local model (`served` None): the answer after thinking, tags included, as a server
+    with a reasoning parser returns it (it splits at the first `</think>`); thinking that
+    never closed leaves no answer: "". A server that sent its thinking in a field of its own
+    (`served` True): the content exactly as it came. One that sent it in the text (False):
+    that text, thinking included (the judge step removes it)."""
+    if served is False:
+        return raw_output
     if parse_method == "unclosed-think":
         return ""
+    if served:
+        _, joined, content = raw_output.partition(_SERVER_JOIN)
+        return content if joined else raw_output
     before, closed, after = raw_output.partition(THINK_CLOSE)
     return after if closed else before
+
+
+def server_separates(backend: Backend | None) -> bool | None:
+    """For a server's backend, whether its answers so far carried thinking in a field of their
+    own (None for a local model). The remote backend learns it from the stream and keeps it
+    in a private flag: no public field says how an answer came (see the docs' differences)."""
+    return getattr(backend, "_server_separates", None)
 
 
 @dataclass
@@ -59,8 +81,9 @@ class Progress:
     """Counts for a progress line: rows, generated tokens per second, time left."""
 
     total: int
+    #: Rows written (failed ones too).
     done: int = 0
-    #: Rows not predicted (an error; not written, so a rerun tries them again).
+    #: Rows written as failed because their request kept failing (counted in `done` too).
     failed: int = 0
     #: Rows written as failed because they do not fit the context (counted in `done` too).
     unfit: int = 0
@@ -77,10 +100,9 @@ class Progress:
     @property
     def eta_s(self) -> float | None:
         """Seconds left at this run's pace so far; None before the first row ends."""
-        finished = self.done + self.failed
-        if finished == 0:
+        if self.done == 0:
             return None
-        return (time.perf_counter() - self.started) / finished * (self.total - finished)
+        return (time.perf_counter() - self.started) / self.done * (self.total - self.done)
 
 
 @dataclass(frozen=True)
@@ -100,8 +122,8 @@ class RowPredicted:
 
 @dataclass(frozen=True)
 class RowFailed:
-    """A row that could not be predicted (the generation failed); nothing was written, so a
-    rerun with the same `--out` tries it again."""
+    """A row whose request kept failing: written as the official run writes it, an empty
+    `gen` (a rerun skips it; `--retry-failed` predicts it again)."""
 
     row: BenchRow
     error: AwlError
@@ -114,7 +136,8 @@ PredictEvent = RowPredicted | RowFailed
 def predict_rows(
     rows: list[BenchRow], backend: Backend, settings: RunSettings, out: PredictionsFile
 ) -> Iterator[PredictEvent]:
-    """Predict `rows` in this order (skipping those `out` already holds), appending each.
+    """Predict `rows` in this order (skipping those `out` already holds), appending each,
+    then put `out` in the input's order.
 
     A KeyboardInterrupt ends it between or inside rows: every finished row is on disk. A
     failed write to `out` ends it with that error (the rows before it are intact).
@@ -128,10 +151,19 @@ def predict_rows(
         try:
             gen, side = _predict_one(row, backend, session)
         except AwlError as error:
-            progress.failed += 1
-            yield RowFailed(row, error, progress)
+            yield write_failed(row, error, backend, base, out, progress)
             continue
         yield write_row(row, gen, side, base, out, progress)
+    out.in_input_order()
+
+
+def write_failed(row: BenchRow, error: AwlError, backend: Backend, base: dict, out: PredictionsFile,
+                 progress: Progress) -> RowFailed:
+    """Append a row whose request kept failing as the official run writes it (an empty `gen`)."""
+    side = {"ctx": backend.info.n_ctx, "tokens": {}, "failed": error.one_line(), "cause": REQUEST_FAILED}
+    write_row(row, "", side, base, out, progress)
+    progress.failed += 1
+    return RowFailed(row, error, progress)
 
 
 def write_row(row: BenchRow, gen: str, side: dict, base: dict, out: PredictionsFile, progress: Progress) -> RowPredicted:
@@ -139,7 +171,7 @@ def write_row(row: BenchRow, gen: str, side: dict, base: dict, out: PredictionsF
     side = {"line": row.line, **base, **side}
     out.append(prediction_row(row, gen, side))
     progress.done += 1
-    progress.unfit += "failed" in side
+    progress.unfit += side.get("cause") == "context"
     tokens = side["tokens"]
     progress.generated_tokens += tokens.get("generated", 0)
     progress.generate_s += side.get("generate_s", 0.0)
@@ -160,7 +192,7 @@ def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> t
     prompt = backend.count_tokens(bench_messages(sendable(row)), session.think)
     reason = unfit_reason(prompt, n_ctx, session.sampling, session.think)
     if reason is not None:
-        return "", {"ctx": n_ctx, "tokens": {"prompt_total": prompt}, "failed": reason}
+        return "", {"ctx": n_ctx, "tokens": {"prompt_total": prompt}, "failed": reason, "cause": "context"}
     world = bench_world(row, backend, session)
     record = predict_turn(world, row)
     if record is None:  # no cancel flag is passed: only a backend's own stop
@@ -168,5 +200,6 @@ def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> t
     side = {"ctx": n_ctx, "tokens": record.tokens, "finish": record.finish, "seconds": record.timings.get("total_s"),
             "generate_s": record.timings.get("generate_s", 0.0)}
     if record.context:  # never expected (the row fit): a history cut would change what the model saw
-        return "", {**side, "failed": "history turns would have been left out to fit the context"}
-    return gen_text(record.raw_output, record.parse_method), side
+        return "", {**side, "failed": "history turns would have been left out to fit the context", "cause": "context"}
+    # The World generates through a view of its own, which learns how the server sent this answer.
+    return gen_text(record.raw_output, record.parse_method, served=server_separates(world.backend)), side

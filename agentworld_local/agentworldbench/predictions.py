@@ -10,12 +10,15 @@ and reads the last observation block itself. The judge and score steps read `gen
 So each line here is the input row, every field as it was, plus `gen`, plus `awl_predict`:
 the row's line in the input, the settings it was predicted with (model and its file's
 identity, sampling, thinking, seed), its token counts and, for a row the run failed as the
-official run fails it (it does not fit the context), `failed` with the reason. The official
-steps ignore `awl_predict`; a rerun with the same `--out` reads it to skip finished rows and
-to refuse a file from another input, another model file or other settings. Lines are
-appended as trajectories are (trajectory/appender.py: one whole line at a time, fsynced, a
-failed write cut back), so an interruption loses at most the row in flight; an unfinished
-last line (a kill mid-write) is cut off and redone.
+official run fails it (an empty `gen`), `failed` with the reason and its `cause`: `context`
+(it does not fit) or `request` (its request kept failing). The official steps ignore
+`awl_predict`; a rerun with the same `--out` reads it to skip finished rows (failed ones
+too, unless `retry_failed` takes the `request` ones out to do them again) and to refuse a
+file from another input, another model file or other settings. Lines are appended as rows
+finish (trajectory/appender.py: one whole line at a time, fsynced, a failed write cut
+back), so an interruption loses at most the rows in flight; an unfinished last line (a
+kill mid-write) is cut off and redone. A run that ends puts the file in the input's order
+(ordered.py), as the official run writes it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.agentworldbench.ordered import rewrite_in_order
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError, TrajectoryError
@@ -45,6 +49,8 @@ SIDE_VERSION = 2
 #: The settings a file's rows must share for a rerun to go on in it (the model by its file, not its name).
 SETTING_KEYS = ("model_file", "sampling", "think", "seed")
 GO_ON_HINT = "Give the options it was written with to go on, or choose another `--out`."
+#: `awl_predict.cause` of a row whose request kept failing (`context`: it did not fit).
+REQUEST_FAILED = "request"
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,15 @@ def _describe(value: Any) -> str:
 class PredictionsFile:
     """An `--out` file: what it already holds (checked against this run), then appends."""
 
-    def __init__(self, path: Path, done: set[int], cut_bytes: int) -> None:
+    def __init__(self, path: Path, lines: list[int], cut_bytes: int, retried: int = 0) -> None:
         self.path = path
         #: Input lines already predicted in this file.
-        self.done = done
+        self.done = set(lines)
         #: Bytes of an unfinished last line that `open` cut off (0 when there was none).
         self.cut_bytes = cut_bytes
+        #: Rows whose request had failed, taken out of the file to be predicted again.
+        self.retried = retried
+        self._order = list(lines)  # the input line of each line of the file, in the file's order
         self._lines = LineAppender(path)
 
     @staticmethod
@@ -102,23 +111,29 @@ class PredictionsFile:
             raise InputError(f"--out {path} is the benchmark file itself.", "Write the predictions to another file.")
 
     @classmethod
-    def open(cls, path: str | Path, rows: Mapping[int, dict], settings: RunSettings, *, source: Path) -> "PredictionsFile":
+    def open(cls, path: str | Path, rows: Mapping[int, dict], settings: RunSettings, *, source: Path,
+             retry_failed: bool = False) -> "PredictionsFile":
         """Check an existing `--out` against the input rows (line -> the row's fields as read) and the settings.
 
         Refuses a directory, a non-regular file, the input file itself, a line that is not a
         prediction, and a file written from another input or with other settings. An
-        unfinished last line is cut off (its row is predicted again).
+        unfinished last line is cut off (its row is predicted again); with `retry_failed`, so
+        are the rows whose request had failed.
         """
         path = Path(path)
         cls.check_path(path, source)
         if not path.exists() or path.stat().st_size == 0:
-            return cls(path, set(), 0)
+            return cls(path, [], 0)
         wanted = settings.to_dict()
         try:
-            done, cut = read_whole_lines(path, lambda raw, number: _check_line(raw, number, path, rows, wanted, source))
+            found, cut = read_whole_lines(path, lambda raw, number: _check_line(raw, number, path, rows, wanted, source))
         except OSError as error:
             raise InputError(f"Cannot read {path} ({error.strerror}).", "Check its permissions, or choose another `--out`.") from None
-        return cls(path, set(done), cut)
+        retried = 0
+        if retry_failed and any(failed for _, failed in found):
+            retried = rewrite_in_order(path, _line_of, keep=lambda raw: not _request_failed(raw))
+            found = [(line, False) for line, failed in found if not failed]
+        return cls(path, [line for line, _ in found], cut, retried)
 
     def append(self, fields: dict[str, Any]) -> None:
         """Write one prediction line and push it to the disk before the next row starts.
@@ -130,6 +145,7 @@ class PredictionsFile:
         try:
             with _signals_held():  # a Ctrl+C or SIGTERM lands after the line, not inside it
                 self._lines.append(line)
+            self._order.append(fields[SIDE]["line"])
         except OSError as error:
             raise TrajectoryError(f"cannot write {self.path}: {os_error_text(error)}.", "Choose a writable `--out`.") from None
         except AppendFailed as failed:
@@ -143,6 +159,14 @@ class PredictionsFile:
     def close(self) -> None:
         """Close the file. Never raises: every line was already fsynced, or its failure reported."""
         self._lines.close()
+
+    def in_input_order(self) -> None:
+        """Close the file and put its lines in the input's order (TrajectoryError when that
+        cannot be written; the file is then as it was)."""
+        self.close()
+        if self._order != sorted(self._order):
+            rewrite_in_order(self.path, _line_of)
+            self._order.sort()
 
 
 @contextlib.contextmanager
@@ -160,8 +184,9 @@ def _signals_held() -> Iterator[None]:
 
 def _check_line(
     raw: bytes, number: int, path: Path, rows: Mapping[int, dict], wanted: dict[str, Any], source: Path
-) -> int:
-    """The input line an existing output line predicted; InputError when it does not belong here."""
+) -> tuple[int, bool]:
+    """(the input line an existing output line predicted, whether its request had failed);
+    InputError when it does not belong here."""
     where = f"{path} line {number}"
     found = side_of_line(raw, where, SIDE)
     if found is None or GEN not in found[0]:
@@ -192,7 +217,22 @@ def _check_line(
         if side.get(key) != wanted[key]:
             name, had, asked = _first_difference(key, side.get(key), wanted[key])
             raise InputError(f"{path} was written with {name} {had}; this run asks for {asked}.", GO_ON_HINT)
-    return line
+    return line, side.get("cause") == REQUEST_FAILED
+
+
+def _side(raw: bytes) -> dict[str, Any]:
+    """The side record of a line already checked (by `open` or as it was written)."""
+    found = side_of_line(raw, "a predictions line", SIDE)
+    assert found is not None
+    return found[1]
+
+
+def _line_of(raw: bytes) -> int:
+    return _side(raw)["line"]
+
+
+def _request_failed(raw: bytes) -> bool:
+    return _side(raw).get("cause") == REQUEST_FAILED
 
 
 def side_of_line(raw: bytes, where: str, key: str) -> tuple[dict[str, Any], dict[str, Any], int] | None:

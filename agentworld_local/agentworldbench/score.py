@@ -36,6 +36,11 @@ def _valid(row: dict[str, Any]) -> bool:
     return not isinstance(failed, bool) and isinstance(failed, (int, float)) and failed == 0
 
 
+def has_verdicts(rows: list[dict[str, Any]]) -> bool:
+    """Whether any row went through a judge step (awl's or the official one): it says `failed`."""
+    return any("failed" in row for row in rows)
+
+
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """{"domains": {name: {rows, valid, failed, scores: {column: 0..100 or None}}}, "overall", ...}"""
     by_domain: dict[str, list[dict[str, Any]]] = defaultdict(list)

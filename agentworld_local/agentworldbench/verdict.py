@@ -1,34 +1,42 @@
-"""Reading a judge's verdict, as the official scoring reads it.
+"""Reading a judge's verdict as the official parser reads it.
 
-The judge reasons first, then writes its verdict inside `<final_evaluation>` tags: a JSON
-object (usually in a ```json fence) with `strengths`, `weaknesses` and `scores`, one
-whole number from 1 to 5 for each of the five dimensions. Judges stray from that, so the
-reading is forgiving in the same ways the official parser is: thinking is dropped, the
-last tagged block wins (or the whole text when there is none), the JSON is the last fenced
-or braced object that holds `scores`, trailing commas and bare keys are repaired, a score
-may be a float (rounded), text such as "4/5", or missing (0: not counted); a positive
-score is clamped to 1..5. The row's total is the mean of its positive scores.
+QwenLM/Qwen-AgentWorld eval/lwm_eval_utils/judge_parser.py, restated in awl's code: the
+answer is stripped and its thinking removed (official_parse.without_thinking); the last
+`<final_evaluation>` block is read (the whole text when there is none, or it is empty);
+the JSON is the last ```json fence that holds `"scores"` (else the last fenced object),
+else the last balanced object that holds it (else the last one), else the object that
+ends at the last `}`; trailing commas, quoted and bare keys are repaired before it is
+read, and when it still is not JSON, its `"scores"` object alone. Each of the five scores
+is read as written: a whole number as it is, a float rounded (NaN or infinity fails the
+verdict), text up to a `/` ("4/5" is 4; other text is 0), anything else 0; a score above
+0 is clamped to 1..5, and one below 0 is kept: the official scoring averages it. The
+row's total is the mean of its scores above 0.
+
+`drop_negative` is awl's own reading, off by default: a negative score is read as 0 (no
+score, not averaged), as awl read it before.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld_local.contract.parse import THINK_CLOSE
-from agentworld_local.safe_parse import SyntaxProblem, load_json
+from agentworld_local.agentworldbench.official_parse import last_block, without_thinking
 
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
 VERDICT_TAG = "final_evaluation"
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
-_SCORES_ONLY = re.compile(r'"scores"\s*:\s*\{[^{}]*\}')
+_FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)\s*```")
+_SCORES_ONLY = re.compile(r'"scores"\s*:\s*\{[^}]+\}')
+_SCORES_KEY = '"scores"'
 
 
 @dataclass(frozen=True)
 class Verdict:
     success: bool
-    scores: dict[str, int] = field(default_factory=dict)
+    #: Each dimension's score as read (an int; a bool false stays false, as officially).
+    scores: dict[str, Any] = field(default_factory=dict)
     total: float = 0.0
     strengths: list[str] = field(default_factory=list)
     weaknesses: list[str] = field(default_factory=list)
@@ -36,87 +44,101 @@ class Verdict:
     problem: str = ""
 
 
-def parse_verdict(text: str) -> Verdict:
+def parse_verdict(text: str, *, tag: str = VERDICT_TAG, drop_negative: bool = False) -> Verdict:
     """The verdict in a judge's answer; `success` False (with `problem`) when none is readable."""
-    text = (text or "").strip()
-    if not text:
+    try:
+        return _parse(text, tag, drop_negative)
+    except (ValueError, OverflowError, TypeError, RecursionError) as error:  # what json and int() raise
+        return Verdict(False, problem=f"the verdict could not be read ({type(error).__name__}: {str(error)[:200]})")
+
+
+def _parse(text: str, tag: str, drop_negative: bool) -> Verdict:
+    cleaned = text.strip() if text else ""
+    if not cleaned:
         return Verdict(False, problem="the judge answered nothing")
-    if THINK_CLOSE in text:
-        text = text.rpartition(THINK_CLOSE)[2]
-    block = _last_block(text)
-    found = _json_text(block if block is not None else text)
-    if found is None and block is not None:
-        found = _json_text(text)
-    if found is None:
+    cleaned = without_thinking(cleaned, tag)
+    block = last_block(cleaned, tag) if tag else None
+    target = block or cleaned
+    found = _fenced(target) or _best_object(target) or _object_before_last_brace(target)
+    if not found:
         return Verdict(False, problem="no JSON object in the verdict")
-    data = _load(found)
+    found = _repaired(found)
+    try:
+        data = json.loads(found)
+    except json.JSONDecodeError:
+        scores_only = _SCORES_ONLY.search(found)
+        if not scores_only:
+            raise
+        data = json.loads('{"strengths":[],"weaknesses":[],' + scores_only.group(0) + "}")
     if not isinstance(data, dict) or not isinstance(data.get("scores"), dict):
         return Verdict(False, problem="the verdict has no `scores` object")
-    scores = {name: _score(data["scores"].get(name)) for name in DIMENSIONS}
+    scores = {name: _score(data["scores"].get(name, 0), drop_negative) for name in DIMENSIONS}
     counted = [value for value in scores.values() if value > 0]
-    return Verdict(
-        True, scores, sum(counted) / len(counted) if counted else 0.0,
-        _texts(data.get("strengths")), _texts(data.get("weaknesses")),
-    )
+    return Verdict(True, scores, sum(counted) / len(counted) if counted else 0,
+                   _texts(data.get("strengths", [])), _texts(data.get("weaknesses", [])))
 
 
-def _last_block(text: str) -> str | None:
-    """The content of the last `<final_evaluation>` block (to the end when it is not closed)."""
-    start = text.rfind(f"<{VERDICT_TAG}>")
-    if start == -1:
-        return None
-    content = text[start + len(VERDICT_TAG) + 2 :]
-    end = content.find(f"</{VERDICT_TAG}>")
-    return content if end == -1 else content[:end]
+def _fenced(text: str) -> str | None:
+    """The last fenced object that holds `"scores"`, else the last fenced object."""
+    blocks = [m.group(1).strip() for m in _FENCE.finditer(text)]
+    objects = [b for b in blocks if b.startswith("{") and b.endswith("}")]
+    with_scores = [b for b in objects if _SCORES_KEY in b]
+    return (with_scores or objects or [None])[-1]
 
 
-def _objects(text: str) -> list[str]:
-    """Every balanced `{...}` at the top level, strings respected, in order."""
-    found, depth, start, in_string, escaped = [], 0, -1, False, False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"' and depth:
-            in_string = True
+def _best_object(text: str) -> str | None:
+    """The last balanced object (scanning on past each one) that holds `"scores"`, else the last."""
+    found, position = [], 0
+    while (start := text.find("{", position)) != -1:
+        obj = _balanced_from(text, start)
+        if obj:
+            found.append(obj)
+            position = start + len(obj)
+        else:
+            position = start + 1
+    with_scores = [obj for obj in found if _SCORES_KEY in obj]
+    return (with_scores or found or [None])[-1]
+
+
+def _balanced_from(text: str, start: int) -> str | None:
+    depth, in_string, escaped = 0, False, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if escaped:
+            escaped = False
+        elif char == "\\" and in_string:
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
         elif char == "{":
-            if depth == 0:
-                start = index
             depth += 1
-        elif char == "}" and depth:
+        elif char == "}":
             depth -= 1
             if depth == 0:
-                found.append(text[start : index + 1])
-    return found
+                return text[start : index + 1]
+    return None
 
 
-def _json_text(text: str) -> str | None:
-    fenced = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    fenced = [f for f in fenced if f.startswith("{") and f.endswith("}")]
-    braced = _objects(text)
-    for candidates in (fenced, braced):
-        with_scores = [c for c in candidates if '"scores"' in c]
-        if with_scores:
-            return with_scores[-1]
-    return (fenced or braced or [None])[-1]
-
-
-def _load(text: str) -> Any:
-    for attempt in (text, _repaired(text)):
-        try:
-            return load_json(attempt)
-        except SyntaxProblem:
+def _object_before_last_brace(text: str) -> str | None:
+    """Back from the last `}` to the `{` that balances it (a quote after a backslash is not one)."""
+    end = text.rfind("}")
+    if end == -1:
+        return None
+    depth, in_string = 0, False
+    for index in range(end, -1, -1):
+        char = text[index]
+        if char == '"' and (index == 0 or text[index - 1] != "\\"):
+            in_string = not in_string
+        if in_string:
             continue
-    scores = _SCORES_ONLY.search(text)
-    if scores:
-        try:
-            return load_json("{" + scores.group(0) + "}")
-        except SyntaxProblem:
-            return None
+        if char == "}":
+            depth += 1
+        elif char == "{":
+            depth -= 1
+            if depth == 0:
+                return text[index : end + 1]
     return None
 
 
@@ -126,22 +148,26 @@ def _repaired(text: str) -> str:
     return re.sub(r"([{,])\s*(\w+)\s*:", r'\1"\2":', text)  # key:
 
 
-def _score(value: Any) -> int:
-    if isinstance(value, bool):
-        number = 0
-    elif isinstance(value, int):
+def _score(value: Any, drop_negative: bool) -> Any:
+    if isinstance(value, int):  # a bool too, as officially: true is 1, false stays false
         number = value
     elif isinstance(value, float):
-        number = round(value) if value == value and abs(value) < 1e9 else 0
+        number = int(round(value))
     elif isinstance(value, str):
-        head = value.split("/")[0].strip()
-        number = int(head) if head.lstrip("-").isdigit() and len(head) < 10 else 0
+        try:
+            number = int(value.split("/")[0].strip())
+        except ValueError:
+            number = 0
     else:
         number = 0
-    return max(1, min(5, number)) if number > 0 else 0
+    if number > 0:
+        return max(1, min(5, number))
+    return 0 if drop_negative and number < 0 else number
 
 
 def _texts(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(item) for item in value]
-    return [value] if isinstance(value, str) and value else []
+    if isinstance(value, str):
+        return [value] if value else []
+    return []

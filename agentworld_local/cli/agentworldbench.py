@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 from dataclasses import replace
 from pathlib import Path
 
@@ -127,18 +128,19 @@ def bench_predict(
     stop_at_observation: bool = typer.Option(False, "--stop-at-observation", help="End each answer at its first closed observation block (the official evaluation generates to the end of the turn)."),
     repetition_guard: bool = typer.Option(False, "--repetition-guard", help="End an answer that falls into a degenerate loop (the official evaluation has no such guard)."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
-    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens (default: enough for the longest selected row and --max-tokens, within what the model and this machine take). Rows that do not fit are written as failed, as the official run fails them.", show_default=False),
+    ctx: int = typer.Option(None, "--ctx", help="Context size in tokens (default: enough for the longest selected row and --max-tokens, within what the model and this machine take; with --backend openai, the server's own, which a server that does not say it needs given here). Rows that do not fit are written as failed, as the official run fails them.", show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto, all, or N."),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
     concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_SERVER_PARALLEL}).", show_default=False),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Predict again the rows of --out whose request kept failing (without it a rerun keeps them: they are written as the official run writes them, with an empty gen)."),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
     """Predict every selected row of a benchmark file as the official evaluation generates, in its output format.
 
-    Each output line is the input row, every field kept, with `gen` (the model's answer after thinking) and `awl_predict` (the row's line, the model and its file's identity, the settings, the prompt tokens it evaluated). Rows are appended as they finish; run the same command again to go on after Ctrl+C or a crash: finished rows are skipped. A malformed row is named and skipped; a row too long for the context is written with an empty `gen`, as the official run fails it. Consecutive turns of one trajectory reuse the context, so each costs only its new tokens.
+    Each output line is the input row, every field kept, with `gen` (the model's answer after thinking) and `awl_predict` (the row's line, the model and its file's identity, the settings, the prompt tokens it evaluated). Rows are appended as they finish, and the file is put in the input's order at the end; run the same command again to go on after Ctrl+C or a crash: finished rows are skipped. A malformed row is named and skipped; a row too long for the context, or whose request keeps failing, is written with an empty `gen`, as the official run writes it. Consecutive turns of one trajectory reuse the context, so each costs only its new tokens.
 
     Example: `awl bench predict terminal_test.jsonl -m qwen-agentworld-35b-a3b --out predictions.jsonl --rows 1-50`
     """
@@ -163,16 +165,20 @@ def bench_predict(
     else:  # a server's model: its name and where, compared on a rerun as a file's identity is
         identity = {"served": remote.api_model, "endpoint": remote.endpoint}
         settings = RunSettings(remote.spec, session.sampling, session.think, seed, model_file=identity)
-    predictions = PredictionsFile.open(out, bench.fields(), settings, source=file)
+    predictions = PredictionsFile.open(out, bench.fields(), settings, source=file, retry_failed=retry_failed)
     err = stderr_console()
     _say_malformed(selection.malformed, as_json=as_json)
     if predictions.cut_bytes:
         err.print(f"awl: {out} ended in an unfinished line ({predictions.cut_bytes:,} bytes, cut off); its row is predicted again.", markup=False)
+    if predictions.retried:
+        err.print(f"awl: {_count_rows(predictions.retried)} whose request had failed {'is' if predictions.retried == 1 else 'are'} "
+                  "predicted again (--retry-failed).", markup=False)
     order = work_order(selection.rows)
     todo = [row for row in order if row.line not in predictions.done]
     if not todo:
         if order:
             err.print(f"awl: all {len(order)} selected rows are already in {out}; nothing to do.", markup=False)
+        predictions.in_input_order()
         _summary(None, out, [], selection.malformed, skipped=len(order), as_json=as_json)
         raise typer.Exit(1 if selection.malformed else 0)
     if len(todo) < len(order):
@@ -187,6 +193,7 @@ def bench_predict(
     last = None
     events = None
     try:
+        _check_server_context(backend, remote, ctx)
         say_model_limits(backend.info, think)  # only a --think given: the default is the official evaluation's
         if remote is None:
             events = predict_rows(order, backend, settings, predictions)
@@ -218,8 +225,22 @@ def bench_predict(
     shown.end()
     _summary(last, out, failed, selection.malformed, skipped=len(order) - len(todo), unfit=unfit, as_json=as_json,
              ctx=backend.info.n_ctx)
-    if failed or selection.malformed:
+    every_row_failed = last is not None and last.done > 0 and last.done == last.failed + last.unfit
+    if every_row_failed:
+        err.print(f"awl: every row of this run failed; {out} holds no prediction to judge.", markup=False)
+    if failed or selection.malformed or every_row_failed:
         raise typer.Exit(1)
+
+
+def _check_server_context(backend: Any, remote: RemoteOptions | None, ctx: int | None) -> None:
+    """A server that does not say its context, with no --ctx: refused before any row. awl
+    would plan with a guess and fail every row that the guess does not hold."""
+    facts = getattr(backend, "facts", None)
+    if remote is None or ctx is not None or facts is None or facts.n_ctx is not None:
+        return
+    raise InputError(f"The server at {remote.endpoint} does not say how large its context is, so awl cannot tell "
+                     "which rows fit.", "Give the context it serves with --ctx, e.g. `--ctx 262144` "
+                     "(vLLM --max-model-len, SGLang --context-length, llama-server -c).")
 
 
 def model_label(spec: str) -> str:
@@ -292,13 +313,14 @@ class _ProgressLine:
             return
         if isinstance(event, RowFailed):
             self.end()
-            typer.echo(f"awl: warning: row {row.line} was not predicted: {safe_for_terminal(event.error.one_line())}", err=True)
+            typer.echo(f"awl: warning: row {row.line} failed: {safe_for_terminal(event.error.one_line())} It is written with an "
+                       "empty gen, as the official run writes it.", err=True)
         elif event.failed:
             self.end()
             typer.echo(f"awl: warning: row {row.line} does not fit: {event.failed}; written with an empty gen, as the "
                        "official run fails it.", err=True)
         if self.live:
-            finished = progress.done + progress.failed
+            finished = progress.done
             text = (f"rows {finished}/{progress.total}  {progress.tokens_per_s:.1f} tok/s  ETA {_duration(progress.eta_s)}"
                     f"  (last: row {row.line}, {safe_for_terminal(row.domain)} turn {row.turn_idx})")
             sys.stderr.write(f"\r\x1b[K{text}")
@@ -315,7 +337,7 @@ class _ProgressLine:
 def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malformed: list[Malformed], *,
              skipped: int, as_json: bool, unfit: list[RowPredicted] | None = None, ctx: int | None = None) -> None:
     unfit = unfit or []
-    predicted = (progress.done if progress else 0) - len(unfit)
+    predicted = (progress.done if progress else 0) - len(unfit) - len(failed)
     total, evaluated = (progress.prompt_tokens_total, progress.prompt_tokens_evaluated) if progress else (0, 0)
     if as_json:
         sys.stdout.write(dumps({
@@ -336,8 +358,9 @@ def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malf
         err.print(f"awl: {_count_rows(len(malformed))} of the file {_were(malformed)} malformed and skipped "
                   f"(lines {_lines(malformed)}); fix them and run the same command again: only they are done.", markup=False)
     if failed:
-        err.print(f"awl: {_count_rows(len(failed))} {_were(failed)} not predicted (lines {_lines(failed)}); "
-                  "fix the cause and run the same command again: only they are done.", markup=False)
+        err.print(f"awl: {_count_rows(len(failed))} failed (the request kept failing) and {_were(failed)} written with an "
+                  f"empty gen, as the official run writes them (lines {_lines(failed)}); fix the cause and run the same "
+                  "command with --retry-failed: only they are done again.", markup=False)
 
 
 def _count_rows(number: int) -> str:

@@ -117,10 +117,15 @@ def test_judge_then_score_match_a_hand_computation(bench, fake):
     assert asked.pop("most at once") == 3 and asked.pop("in flight") == 0
     assert dict(asked) == {1: 1, 2: 1, 3: 2, 4: 1, 5: 3}  # none for the row without a prediction
     rows = {json.loads(line)["awl_judge"]["line"]: json.loads(line) for line in out.read_text().splitlines()}
-    assert sorted(rows) == [1, 2, 3, 4, 5, 6]
+    assert list(rows) == [1, 2, 3, 4, 5, 6], "in the predictions' order, whatever order the verdicts came in"
     assert rows[2]["factuality"] == 2 and rows[2]["consistency"] == 1 and rows[2]["failed"] == 0.0
     assert rows[6]["failed"] == 1.0 and rows[6]["error_message"] == "No model generation"
-    assert rows[5]["failed"] == 1.0 and rows[5]["total_score"] == 0
+    assert rows[5]["failed"] == 1.0 and rows[5]["total_score"] == 0 and rows[5]["error_message"] == "Judge scoring failed"
+    assert "no JSON object" in rows[5]["judge_problem"]
+    # The first reasons rows failed, counted by reason, and where the user message's words came from.
+    assert "1 row failed: the judge's verdict could not be read: no JSON object in the verdict (line 5)" in result.stderr
+    assert "1 row failed: No model generation (line 6)" in result.stderr
+    assert "the judge's user message: awl's own wording" in result.stderr
     # What the judge saw: the pack's system prompt, the earlier turn, the prediction and the truth.
     for body in fake.requests:
         system, user = body["messages"][0]["content"], body["messages"][1]["content"]
@@ -167,13 +172,13 @@ def test_an_unknown_judge_model_is_one_line(bench, fake):
     assert_one_line_error(awl(*judge_args(predictions, pack, out, fake), home=out.parent), "--judge-model other")
 
 
-def test_a_failing_judge_server_stops_the_run_on_one_line_and_the_rerun_finishes(bench, fake):
+def test_a_judge_that_refuses_the_key_stops_the_run_on_one_line_and_the_rerun_finishes(bench, fake):
     predictions, pack, out, asked = bench
-    fake.errors[:] = [(503, "judge overloaded")]
+    fake.errors[:] = [(401, "key revoked")]  # every row would fail alike: the run stops, nothing is failed
     result = awl(*judge_args(predictions, pack, out, fake, "--retries", "0", "--concurrency", "1"), home=out.parent)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
-    assert len(errors) == 1 and "HTTP 503" in errors[0] and "the same command goes on" in errors[0]
+    assert len(errors) == 1 and "refused the API key" in errors[0] and "the same command goes on" in errors[0]
     again = awl(*judge_args(predictions, pack, out, fake, "--json"), home=out.parent)
     assert again.returncode == 0, again.stderr
     check_scores(json.loads(again.stdout))

@@ -76,8 +76,10 @@ def test_bench_predict_says_the_context_it_chose_and_fails_rows_beyond_the_model
     rows = [json.loads(line) for line in sized.stdout.splitlines()][:-1]
     longest = max(row["tokens"]["prompt_total"] for row in rows)
     assert f"the longest selected row's prompt ({longest:,} tokens) and 16 tokens of generation fit" in sized.stderr
-    # The plain llama fixture was trained for 4,096 tokens: the official 32,768 cannot fit, so every row fails as it would.
+    # The plain llama fixture was trained for 4,096 tokens: the official 32,768 cannot fit, so every row fails as it
+    # would, and a run in which every row failed says so and exits 1.
     capped = awl("bench", "predict", str(bench), "-m", str(llama_gguf), "-o", str(tmp_path / "b.jsonl"), "--json", home=tmp_path)
-    assert capped.returncode == 0, capped.stderr
+    assert capped.returncode == 1, capped.stderr
+    assert "every row of this run failed" in capped.stderr
     assert f"4,096 is what {llama_gguf.name} was trained for" in capped.stderr
     assert json.loads(capped.stdout.splitlines()[-1])["unfit"] == [1, 2]
