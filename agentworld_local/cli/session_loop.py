@@ -178,7 +178,8 @@ def play_lines(
             _close(runner, end)
             if end.path is not None:
                 message = error.message.rstrip()
-                error.message = f"{message}{'' if message.endswith('.') else '.'} {_saved_note(end)}"
+                note = _saved_in(end) + "." if "awl fork" in f"{message} {error.hint}" and end.turns else _saved_note(end)
+                error.message = f"{message}{'' if message.endswith('.') else '.'} {note}"
                 if printer.as_json:  # a program reads why the session ended, then where its turns are
                     printer.show(events.ErrorEvent(error.message, error.hint or ""))
                 _say_saved(printer, end)
@@ -225,7 +226,8 @@ def _saved_note(end: SessionEnd) -> str:
         return "No turn was completed, so no session file was kept."
     if not end.turns:
         return f"No turn was completed; {end.path} holds the session's setup."
-    return f"{_saved_in(end)}; continue from {'it' if end.turns == 1 else 'them'} with `awl fork {end.path} --out NEW.jsonl`."
+    # The file is whole (a writer that failed says so itself, with `awl fork`): go on in it.
+    return f"{_saved_in(end)}; continue with `awl run --resume {end.path}`."
 
 
 def _saved_in(end: SessionEnd) -> str:

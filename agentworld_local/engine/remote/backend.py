@@ -31,7 +31,13 @@ import openai
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
-from agentworld_local.engine.remote.client import describe_error, is_context_overflow, make_client, server_facts
+from agentworld_local.engine.remote.client import (
+    describe_error,
+    is_context_overflow,
+    make_client,
+    server_facts,
+    server_name,
+)
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.engine.remote.stream import AnswerStream
 from agentworld_local.engine.thinking import FORCED_THINK_END
@@ -54,6 +60,10 @@ _SLACK_TOKENS = 16
 #: ends its message right there, so these are the end-of-message and usage chunks; a model
 #: that runs on costs the server at most this many tokens before the stream is closed.
 _TAIL_CHUNKS = 16
+#: Characters an answer may bring for each token it may have, when the server does not count
+#: them: generous (a token is about 4 characters of text, rarely over 16), so only a server
+#: that runs away or sends junk is cut, never a real answer.
+CHARS_PER_TOKEN = 16
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> int:
@@ -240,6 +250,7 @@ class OpenAIBackend:
             raise describe_error(error, self.options, models=self.facts.models) from None
         finish = None  # set by the server's finish_reason: a stream that ends without one was cut
         first = True
+        room = self._room(request)
         with _closed_on(cancel, stream):
             chunks = iter(stream)
             while True:
@@ -247,12 +258,14 @@ class OpenAIBackend:
                     chunk = next(chunks)
                 except StopIteration:
                     if finish is None and not cancel.is_set():
-                        raise self._broken(EOFError("the answer ended before the server finished it")) from None
+                        if first:
+                            raise self._not_a_stream(stream) from None
+                        raise self._broken(EOFError("the answer ended before the server finished it"), stream) from None
                     break
                 except Exception as error:  # noqa: BLE001 - reading the stream: the transport's errors vary
                     if cancel.is_set():
                         return "cancelled"
-                    raise self._broken(error) from None
+                    raise self._broken(error, stream) from None
                 if first and not continuation:
                     stats.prompt_s = time.perf_counter() - started
                 first = False
@@ -260,7 +273,12 @@ class OpenAIBackend:
                     return "cancelled"
                 counted = _count_usage(chunk, stats, continuation)
                 for choice in chunk.choices[:1]:
-                    yield from self._take(choice.delta, answer)
+                    room -= yield from self._take(choice.delta, answer, room)
+                    if room < 0:
+                        self._notice(f"The server at {self.options.endpoint} sent more text than "
+                                     f"{request.get('max_tokens') or self.info.n_ctx:,} tokens hold in one answer; "
+                                     "awl cut it there (finish: length).")
+                        return "length"
                     if choice.finish_reason:
                         finish = "length" if choice.finish_reason == "length" else "stop"
                     rules = answer.rules
@@ -272,15 +290,39 @@ class OpenAIBackend:
                         return "budget"
         return "cancelled" if cancel.is_set() else finish
 
-    def _take(self, delta: Any, answer: AnswerStream) -> Iterator[GenerationEvent]:
+    def _room(self, request: dict[str, Any]) -> int:
+        """Characters this request's answer may bring: its token cap (the context when it has
+        none) at CHARS_PER_TOKEN. A 10 MB chunk under --max-tokens 64 is cut, not recorded."""
+        return (request.get("max_tokens") or self.info.n_ctx) * CHARS_PER_TOKEN
+
+    def _take(self, delta: Any, answer: AnswerStream, room: int) -> Iterator[GenerationEvent]:
+        """Feed one delta within `room` characters; returns the characters it brought (more
+        than `room`: it was cut at `room`)."""
         extra = getattr(delta, "model_extra", None) or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            yield from answer.thinking(reasoning)
-        if delta.content:
-            yield from answer.text(delta.content)
+        brought = 0
+        for text, feed in ((reasoning, answer.thinking), (delta.content, answer.text)):
+            if isinstance(text, str) and text:
+                if room - brought > 0:
+                    yield from feed(text[: room - brought])
+                brought += len(text)
+        return brought
 
-    def _broken(self, error: Exception) -> GenerationError:
+    def _not_a_stream(self, stream: Any) -> GenerationError:
+        """The server answered 200 with no event at all: a JSON answer or a web page."""
+        response = getattr(stream, "response", None)
+        kind = str(getattr(response, "headers", {}).get("content-type", "")).split(";")[0].strip().lower()
+        if "event-stream" in kind or not kind:
+            return self._broken(EOFError("the answer ended before its first piece"), stream)
+        named = "JSON" if "json" in kind else "an HTML page" if "html" in kind else kind
+        return GenerationError(
+            f"The server at {server_name(self.options, response)} answered {named}, not an event stream "
+            "(a streamed chat completion); this turn was not saved.",
+            "Check that --base-url is the API root, ending in /v1 (e.g. http://127.0.0.1:8000/v1), "
+            "and that the server streams chat completions.",
+        )
+
+    def _broken(self, error: Exception, stream: Any = None) -> GenerationError:
         """The stream failed after it began (the server died, the network dropped)."""
         if isinstance(error, openai.OpenAIError):
             described = describe_error(error, self.options, models=self.facts.models)
@@ -289,7 +331,8 @@ class OpenAIBackend:
         timed_out = "timeout" in type(error).__name__.lower() or "timed out" in cause.lower()
         what = f"sent nothing for {self.options.timeout_s:g} seconds" if timed_out else f"stopped mid-answer ({cause})"
         return GenerationError(
-            f"The server at {self.options.endpoint} {what}; this turn was not saved.",
+            f"The server at {server_name(self.options, getattr(stream, 'response', None))} {what}; "
+            "this turn was not saved.",
             "Check that the server is still running, then send the action again.",
         )
 

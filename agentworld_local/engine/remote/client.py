@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.options import RemoteOptions, endpoint_label
 from agentworld_local.errors import AwlError, GenerationError, ModelError, RequestRefused
 
 #: How servers word a prompt longer than their context (llama-cpp-python, vLLM, SGLang, llama-server).
@@ -114,7 +114,7 @@ def is_context_overflow(error: openai.APIStatusError) -> bool:
 
 def describe_error(error: Exception, options: RemoteOptions, *, models: list[str] | None = None) -> AwlError:
     """One AwlError for an `openai` failure: what happened at which endpoint, and what to do."""
-    where = f"The server at {options.endpoint}"
+    where = f"The server at {server_name(options, getattr(error, 'response', None))}"
     key_env = options.api_key_env or "OPENAI_API_KEY"
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return ModelError(
@@ -166,6 +166,16 @@ def describe_error(error: Exception, options: RemoteOptions, *, models: list[str
             "Check that the server is running and that --base-url is right, then try again.",
         )
     return GenerationError(f"{where} failed: {_cause(error)}.", "Check the server's log; then try again.")
+
+
+def server_name(options: RemoteOptions, response: Any = None) -> str:
+    """The endpoint, and where a followed redirect took the request (whose answer that was)."""
+    try:
+        redirected = bool(response.history)
+        final = endpoint_label(str(response.url))
+    except AttributeError:
+        return options.endpoint
+    return f"{options.endpoint} (redirected to {final})" if redirected and final != options.endpoint else options.endpoint
 
 
 def _models_or_none(options: RemoteOptions) -> list[str] | None:
