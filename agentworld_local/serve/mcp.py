@@ -23,16 +23,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
 from pydantic import BaseModel, Field
 
 from agentworld_local import __version__
 from agentworld_local.env.simulated import SimulatedEnv
 from agentworld_local.errors import AwlError
 from agentworld_local.files import os_error_text
+from agentworld_local.serve.jsonrpc_lines import claimed_stdio
 
 TRAJECTORY_URI = "awl://trajectory"
 
@@ -212,6 +215,15 @@ def build_server(env: SimulatedEnv) -> MCPServer:
 def serve_stdio(env: SimulatedEnv) -> None:
     """Serve `env` on stdin/stdout until the client disconnects; the env is closed (saved) after."""
     try:
-        build_server(env).run("stdio")
+        server = build_server(env)
+        with claimed_stdio(lambda line: jsonrpc_message_adapter.validate_json(line, by_name=False)) as wire:
+            anyio.run(_serve_on, server, wire)
     finally:
         env.close()
+
+
+async def _serve_on(server: MCPServer, wire: Any) -> None:
+    """The SDK's stdio transport on a Wire, which answers a line the SDK would drop (jsonrpc_lines.py)."""
+    async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):
+        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on other streams
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
