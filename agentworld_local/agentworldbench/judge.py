@@ -26,7 +26,7 @@ from agentworld_local.agentworldbench.judge_wording import Wording, load_wording
 from agentworld_local.agentworldbench.official_parse import model_output, unmarked
 from agentworld_local.agentworldbench.verdict import DIMENSIONS, parse_verdict
 from agentworld_local.errors import AwlError, Cancelled, InputError, ModelError
-from agentworld_local.files import read_bytes
+from agentworld_local.files import check_name_length, read_bytes
 
 SYSTEM_FILE = "judge_system_prompt.txt"
 #: The official run's words for its two kinds of failed row.
@@ -62,6 +62,7 @@ class JudgePrompts:
     @staticmethod
     def checked_pack(pack: str | Path) -> Path:
         pack = Path(pack).expanduser()
+        check_name_length(pack, "prompt pack")
         if not pack.is_dir():
             raise InputError(f"--prompts {pack} is not a directory.",
                              "Give a prompt pack laid out like the official prompts/ folder (<domain>/judge_system_prompt.txt).")
