@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
 from agentworld_local.defaults import DEFAULT_MAX_TOKENS
+from agentworld_local.domains import domain_names
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.engine.types import ThinkBudget
@@ -47,25 +48,38 @@ from agentworld_local.session.spec import SessionSpec
 _REAP_EVERY_S = 30.0
 
 
+#: A text with something in it (not blank).
+_Text = Annotated[str, Field(pattern=r"\S")]
+
+
 class CreateSession(BaseModel):
     """A new session: a domain or a bundled scenario, and the session's options (None: the default)."""
 
-    model_config = ConfigDict(extra="forbid")
-    domain: str | None = Field(None, description="terminal, web, os, android, mcp, swe or search")
-    scenario: str | None = Field(None, description="A bundled scenario's name (`awl scenarios list`)")
+    model_config = ConfigDict(extra="forbid", strict=True)
+    domain: str | None = Field(None, description="terminal, web, os, android, mcp, swe or search",
+                               json_schema_extra=lambda schema: _one_of(schema, domain_names()))
+    scenario: str | None = Field(None, description="A scenario's name (GET /scenarios lists them)",
+                                 json_schema_extra=lambda schema: _one_of(
+                                     schema, [item.name for item in list_scenarios(problems=[])]))
     task: str | None = None
     initial_state: str | None = None
-    controls: list[str] | str | None = Field(None, description="Control instructions for the first turn")
-    think: str | None = Field(None, description="Thinking budget: off, a number of tokens, or full")
+    controls: list[_Text] | _Text | None = Field(None, description="Control instructions for the first turn")
+    think: str | None = Field(None, description="Thinking budget: off, a number of tokens, or full",
+                              json_schema_extra={"pattern": r"^\s*(off|none|no|full|unlimited|on|[0-9]{1,9})\s*$"})
     seed: int | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=1)
     reward: bool | None = Field(None, description="Whether this session's turns earn the server's reward "
                                 "(`awl serve --reward`); default: yes when the server has one")
 
 
+def _one_of(schema: dict[str, Any], names: list[str]) -> None:
+    """The OpenAPI document names the values a field takes (the server checks them itself, 400)."""
+    schema["enum"] = [*names, None]
+
+
 class StepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     action: str = Field(description="The agent's action in the domain's raw form, e.g. `ls -la` in the terminal")
     cancel_on_disconnect: bool = Field(
         False, description="Cancel the turn when this request's client goes away (nothing is saved for it). "
@@ -73,12 +87,12 @@ class StepRequest(BaseModel):
 
 
 class TurnRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     cancel_on_disconnect: bool = Field(False, description="As for a step.")
 
 
 class ForkRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     turn: int | None = Field(None, description="Keep the first `turn` turns (default: all of them)")
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 
 from agentworld_local.errors import AwlError
 from agentworld_local.serve.limits import HttpProblem
@@ -79,7 +80,7 @@ _FIELDS = {"think": "think", "domain": "domain", "scenario": "scenario", "seed":
 
 def for_http(text: str) -> str:
     """A hint written for the command line, written for an HTTP client: `--think off` becomes
-    send `think: "off"`; `awl scenarios list` becomes GET /scenarios."""
+    `think: "off"` (a field of the body); `awl scenarios list` becomes GET /scenarios."""
     def field(match: re.Match[str]) -> str:
         name = _FIELDS.get(match.group(1))
         if name is None:
@@ -88,11 +89,21 @@ def for_http(text: str) -> str:
         if not value:
             return f"`{name}`"
         shown = value if value.lstrip("-").isdigit() else json.dumps(value)
-        return f'send `{name}: {"[" + shown + "]" if name == "controls" else shown}`'
+        return f'`{name}: {"[" + shown + "]" if name == "controls" else shown}`'
 
     text = _FLAG.sub(field, text)
     text = re.sub(r"`awl scenarios list[^`]*`", "GET /scenarios", text)
+    text = re.sub(r"(?<![`\w])--control\b", "`controls`", text)
     return re.sub(r"(?<![`\w])--(domain|think|scenario)\b", r"`\1`", text)
+
+
+def _methods(request: Request) -> list[str]:
+    """Every method of the routes at this path (Starlette's 405 names the first route's only)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if route.matches(request.scope)[0] is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def install(app: Any, validation_error: type[Exception]) -> None:
@@ -125,7 +136,8 @@ def install(app: Any, validation_error: type[Exception]) -> None:
         if status == 404:
             body = {"error": f"No route {request.url.path} on this server.", "hint": "GET /docs lists the routes."}
         elif status == 405:
-            allowed = headers.get("allow") or headers.get("Allow") or "another method"
+            allowed = ", ".join(_methods(request)) or "another method"
+            headers = {**{k: v for k, v in headers.items() if k.lower() != "allow"}, "Allow": allowed}
             body = {"error": f"{request.method} is not a method of {request.url.path}.",
                     "hint": f"Use {allowed}; GET /docs lists the routes."}
         elif status == 400:  # FastAPI: a body it could not parse (not UTF-8, nested too deep, a huge number)

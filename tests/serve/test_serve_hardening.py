@@ -111,7 +111,9 @@ def test_every_answer_that_is_not_2xx_is_the_error_contract(tmp_path):
         is_problem(client.post("/sessions", content=b"{" + b" " * 9000 + b"}", headers=headers), 413)
         assert client.get("/health").json()["sessions_open"] == 0
         think = is_problem(client.post("/sessions", json={"domain": "terminal", "think": "lots"}), 400)
-        assert 'send `think: "off"`' in think["hint"] and "--" not in think["hint"]
+        assert '`think: "off"`' in think["hint"] and "--" not in think["hint"]
+        blank = is_problem(client.post("/sessions", json={"domain": "terminal", "controls": [" "]}), 422)
+        assert "controls" in blank["error"]
         terminal = next(item.name for item in list_scenarios() if item.domain == "terminal")
         clash = is_problem(client.post("/sessions", json={"domain": "web", "scenario": terminal}), 400)
         assert "--" not in clash["error"] + clash["hint"] and "GET /scenarios" in clash["hint"]
