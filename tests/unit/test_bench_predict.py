@@ -22,7 +22,7 @@ from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSet
 from agentworld_local.agentworldbench.rows import read_bench_rows
 from agentworld_local.agentworldbench.selection import lines_of, parse_row_spec, select_rows, work_order
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.errors import InputError
+from agentworld_local.errors import GenerationError, InputError
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
 from functools import partial
 from tests.unit.test_agentworldbench import bench_job
@@ -127,6 +127,16 @@ def test_gen_text_splits_at_the_first_think_close():
     assert gen_text("still thinking <predicted_observation>x</predicted_observation>", "unclosed-think") == ""
 
 
+def test_gen_text_over_a_server_is_its_content_as_it_came():
+    # Separate thinking: awl's raw answer joins it to the content with `</think>\n\n`; the content is what follows.
+    assert gen_text("plan</think>\n\n\n\n<p>x</p>", "tag", served=True) == "\n\n<p>x</p>"
+    assert gen_text("plan</think>\n\n<p>x</p>", "tag", served=True) == "<p>x</p>"
+    assert gen_text("plan, never finished", "unclosed-think", served=True) == ""
+    # Thinking in the text: the content is the whole text, thinking included (the judge removes it).
+    assert gen_text("plan</think>\n\n<p>x</p>", "tag", served=False) == "plan</think>\n\n<p>x</p>"
+    assert gen_text("plan, never finished", "unclosed-think", served=False) == "plan, never finished"
+
+
 # -- order and prefix reuse ------------------------------------------------------------
 
 
@@ -137,6 +147,8 @@ def test_rows_of_one_trajectory_run_together_earliest_turn_first(tmp_path):
     events = run(bench, tmp_path / "p.jsonl", backend)
     assert [(e.row.task, e.row.turn_idx, e.row.line) for e in events] == [
         ("terminal", 1, 3), ("terminal", 2, 5), ("terminal", 3, 1), ("mcp", 1, 4), ("mcp", 2, 2)]
+    # The run that ends puts the file in the input's order, as the official run writes it.
+    assert [line["awl_predict"]["line"] for line in read_out(tmp_path / "p.jsonl")] == [1, 2, 3, 4, 5]
     tokens = [e.side["tokens"] for e in events]
     # Turn k+1 of a trajectory costs only its new messages (the scripted backend counts them
     # as the append-only context does); the first turn of each trajectory costs all of it.
@@ -225,6 +237,36 @@ def test_an_interrupted_run_goes_on_without_redoing_finished_rows(tmp_path):
     assert [e.row.line for e in events] == [4, 5, 6] and second.calls == 3
     assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 2, 3, 4, 5, 6]
     assert run(bench, out, Scripted([ANSWER])) == [], "a finished file has nothing left to do"
+
+
+class FailAt(InterruptAt):
+    """A backend whose generation fails (as a server's request does) on its `at`-th call."""
+
+    def generate(self, messages, **options):
+        self.calls += 1
+        if self.calls == self.at:
+            raise GenerationError("The server failed with HTTP 500.", "Check its log.")
+        return self.backend.generate(messages, **options)
+
+
+def test_a_row_whose_generation_fails_is_written_with_an_empty_gen_and_the_run_goes_on(tmp_path):
+    bench, out = six_rows(tmp_path), tmp_path / "p.jsonl"
+    events = run(bench, out, FailAt(Scripted([ANSWER]), at=2))
+    assert [type(e) for e in events] == [RowPredicted, RowFailed, RowPredicted, RowPredicted, RowPredicted, RowPredicted]
+    assert events[-1].progress.failed == 1 and events[-1].progress.done == 6
+    lines = read_out(out)
+    assert [line["awl_predict"]["line"] for line in lines] == [1, 2, 3, 4, 5, 6]
+    assert lines[1]["gen"] == "" and lines[1]["awl_predict"]["cause"] == "request"
+    assert "HTTP 500" in lines[1]["awl_predict"]["failed"]
+    assert run(bench, out, Scripted([ANSWER])) == [], "a failed row is a result: a rerun keeps it"
+    rows = read_bench_rows(bench)
+    predictions = PredictionsFile.open(out, lines_of(rows), SETTINGS, source=bench, retry_failed=True)
+    assert predictions.retried == 1 and predictions.done == {1, 3, 4, 5, 6}
+    assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 3, 4, 5, 6], "taken out, to be done again"
+    events = list(predict_rows(work_order(rows), Scripted([ANSWER]), SETTINGS, predictions))
+    predictions.close()
+    assert [e.row.line for e in events] == [2] and isinstance(events[0], RowPredicted)
+    assert [line["awl_predict"]["line"] for line in read_out(out)] == [1, 2, 3, 4, 5, 6] and read_out(out)[1]["gen"]
 
 
 def test_an_unfinished_last_line_is_cut_off_and_its_row_predicted_again(tmp_path):
