@@ -92,7 +92,8 @@ def _row(choice: ModelChoice) -> dict[str, Any]:
 
 #: Under the table, each line within 80 columns.
 LIST_LEGEND = (
-    "* default quantization, ~ estimated size, verified: file name and size checked.",
+    "* default quantization   ~ estimated size   ? not in the registry",
+    "verified: file name and size checked; differs: your file is not the registry's",
     "world model no: a general model, fine for a first try; its answers are guesses.",
 )
 
@@ -101,9 +102,10 @@ LIST_LEGEND = (
 def list_models(as_json: bool = typer.Option(False, "--json", help="Print a JSON list (one object per model file).")) -> None:
     """What awl knows, what is downloaded, and sizes.
 
-    `*` marks a model's default quantization and `~` an estimated size; `world model: no` marks a
-    general model (fine for trying awl out, but its observations are guesses); `verified: no` means
-    the file name and size were not checked against the hub (the pull checks them). The paths of
+    `*` marks a model's default quantization, `~` an estimated size and `?` what the registry does
+    not say; `world model: no` marks a general model (fine for trying awl out, but its observations
+    are guesses); `verified: no` means the file name and size were not checked against the hub (the
+    pull checks them), `differs` that your file (`awl models add`) is not the registry's. The paths of
     the files on disk follow the table. Example: `awl models list --json`.
     """
     from rich.console import Console

@@ -44,6 +44,7 @@ def _registry_facts(choice: ModelChoice) -> dict[str, Any]:
         "sha256": choice.sha256, "context_length": choice.context_length, "sampling": choice.sampling,
         "license": choice.license, "notes": choice.notes, "verified": choice.verified,
         "world_model": choice.world_model, "unverified": list(choice.unverified),
+        "local_file": str(choice.local_file) if choice.local_file else None,
     }
 
 
@@ -71,6 +72,8 @@ def collect(spec: str, *, plan: bool, ctx: int | None, offload: OffloadOptions |
     }
     if choice and path is None:
         facts["next_step"] = f"awl models pull {choice.spec}"
+        if plan:
+            facts["plan_before_download"] = _plan_before_download(choice)
         return facts
     assert path is not None
     from agentworld_local.models.inspect import inspect_gguf
@@ -106,6 +109,19 @@ def collect(spec: str, *, plan: bool, ctx: int | None, offload: OffloadOptions |
     return facts
 
 
+def _plan_before_download(choice: ModelChoice) -> dict[str, Any] | None:
+    """--plan for a registry model not downloaded yet: from the registry's file size and this
+    machine's memory (models.plan.plan_before_download); None when the registry gives no size."""
+    size = choice.expected_size
+    if size is None:
+        return None
+    from agentworld_local.engine import llama  # the GPUs this build can use, as the real plan counts them
+    from agentworld_local.models.plan import plan_before_download
+
+    return plan_before_download(size, choice.size is not None, llama.machine_hardware()) | {
+        "context_length": choice.context_length}
+
+
 # -- rendering ---------------------------------------------------------------------------------
 
 
@@ -137,7 +153,12 @@ def _render_registry(table: Table, registry: dict[str, Any]) -> None:
     world_model = {True: "yes: trained to predict environment observations",
                    False: "no: a general model; its observations are guesses (fine for a first try)"}
     table.add_row("world model", world_model.get(registry["world_model"], "not said in the registry"))
-    table.add_row("hub file", f"{registry['repo']}/{registry['filename']}" if registry["repo"] else registry["filename"])
+    if registry["local_file"]:  # registered with `awl models add`: the user's own copy
+        table.add_row("local file", f"{registry['local_file']}  (added with `awl models add`)")
+    if registry["repo"]:
+        table.add_row("on the hub" if registry["local_file"] else "hub file", f"{registry['repo']}/{registry['filename']}")
+    elif not registry["local_file"]:
+        table.add_row("file", registry["filename"])
     if registry["unverified"]:
         table.add_row("not checked", ", ".join(registry["unverified"]))
     size = registry["size"] or registry["approx_size"]
@@ -210,6 +231,23 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
     table.add_row("  run with", facts["run_command"])
 
 
+def _render_plan_before_download(table: Table, plan: dict[str, Any] | None) -> None:
+    table.add_row("", "")
+    if plan is None:
+        table.add_row("plan", "not before the download: the registry gives no file size")
+        return
+    table.add_row("plan (estimate)", "from the registry's file size; the KV cache and buffers need the file's "
+                                     "header, so run --plan again once it is downloaded")
+    weights = ("" if plan["weights_exact"] else "about ") + format_bytes(plan["weights_bytes"])
+    table.add_row("  weights", f"{weights}  (the file's size)")
+    if plan["gpus"]:
+        table.add_row("  GPU memory", f"{format_bytes(plan['gpu_budget'])} usable ({', '.join(plan['gpus'])})")
+    table.add_row("  RAM", f"{format_bytes(plan['ram_budget'])} usable")
+    table.add_row("  fits", ("probably" if plan["weights_fit"] else "no") + f": {plan['reason']}")
+    if plan.get("context_length"):
+        table.add_row("  context", f"{plan['context_length']:,} tokens (trained, from the registry)")
+
+
 def render(facts: dict[str, Any], console: Console) -> None:
     table = _table()
     if facts["registry"]:
@@ -220,6 +258,8 @@ def render(facts: dict[str, Any], console: Console) -> None:
         size_text = f" ({'' if registry['size'] else 'about '}{format_size(size)})" if size else ""
         table.add_row("downloaded", f"no. Run `{facts['next_step']}`{size_text}, or "
                                     f"`awl models add {registry['spec']} PATH` for a copy you have.")
+        if "plan_before_download" in facts:
+            _render_plan_before_download(table, facts["plan_before_download"])
     else:
         _render_gguf(table, facts)
         if facts["plan"]:

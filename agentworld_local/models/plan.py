@@ -241,3 +241,28 @@ def default_context(
                        else "the default's ceiling")
     where = "this machine's free memory" + (" with the same layers on the GPU" if hardware.gpus else "")
     return n_ctx, f"the largest that fits {where} ({top:,} would not)"
+
+
+def plan_before_download(weights_bytes: int, exact: bool, hardware: Hardware) -> dict[str, Any]:
+    """What the registry alone tells before the download, all estimates: the weights take
+    about the file's size; the KV cache, the recurrent state and the compute buffers depend
+    on the layer shapes in the GGUF's header, read once it is downloaded."""
+    gpu_pool = hardware.gpu_free if hardware.gpus else 0
+    ram_budget = max(hardware.ram_available - margin_for(hardware.ram_available), 0)
+    gpu_budget = max(gpu_pool - margin_for(gpu_pool), 0) if gpu_pool else 0
+    if hardware.unified:
+        gpu_budget = min(gpu_budget, ram_budget)
+    together = ram_budget if hardware.unified else gpu_budget + ram_budget
+    size = ("" if exact else "about ") + format_bytes(weights_bytes)
+    if gpu_budget and weights_bytes <= gpu_budget:
+        reason = f"The weights ({size}) fit on the GPU, leaving {format_bytes(gpu_budget - weights_bytes)} for the caches."
+    elif weights_bytes <= together:
+        where = "the GPU and RAM together" if gpu_budget else "RAM (no GPU this llama.cpp build can use)"
+        reason = f"The weights ({size}) fit in {where}, leaving {format_bytes(together - weights_bytes)} for the caches."
+    else:
+        reason = (f"The weights alone ({size}) are more than the {format_bytes(together)} usable here: "
+                  "pick a smaller quantization.")
+    return {"estimate": True, "weights_bytes": weights_bytes, "weights_exact": exact,
+            "gpus": [gpu.name for gpu in hardware.gpus], "gpu_budget": gpu_budget, "ram_budget": ram_budget,
+            "weights_fit_gpu": bool(gpu_budget) and weights_bytes <= gpu_budget,
+            "weights_fit": weights_bytes <= together, "reason": reason}
