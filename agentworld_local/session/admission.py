@@ -1,10 +1,16 @@
 """Which running command keeps which new one out, and the words of a refusal (the rules in
 session/runner.py's doc): a session takes one command at a time, a load runs alone, sessions
-open one at a time; commands of other sessions are never kept out."""
+open one at a time; commands of other sessions are never kept out. `Command` is one the
+runner accepted."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from agentworld_local.session.sent import Sent
 
 #: What the user is told about each command when it is refused ("cannot undo while ...").
 VERBS = {
@@ -34,3 +40,22 @@ def excludes(running: Any, name: str, session: str | None, alone: bool) -> bool:
     if name in GLOBAL:
         return running.name in GLOBAL
     return running.session == session
+
+
+#: Commands that run to their end once started (no token loop to stop in): a cancel that
+#: comes before they start skips them.
+UNSTOPPABLE = ("undo", "control", "fork", "close_session")
+#: Token loops: each runs on a thread of its own, scheduled against the backend's `parallel`.
+SIDE_BY_SIDE = ("step", "regenerate", "files")
+
+
+@dataclass
+class Command:
+    """One command the runner accepted: what it is, whose, its body, its Sent and its cancel."""
+
+    name: str
+    session: str | None
+    body: Callable[[Command], None]
+    sent: Sent
+    alone: bool = False  # runs with nothing beside it (see admission.excludes)
+    cancel: threading.Event = field(default_factory=threading.Event)

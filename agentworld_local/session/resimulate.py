@@ -97,3 +97,14 @@ class RowResimulation:
             self.writer.discard()
             raise
         self.writer.close()
+
+
+def resimulate_row(backend: Backend | None, row: BenchRow, source: Path, settings: SessionSettings, out: Path,
+                   cancel: threading.Event) -> Iterator[events.SessionEvent]:
+    """Re-simulating `row` in the new file `out`, as the runner says it: SessionOpened (no
+    view: no face goes on in it), then the prediction's events."""
+    if backend is None:
+        raise InputError("No model is loaded.", "Give one with `--model`.")
+    run = RowResimulation.start(row, source, backend, settings, out=out)
+    yield events.SessionOpened(str(out), row.domain, run.ground_truth_turns, run.world.head)
+    yield from run.predict(cancel)

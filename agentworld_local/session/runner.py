@@ -29,7 +29,6 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,8 @@ from agentworld_local.engine import events
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
-from agentworld_local.session.admission import RUNNING, VERBS, excludes
+from agentworld_local.session.admission import RUNNING, SIDE_BY_SIDE, UNSTOPPABLE, VERBS, excludes
+from agentworld_local.session.admission import Command as _Command
 from agentworld_local.session.core import Session
 from agentworld_local.session.runner_types import NewSession, SessionView, error_event, loaded_event, session_view  # noqa: F401 - faces import them from here
 from agentworld_local.session.scheduling import Load, TurnScheduler
@@ -46,23 +46,6 @@ from agentworld_local.session.sent import Sent
 
 #: Where the runner's events go: (session id or None, event). Called on the worker thread.
 Emit = Callable[[str | None, events.SessionEvent], None]
-
-#: Commands that run to their end once started (no token loop to stop in): a cancel that
-#: comes before they start skips them.
-_UNSTOPPABLE = ("undo", "control", "fork", "close_session")
-#: Token loops: each runs on a thread of its own, scheduled against the backend's `parallel`.
-_SIDE_BY_SIDE = ("step", "regenerate", "files")
-
-
-@dataclass
-class _Command:
-    name: str
-    session: str | None
-    body: Callable[[_Command], None]
-    sent: Sent
-    alone: bool = False  # runs with nothing beside it (see admission.excludes)
-    cancel: threading.Event = field(default_factory=threading.Event)
-
 
 class SessionRunner:
     """The one owner of a model and its sessions (see the module's doc)."""
@@ -83,6 +66,7 @@ class SessionRunner:
         self._idle_cancel = threading.Event()  # stops the prefetch between turns (see _prefetch_next)
         self._prefetching = False  # one prefetch at a time: _idle_cancel stops it
         self._turn_threads: set[threading.Thread] = set()  # turns running side by side
+        self._running_on: dict[int, _Command] = {}  # thread id -> the command whose body it runs
         self._scheduler = TurnScheduler(self.parallel)
         self._session_locks: dict[str, threading.Lock] = {}  # one command of a session at a time
         self._closed = False
@@ -160,10 +144,8 @@ class SessionRunner:
                     command.cancel.set()
 
     def close(self, timeout: float | None = None) -> Sent:
-        """Cancel, wait, dispose: every session is closed and the backend freed, on the
-        worker thread, after the running command has stopped. A second close does nothing.
-        What the close says (each session Saved or Discarded, then a Ready) comes on the
-        Sent it returns, the same one every time."""
+        """Cancel, wait, dispose (on the worker thread): every session closed, the backend freed.
+        What it says (each session Saved or Discarded, then Ready) comes on the Sent it returns."""
         with self._lock:
             self._idle_cancel.set()
             if not self._closed:
@@ -179,8 +161,7 @@ class SessionRunner:
 
     @property
     def busy(self) -> bool:
-        with self._lock:
-            return bool(self._pending)
+        return bool(self._pending)
 
     @property
     def closed(self) -> bool:
@@ -247,7 +228,7 @@ class SessionRunner:
             command = self._queue.get()
             if command is None:
                 break
-            if command.name in _SIDE_BY_SIDE:  # cancelled already: hold() says so, and it is skipped
+            if command.name in SIDE_BY_SIDE:  # cancelled already: hold() says so, and it is skipped
                 thread = threading.Thread(target=self._run_beside, args=(command,), name=f"awl-turn-{command.name}",
                                           daemon=True)
                 self._turn_threads.add(thread)
@@ -282,37 +263,38 @@ class SessionRunner:
                 self._run(command, started=started)
 
     def _run(self, command: _Command, *, started: bool = True) -> None:
-        if not started or (command.cancel.is_set() and command.name in _UNSTOPPABLE):
+        if not started or (command.cancel.is_set() and command.name in UNSTOPPABLE):
             # Cancelled while it waited for a place, or accepted behind a command that was
             # then cancelled (or the runner closed): it does not start at all (a change that
             # cannot stop half-way, a turn that never reached the model).
             self._skip(command)
             return
+        self._running_on[threading.get_ident()] = command
         try:
             command.body(command)
         except Exception as error:  # a face shows it; the files hold every finished turn
             self._say(command, error_event(error))
         finally:
-            with self._lock:
-                self._pending.remove(command)
-        session = self._sessions.get(command.session or "")
-        turns = len(session.history) if session is not None else None
-        self._say(command, events.Ready(command.name, turns,
-                                                 session.world.head if session is not None else None))
-        self._prefetch_next(session)
+            del self._running_on[threading.get_ident()]
+        self._prefetch_next(self._ready(command))
 
     def _skip(self, command: _Command) -> None:
+        session = self._sessions.get(command.session or "")
+        if command.name in ("step", "regenerate") and session is not None:
+            turns = len(session.history)
+            self._say(command, events.TurnCancelled(turns + (command.name == "step"), turns, session.world.head))
+        else:
+            self._say(command, events.Notice(f"Cancelled before it ran: nothing was changed ({command.name})."))
+        self._ready(command)
+
+    def _ready(self, command: _Command) -> Session | None:
+        """The command's last word: it is no longer pending, and where its session is now."""
         with self._lock:
             self._pending.remove(command)
         session = self._sessions.get(command.session or "")
-        turns = len(session.history) if session is not None else None
-        head = session.world.head if session is not None else None
-        if command.name in ("step", "regenerate") and session is not None:
-            turn = (turns or 0) + (command.name == "step")
-            self._say(command, events.TurnCancelled(turn, turns or 0, head or 0))
-        else:
-            self._say(command, events.Notice(f"Cancelled before it ran: nothing was changed ({command.name})."))
+        turns, head = (len(session.history), session.world.head) if session is not None else (None, None)
         self._say(command, events.Ready(command.name, turns, head))
+        return session
 
     def _prefetch_next(self, session: Session | None) -> None:
         """While the user reads and types, evaluate the known start of `session`'s next turn
@@ -337,6 +319,15 @@ class SessionRunner:
         finally:
             with self._lock:
                 self._prefetching = False
+
+    def _backend_notice(self, text: str) -> None:
+        """What the model says (a load's plan, a cut answer): to the command it is working
+        for, the one running on the thread that says it; else to `emit` alone."""
+        command = self._running_on.get(threading.get_ident())
+        if command is not None:
+            self._say(command, events.Notice(text))
+        else:
+            self._emit(None, events.Notice(text))
 
     def _say(self, command: _Command, event: events.SessionEvent) -> None:
         """An event of `command`: to its Sent, and to `emit`."""
@@ -380,7 +371,7 @@ class SessionRunner:
         if loader is None:
             from agentworld_local.session.loading import load_backend as loader
         try:
-            backend = loader(model, progress=progress, notice=lambda text: self._say(command, events.Notice(text)),
+            backend = loader(model, progress=progress, notice=self._backend_notice,
                              **options)
         except Cancelled:
             self._say(command, events.LoadCancelled(label))
@@ -444,15 +435,10 @@ class SessionRunner:
             self._say(command, event)
 
     def _resimulate(self, command: _Command, row: Any, source: Path, settings: SessionSettings, out: Path) -> None:
-        from agentworld_local.session.resimulate import RowResimulation
+        from agentworld_local.session.resimulate import resimulate_row
 
-        if self._backend is None:
-            raise InputError("No model is loaded.", "Give one with `--model`.")
-        run = RowResimulation.start(row, source, self._backend, settings, out=out)
-        command.session = str(out)
-        # Not a session a face goes on in (the file is closed once the prediction is saved): no view.
-        self._say(command, events.SessionOpened(str(out), row.domain, run.ground_truth_turns, run.world.head))
-        for event in run.predict(command.cancel):
+        command.session = str(out)  # not a session a face goes on in: the file closes once it is saved
+        for event in resimulate_row(self._backend, row, source, settings, out, command.cancel):
             self._say(command, event)
 
     def _fork(self, command: _Command, turn: int, out: Path, switch: bool) -> None:
@@ -478,6 +464,7 @@ class SessionRunner:
             session = self._sessions.pop(sid, None)
         if session is None:
             return
+        self._session_locks.pop(sid, None)  # free: nothing of that session can be waiting on it now
         kept = session.close(discard_if_unused=True)
         session.world.backend.close()  # its view only: its sequence goes to the next session first
         self._tell(sent, sid, events.Saved(str(session.path), len(session.history)) if kept else

@@ -406,3 +406,32 @@ def test_a_load_right_after_a_turns_ready_is_accepted_and_loads(tmp_path):
             assert any(isinstance(e, ev.ModelLoaded) for e in said) and isinstance(said[-1], ev.Ready), said
     finally:
         runner.close()
+
+
+def test_what_the_model_says_during_a_turn_reaches_that_turns_command(tmp_path):
+    """A backend's notice (a remote answer it cut, a state it could not cache) belongs to the
+    command it is working for: the turn's Sent carries it, the load's does not."""
+
+    class Talking(ScriptedBackend):
+        def generate(self, messages, **options):
+            self.say("the answer was cut at 1,024 characters")
+            yield from super().generate(messages, **options)
+
+    def loader(model, *, notice, **options):
+        backend = Talking([RAW])
+        backend.say = notice
+        notice("loaded the talking model")
+        return backend
+
+    runner = SessionRunner(loader=loader)
+    try:
+        loaded = runner.load("talking").wait()
+        assert [e.text for e in loaded.said if isinstance(e, ev.Notice)] == ["loaded the talking model"]
+        spec = SessionSpec(domain="terminal", think="full").resolve()
+        opened = runner.open(NewSession.from_spec(spec, tmp_path / "s.jsonl")).wait()
+        sid = opened.first(ev.SessionOpened).path
+        step = runner.step(sid, "ls").wait()
+        assert [e.text for e in step.said if isinstance(e, ev.Notice)] == ["the answer was cut at 1,024 characters"]
+        assert step.first(ev.TurnFinished) is not None
+    finally:
+        runner.close()
