@@ -48,6 +48,7 @@ def serve_command(
     openenv: bool = typer.Option(False, "--openenv", help="Serve the OpenEnv protocol instead of awl's REST API (openenv-core's own server: /reset, /step, /state, /schema, /ws...; docs/openenv.md). Needs the `openenv` extra."),
     domain: str = typer.Option(None, "--domain", "-d", show_default=False, help="With --openenv: the world of a reset that names none (terminal, web, os, android, mcp, swe, search; default terminal)."),
     scenario: str = typer.Option(None, "--scenario", "-s", show_default=False, help="With --openenv: a scenario (a bundled name or a .toml file) as the world of a reset that names none."),
+    allow_host: list[str] = typer.Option(None, "--allow-host", show_default=False, help="A host name the server also answers to (repeatable), e.g. the machine's name or a proxy's; any Host but the bind address, localhost, 127.0.0.1 and [::1] is refused (421), so a web page cannot reach the server by DNS rebinding."),
     reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
@@ -88,7 +89,8 @@ def serve_command(
     token = os.environ.get(token_env) or None
     check_exposure(host, token, token_env)
     limits = ServeLimits(max_body_bytes=max_body_bytes, max_action_chars=max_action_chars, max_sessions=max_sessions,
-                         idle_s=idle, max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn, max_waiting=max_waiting)
+                         idle_s=idle, max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn, max_waiting=max_waiting,
+                         allowed_hosts=tuple(allow_host or ()))
     folder = folder if folder is not None else sessions_dir() / "serve"
     try:
         folder.mkdir(parents=True, exist_ok=True)

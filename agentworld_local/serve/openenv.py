@@ -46,6 +46,7 @@ from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import ActionError, AwlError, InputError
+from agentworld_local.serve.security import HostOriginGuard
 from agentworld_local.serve.limits import ServeLimits
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
@@ -302,7 +303,7 @@ def make_openenv_app(*, folder: Path, runner: SessionRunner | None = None, backe
     app = create_fastapi_app(functools.partial(AwlWorld, hub), AwlAction, AwlObservation,
                              concurrency_config=ConcurrencyConfig(max_concurrent_envs=limits.max_sessions,
                                                                   session_timeout=limits.idle_s))
-    return _Guard(app, token, hub)
+    return HostOriginGuard(_Guard(app, token, hub), allowed_hosts=limits.allowed_hosts)  # as awl serve's REST app
 
 
 class _Guard:

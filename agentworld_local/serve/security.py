@@ -38,22 +38,27 @@ class HostOriginGuard:
         self.allowed = {host_name(host) for host in allowed_hosts if host.strip()}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
-        if not self._own_host(host_name(host), scope):
-            await send_problem(send, 421, f"This server does not answer to the host `{host or '(none)'}`.",
-                               "Send the request to the server's address (e.g. http://127.0.0.1:PORT); a name of "
-                               "your own needs the server's --allow-host NAME.")
-            return
         origin = headers.get(b"origin")
-        if origin is not None and not self._own_origin(origin.decode("latin-1"), host):
-            await send_problem(send, 403, f"This server takes no requests from pages of {origin.decode('latin-1')}.",
-                               "Call the API from a program (no Origin header), or from the server's own /docs.")
+        if not self._own_host(host_name(host), scope):
+            status, message, hint = 421, f"This server does not answer to the host `{host or '(none)'}`.", (
+                "Send the request to the server's address (e.g. http://127.0.0.1:PORT); a name of "
+                "your own needs the server's --allow-host NAME.")
+        elif origin is not None and not self._own_origin(origin.decode("latin-1"), host):
+            # Browsers apply no CORS to WebSockets: the Origin check is all that keeps a page out.
+            status, message, hint = 403, f"This server takes no requests from pages of {origin.decode('latin-1')}.", (
+                "Call the API from a program (no Origin header), or from the server's own /docs.")
+        else:
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})  # refused before accept: 403
+        else:
+            await send_problem(send, status, message, hint)
 
     def _own_host(self, name: str, scope: dict[str, Any]) -> bool:
         server = scope.get("server") or ()

@@ -279,6 +279,22 @@ def test_a_token_guards_every_request_and_the_websocket(tmp_path):
     assert stepped.observation["turn"] == 1 and stepped.observation["observation"] == answer("marker_form").observation
 
 
+def test_a_web_page_cannot_drive_the_websocket_nor_a_rebound_host(tmp_path):
+    """Browsers apply no CORS to WebSockets: a foreign Origin (a page the user visits) and a
+    foreign Host (DNS rebinding) are refused before the socket opens, as on awl serve's REST app."""
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+        ws = url.replace("http", "ws") + "/ws"
+        for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"}):
+            with pytest.raises(InvalidStatus) as refused:
+                connect(ws, additional_headers=headers).close()
+            assert refused.value.response.status_code == 403
+        assert httpx2.get(f"{url}/health", headers={"Host": "evil.example"}).status_code == 421
+        with connect(ws, additional_headers={"Origin": url}) as socket:  # the server's own page may
+            socket.send(json.dumps({"type": "reset", "data": {}}))
+            assert json.loads(socket.recv(timeout=60))["data"]["observation"]["turn"] == 0
+    assert list((tmp_path).rglob("*.jsonl")) == []  # no refused socket opened a session (nor the reset without a turn)
+
+
 # -- the command line --------------------------------------------------------------------------
 
 def awl(tmp_path: Path, *args: str, prelude: str = "", env: dict | None = None, **options: Any) -> subprocess.Popen:
