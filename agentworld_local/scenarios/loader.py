@@ -76,7 +76,7 @@ def list_scenarios(domain: str | None = None, *, problems: list[AwlError] | None
 
 
 def _looks_like_path(value: str) -> bool:
-    return "/" in value or "\\" in value or value.endswith(".toml") or os.path.isfile(value)
+    return "/" in value or "\\" in value or value.endswith(".toml")
 
 
 def load_scenario(name_or_path: str) -> Scenario:
@@ -98,6 +98,8 @@ def load_scenario(name_or_path: str) -> Scenario:
     for scenario in scenarios:
         if scenario.name == value:
             return scenario
+    if os.path.isfile(value):  # a file of the working directory named like no scenario: the user's own
+        return read_scenario_file(Path(value))
     raise unknown_scenario(value, [s.name for s in scenarios])
 
 

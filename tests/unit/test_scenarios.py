@@ -324,3 +324,11 @@ def test_bad_tool_schemas_and_values_are_said_in_plain_words(tmp_path, text, fra
         assert fragment in line, line
     for python_speak in ("not True", "not None", "datetime.", "is missing", "NoneType"):
         assert python_speak not in line, line
+
+
+def test_a_scenario_name_is_never_read_from_a_file_of_that_name_in_the_working_directory(tmp_path, monkeypatch):
+    from agentworld_local.scenarios.loader import load_scenario
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "disk-full-server").write_text("not toml at all [", encoding="utf-8")
+    assert load_scenario("disk-full-server").domain == "terminal"  # the bundled one, not the file
