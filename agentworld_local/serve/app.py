@@ -84,6 +84,8 @@ class StepRequest(BaseModel):
     cancel_on_disconnect: bool = Field(
         False, description="Cancel the turn when this request's client goes away (nothing is saved for it). "
                            "Default: the turn runs to its end and is saved, so a client that reconnects finds it.")
+    final: bool = Field(False, description="This is the episode's last step (the client's step limit): a reward that "
+                                           "judges whole episodes (`awl serve --reward judge:...`) judges it now.")
 
 
 class TurnRequest(BaseModel):
@@ -170,14 +172,15 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
     async def step(sid: str, body: StepRequest, request: Request) -> dict[str, Any]:
         """One turn: the action goes to the world model; the saved turn comes back. Beyond the
         model's `parallel` it waits its turn (in order); it is never refused for other sessions."""
-        turn = registry.turn(sid, "step", body.action)
+        turn = registry.turn(sid, "step", body.action, final=body.final)
         return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect))
 
     @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse,
               responses={**_STREAMED, **responses(*turn, json_route=False)})
     async def step_stream(sid: str, body: StepRequest) -> EventSourceResponse:
         """One turn as server-sent events: the session's events as they come, `turn_done` and `ready` last."""
-        return await _sse(registry.turn(sid, "step", body.action), registry, sid, body.cancel_on_disconnect)
+        return await _sse(registry.turn(sid, "step", body.action, final=body.final), registry, sid,
+                          body.cancel_on_disconnect)
 
     @app.post("/sessions/{sid}/regenerate", responses=responses(*turn))
     async def regenerate(sid: str, request: Request, body: TurnRequest | None = None) -> dict[str, Any]:

@@ -132,7 +132,7 @@ class SessionRegistry:
 
     # -- turns -------------------------------------------------------------------------------
 
-    def turn(self, sid: str, kind: str, action: str | None = None) -> AsyncIterator[events.SessionEvent]:
+    def turn(self, sid: str, kind: str, action: str | None = None, *, final: bool = False) -> AsyncIterator[events.SessionEvent]:
         """A step (`action`) or a regenerate: the events as they come (refusals raise before the first)."""
         session = self._session(sid)
         if action is not None and len(action) > self.limits.max_action_chars:
@@ -151,7 +151,7 @@ class SessionRegistry:
                                   "Fork it at an earlier turn, or start a new session.")
 
         send: Send = (
-            (lambda runner: runner.step(session.key, action or "")) if kind == "step"
+            (lambda runner: runner.step(session.key, action or "", final=final)) if kind == "step"
             else (lambda runner: runner.regenerate(session.key)))
         return self.bridge.stream(send, session=session.key, lock=session.lock, gate=gate, watch=session.watch)
 

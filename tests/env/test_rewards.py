@@ -123,3 +123,17 @@ def test_awl_run_reward_shows_each_turns_reward_and_json_carries_it(tmp_path):
     assert [(event["turn"], event["value"]) for event in rewards] == [(1, 0.0), (2, 1.0)]
     bad = awl("run", "-m", model, "--reward", "my_rewards:missing", home=tmp_path, stdin="ls\n", env=env)
     assert bad.returncode == 2 and "has no `missing`" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_step_marked_final_over_http_is_the_one_an_episode_reward_judges(tmp_path):
+    seen = []
+
+    def judged(episode):
+        seen.append((len(episode.turns), episode.final))
+        return 1.0 if episode.ended else 0.0
+
+    with served(tmp_path, scripted(), reward=judged) as client:
+        sid = client.post("/sessions", json={"domain": "terminal"}).json()["id"]
+        assert client.post(f"/sessions/{sid}/step", json={"action": "ls"}).json()["reward"] == 0.0
+        assert client.post(f"/sessions/{sid}/step", json={"action": "pwd", "final": True}).json()["reward"] == 1.0
+    assert seen == [(1, False), (2, True)]
