@@ -66,7 +66,9 @@ def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path,
     from_scratch = sum(e.side["tokens"]["prompt_total"] for e in events)
     assert evaluated < from_scratch * 0.7
     lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert [line["awl_predict"]["tokens"] for line in lines] == [e.side["tokens"] for e in events], "recorded per row"
+    # Recorded per row; the file is in the input's order, the events in the work order.
+    assert [line["awl_predict"]["line"] for line in lines] == sorted(e.row.line for e in events)
+    assert {line["awl_predict"]["line"]: line["awl_predict"]["tokens"] for line in lines} == {e.row.line: e.side["tokens"] for e in events}
 
 
 
