@@ -240,7 +240,8 @@ class AwlApp(App[None]):
         which records the fork point in this file); the session goes on in the new file."""
         if self.session_id is not None and self.runner.fork(self.session_id, turn, out):
             self._waiting = True
-            self._opened_note = f"Saved as {out}" if save_as else f"Forked at turn {turn}: {out}"
+            self._opened_note = (f"Saved as {out}: the session goes on in that file." if save_as else
+                                 f"Forked at turn {turn}: the session goes on in {out} (the old file is kept).")
 
     def open_saved(self, path: Path) -> None:
         """Continue a saved session in its own file."""

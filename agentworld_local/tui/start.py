@@ -93,14 +93,14 @@ class StartScreen(Screen[None]):
                                  [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
                                          disabled=True)], id="models")
                 yield Input(value=self.request.model or (self.models[0] if self.models else ""),
-                            placeholder="name, .gguf, openai:M@URL", id="model", compact=True)
+                            placeholder="name, .gguf, openai:M@URL", id="model")
                 yield Label("Thinking budget")
                 yield Input(value=self.request.think or "", placeholder=f"off, full or N ({DEFAULT_THINK})",
-                            id="think", compact=True)
+                            id="think")
                 yield Label("Max observation tokens")
                 max_tokens = self.request.max_tokens
                 yield Input(value="" if max_tokens is None else str(max_tokens), placeholder=f"default {DEFAULT_MAX_TOKENS}",
-                            type="integer", id="max-tokens", compact=True)
+                            type="integer", id="max-tokens")
                 yield Button("Start", variant="primary", id="start")
             with Vertical(id="recent-column"):
                 yield Label("Recent sessions")
@@ -178,9 +178,10 @@ class StartScreen(Screen[None]):
 
 
 class LoadingScreen(Screen[None]):
-    """The model loads on the runner's thread; Escape stops the load and goes back."""
+    """The model loads on the runner's thread; Escape (or Ctrl+C) stops the load and goes back."""
 
-    BINDINGS = [Binding("escape", "back", "Back")]
+    BINDINGS = [Binding("escape", "back", "Back"),
+                Binding("ctrl+c", "back", "Back", show=False, priority=True)]  # not Textual's "press ctrl+q"
     CSS_PATH = "start.tcss"
 
     def __init__(self, model: str) -> None:

@@ -159,23 +159,73 @@ def device_label(gpu_layers: int | None, endpoint: str | None = None) -> str:
     return "GPU all" if gpu_layers < 0 else f"GPU {gpu_layers} layers"
 
 
+#: What the status bar shortens a long model name or file name to before it drops anything.
+_MODEL_CELLS, _PATH_CELLS = 24, 32
+_SEPARATOR = " │ "
+
+
+def _cut_end(text: str, cells: int) -> str:
+    return text if len(text) <= cells else text[: max(cells - 1, 0)] + "…"
+
+
+def _cut_start(text: str, cells: int) -> str:
+    """A file name keeps its end (the stamp's seconds, the domain, `.jsonl`)."""
+    return text if len(text) <= cells else "…" + text[len(text) - max(cells - 1, 0):]
+
+
+def status_text(width: int, *, busy: str, turn: int, path: str, facts: list[tuple[str, str]]) -> Text:
+    """The status bar's line within `width` cells, in this order: what is running (and how
+    to cancel it), the turn, the file; then `facts` (name, value: model, device, speed,
+    context, thinking). A long model name and a long file name shrink first, then the facts
+    drop from the last; the running work, the turn and the file stay."""
+    facts = list(facts)
+    shown_path = path
+
+    def parts() -> list[tuple[str, str, str]]:
+        items = [("", busy, "yellow")] if busy else []
+        items += [("turn ", str(turn), "bold"), ("", shown_path, "bold")]
+        return items + [(name, value, "bold") for name, value in facts]
+
+    def length() -> int:
+        items = parts()
+        return sum(len(name) + len(value) for name, value, _ in items) + len(_SEPARATOR) * (len(items) - 1)
+
+    if length() > width:  # long names shrink first
+        facts = [(name, _cut_end(value, _MODEL_CELLS) if name == "model " else value) for name, value in facts]
+        shown_path = _cut_start(path, _PATH_CELLS)
+    while length() > width and facts:
+        facts.pop()
+    if length() > width:
+        shown_path = _cut_start(path, max(8, len(shown_path) - (length() - width)))
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    for index, (name, value, style) in enumerate(parts()):
+        if index:
+            text.append(_SEPARATOR, style="dim")
+        text.append(name, style="dim")
+        text.append(value, style=style)
+    return text
+
+
 class StatusBar(Static):
-    """Model, device, speed, context, thinking budget, turn."""
+    """What is running, the turn, the file; then model, device, speed, context, thinking."""
+
+    _shown: dict[str, object] | None = None
 
     def show(self, *, model: str, gpu_layers: int | None, tokens_per_s: float | None, context_used: int | None,
              n_ctx: int | None, think: str, turn: int, path: str, busy: str = "", endpoint: str | None = None) -> None:
-        device = device_label(gpu_layers, endpoint)
         speed = f"{tokens_per_s:.1f} tok/s" if tokens_per_s is not None else "– tok/s"
         used = f"{context_used:,}" if context_used is not None else "–"
         size = f"{n_ctx:,}" if n_ctx else "?"
-        text = Text(no_wrap=True, end="")
-        parts = [("model ", model), ("", device), ("", speed), ("ctx ", f"{used}/{size}"), ("think ", think),
-                 ("turn ", str(turn)), ("", path)]
-        for index, (name, value) in enumerate(parts):
-            if index:
-                text.append(" │ ", style="dim")
-            text.append(name, style="dim")
-            text.append(value, style="bold")
-        if busy:
-            text.append(f"  {busy}", style="yellow")
-        self.update(text)
+        facts = [("model ", model), ("", device_label(gpu_layers, endpoint)), ("", speed), ("ctx ", f"{used}/{size}"),
+                 ("think ", think)]
+        self._shown = {"busy": busy, "turn": turn, "path": path, "facts": facts}
+        self._render_status()
+
+    def _render_status(self) -> None:
+        if self._shown is None:
+            return
+        width = self.content_size.width or max(self.app.size.width - 2, 20)
+        self.update(status_text(width, **self._shown))  # type: ignore[arg-type]
+
+    def on_resize(self) -> None:
+        self._render_status()
