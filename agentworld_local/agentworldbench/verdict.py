@@ -100,46 +100,33 @@ def _best_object(text: str) -> str | None:
     return (with_scores or found or [None])[-1]
 
 
-def _balanced_from(text: str, start: int) -> str | None:
+def _balanced_from(text: str, start: int, step: int = 1) -> str | None:
+    """The object that opens (step 1) or closes (step -1) at `start`. Strings are passed over,
+    by the official parser's two rules: forward a backslash escapes the next character,
+    backward a quote after a backslash is no quote."""
     depth, in_string, escaped = 0, False, False
-    for index in range(start, len(text)):
+    opening = "{" if step == 1 else "}"
+    index = start
+    while 0 <= index < len(text):
         char = text[index]
-        if escaped:
+        if step == 1 and escaped:
             escaped = False
-        elif char == "\\" and in_string:
+        elif step == 1 and char == "\\" and in_string:
             escaped = True
-        elif char == '"':
+        elif char == '"' and (step == 1 or index == 0 or text[index - 1] != "\\"):
             in_string = not in_string
-        elif in_string:
-            continue
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
+        elif not in_string and char in "{}":
+            depth += 1 if char == opening else -1
             if depth == 0:
-                return text[start : index + 1]
+                return text[min(start, index) : max(start, index) + 1]
+        index += step
     return None
 
 
 def _object_before_last_brace(text: str) -> str | None:
-    """Back from the last `}` to the `{` that balances it (a quote after a backslash is not one)."""
+    """Back from the last `}` to the `{` that balances it."""
     end = text.rfind("}")
-    if end == -1:
-        return None
-    depth, in_string = 0, False
-    for index in range(end, -1, -1):
-        char = text[index]
-        if char == '"' and (index == 0 or text[index - 1] != "\\"):
-            in_string = not in_string
-        if in_string:
-            continue
-        if char == "}":
-            depth += 1
-        elif char == "{":
-            depth -= 1
-            if depth == 0:
-                return text[index : end + 1]
-    return None
+    return None if end == -1 else _balanced_from(text, end, -1)
 
 
 def _repaired(text: str) -> str:
