@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentworld_local.agentworldbench.judge import JudgePrompts, Judged, domain_of, judge_row
+from agentworld_local.agentworldbench.judge import JUDGE_FAILED, JudgePrompts, Judged, domain_of, judge_row
 from agentworld_local.agentworldbench.judge_wording import load_wording
 from agentworld_local.agentworldbench.judged import SIDE, JudgedFile, side_record
 from agentworld_local.agentworldbench.rows import BenchFile
@@ -100,8 +100,12 @@ def bench_judge(
         failed = _judge_all(rows, todo, judged, pack, remote, judge, concurrency=concurrency, attempts=attempts,
                             temperature=temperature, max_tokens=max_tokens, needs_server=bool(needed),
                             drop_negative=drop_negative)
-    summary = aggregate([row for row in _rows(out, "judged").values()]) if out.exists() else aggregate([])
-    _show(summary, as_json=as_json)
+    judged_rows = list(_rows(out, "judged").values()) if out.exists() else []
+    kept = sum(row.get("error_message") == JUDGE_FAILED for row in judged_rows)
+    if not todo and kept:
+        err.print(f"awl: {kept} {'row' if kept == 1 else 'rows'} of {out} failed their judging; --retry-failed judges "
+                  f"{'it' if kept == 1 else 'them'} again.", markup=False)
+    _show(aggregate(judged_rows), as_json=as_json)
     if failed:
         raise typer.Exit(1)
 

@@ -194,6 +194,7 @@ def test_the_official_request_for_every_row_the_failing_row_and_the_score_table(
     sent = len(server.requests)
     again = judge(predictions, pack, out, server)
     assert again.returncode == 0 and "already judged" in again.stderr and len(server.requests) == sent
+    assert "1 row of" in again.stderr and "--retry-failed judges it again" in again.stderr
     broken.clear()
     ROWS_5_SCORES = {"format": 2, "factuality": 2, "consistency": 2, "realism": 2, "quality": 2}
     server.canned = lambda body: Canned(verdict(ROWS_5_SCORES))
