@@ -7,6 +7,9 @@ steps of all sub-envs go to the server at once, so it serves them together over 
 observations and actions are text (a tuple of strings per batch). Autoreset is Gymnasium's
 default, the next step: a sub-env that ended comes back reset (a new session, a new file) on
 the step after, its action ignored. Reward is always 0.0, as in the single env (env/simulated.py).
+`truncated` is the step limit (`max_episode_steps`, which make_vec passes from the id's spec);
+an answer cut at its token limit is `infos["cut_short"]`. A step or reset waits for every
+sub-env, as Gymnasium's AsyncVectorEnv does, before it raises what failed (docs/gym.md).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from agentworld_local.concurrency import map_ordered
+from agentworld_local.concurrency import Done, map_at_once
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.client import ServerClient
 from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
 from agentworld_local.env.ids import resolve_env
-from agentworld_local.errors import ActionError, InputError, did_you_mean
+from agentworld_local.env.simulated import CUT_SHORT
+from agentworld_local.errors import ActionError, AwlError, InputError, did_you_mean
 
 #: What each sub-env's session may set (the server's `POST /sessions` fields).
 SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "temperature", "max_tokens")
@@ -36,12 +40,20 @@ class AgentWorldVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, env_id: str = "agentworld/Terminal-v0", *, base_url: str | None = None,
-                 token: str | None = None, timeout: float = 600.0, **options: Any) -> None:
+                 token: str | None = None, timeout: float = 600.0, max_episode_steps: int | None = None,
+                 **options: Any) -> None:
+        """`max_episode_steps`: a sub-env's episode is truncated after that many steps (None or
+        -1, as in gymnasium.make: no limit; make_vec passes the id's own)."""
         if not base_url:
             raise InputError("The vector env runs its sub-envs as sessions of `awl serve`: it needs base_url.",
                              "Start `awl serve --model ...` and pass base_url='http://127.0.0.1:8760'.")
         if num_envs < 1:
             raise InputError(f"num_envs is {num_envs}.", "Give 1 or more.")
+        if max_episode_steps == -1:
+            max_episode_steps = None
+        if max_episode_steps is not None and (not isinstance(max_episode_steps, int) or max_episode_steps < 1):
+            raise InputError(f"max_episode_steps is {max_episode_steps!r}.",
+                             "Give 1 or more, or -1 (or None) for no limit.")
         unknown = sorted(set(options) - set(SESSION_OPTIONS))
         if unknown:
             raise InputError(f"Unknown option `{unknown[0]}` for the vector env.",
@@ -51,6 +63,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self._world = {"scenario": chosen.scenario} if chosen.scenario else {"domain": chosen.domain}
         self._options = options
         self.num_envs = num_envs
+        self.max_episode_steps = max_episode_steps
         self.single_action_space = AnyText(MAX_ACTION_CHARS, min_length=1)
         self.single_observation_space = AnyText(MAX_OBSERVATION_CHARS)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -58,6 +71,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self._client = ServerClient(base_url, token=token, timeout=timeout, connections=num_envs + 4)
         self._sessions: list[str | None] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+        self._steps = np.zeros(num_envs, dtype=np.int64)  # each sub-env's steps this episode
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -106,8 +120,15 @@ class AgentWorldVectorEnv(VectorEnv):
         return list(self._sessions)
 
     def _every(self, one: Callable[[int], Any]) -> list[Any]:
-        # All at once, each sub-env taking its turn; the first sub-env's error is raised after.
-        return map_ordered(one, range(self.num_envs), at_once=self.num_envs, name="awl-vector")
+        """`one(index)` for every sub-env at once. As in Gymnasium's AsyncVectorEnv, every
+        sub-env's call ends before anything is raised; then the error of the first sub-env
+        that failed, its message naming every sub-env that did."""
+        with map_at_once(one, range(self.num_envs), at_once=self.num_envs, name="awl-vector") as running:
+            finished = sorted(running, key=lambda done: done.index)
+        failed = [done for done in finished if done.error is not None]
+        if failed:
+            raise _named(failed, self.num_envs)
+        return [done.value for done in finished]
 
     # -- one sub-env (on a pool thread) ---------------------------------------------------
 
@@ -117,6 +138,7 @@ class AgentWorldVectorEnv(VectorEnv):
             seed = int(self.np_random.integers(_SEED_RANGE))
         opened = self._client.create(**self._world, **{**self._options, **episode}, seed=seed)
         self._sessions[index] = opened["id"]
+        self._steps[index] = 0
         return opened["observation"], {"session": opened["id"], "trajectory": opened["file"], "turn": 0, "seed": seed}
 
     def _step_one(self, index: int, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -130,13 +152,19 @@ class AgentWorldVectorEnv(VectorEnv):
             raise InputError(f"An action is text, not {type(action).__name__}.", "Give one string per sub-env.")
         try:
             done = self._client.step(sid, action)
-        except ActionError as error:
+        except ActionError as error:  # no turn, but a step (as TimeLimit counts it)
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
-            return reason, 0.0, False, False, {"session": sid, "invalid_action": reason}
+            return reason, 0.0, False, self._count_step(index), {"session": sid, "invalid_action": reason}
         record = done["record"]
         info = {"session": sid, "turn": done["turn"], "thinking": record.get("thinking") or "",
-                "finish": record.get("finish"), "parse_method": record.get("parse_method")}
-        return done["observation"], 0.0, bool(done["terminated"]), bool(done["truncated"]), info
+                "finish": record.get("finish"), "parse_method": record.get("parse_method"),
+                "cut_short": record.get("finish") in CUT_SHORT}
+        return done["observation"], 0.0, bool(done["terminated"]), self._count_step(index), info
+
+    def _count_step(self, index: int) -> bool:
+        """One more step of sub-env `index`; True when it reached the step limit (truncated)."""
+        self._steps[index] += 1
+        return self.max_episode_steps is not None and bool(self._steps[index] >= self.max_episode_steps)
 
     def _close_one(self, index: int) -> None:
         sid, self._sessions[index] = self._sessions[index], None
@@ -145,3 +173,28 @@ class AgentWorldVectorEnv(VectorEnv):
                 self._client.close_session(sid)
             except InputError:
                 pass  # closed already (the server's idle limit): every turn is saved either way
+
+
+def _named(failed: list[Done[int, Any]], num_envs: int) -> BaseException:
+    """The first failed sub-env's error, its message naming every sub-env that failed (an awl
+    error keeps its type and hint, so a caller's `except InputError` still holds)."""
+    by_text: dict[str, list[int]] = {}
+    for done in failed:
+        error = done.error
+        by_text.setdefault(error.message if isinstance(error, AwlError) else f"{type(error).__name__}: {error}",
+                           []).append(done.index)
+    said = next(iter(by_text)) if len(by_text) == 1 else "; ".join(
+        f"{_which(indexes)}: {message}" for message, indexes in by_text.items())
+    text = f"{_which([done.index for done in failed]).capitalize()} of {num_envs} failed: {said}"
+    first = failed[0].error
+    assert first is not None
+    if isinstance(first, AwlError):
+        first.message, first.args = text, (text,)
+    else:  # a defect keeps its own message and traceback; the note names the sub-envs
+        first.add_note(text)
+    first.sub_envs = [done.index for done in failed]  # type: ignore[attr-defined]
+    return first
+
+
+def _which(indexes: list[int]) -> str:
+    return f"sub-env {indexes[0]}" if len(indexes) == 1 else f"sub-envs {', '.join(map(str, indexes))}"

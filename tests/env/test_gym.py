@@ -90,8 +90,17 @@ def test_ansi_render_shows_the_current_observation(tmp_path):
         assert env.render() == observation
     finally:
         env.close()
-    with pytest.raises(InputError, match="Unknown render_mode `human`"), pytest.warns(UserWarning, match="render_mode"):
-        gymnasium.make("agentworld/Terminal-v0", model=f"scripted:{answers}", out_dir=tmp_path, render_mode="human")
+
+
+
+@pytest.mark.parametrize("mode", ["human", "rgb_array"])
+def test_an_unsupported_render_mode_is_gymnasium_s_own_warning_and_error(tmp_path, mode):
+    """gymnasium.make warns of a mode outside metadata["render_modes"]; the env then raises
+    gymnasium.error.UnsupportedMode (not awl's InputError), before any model loads."""
+    with pytest.raises(gymnasium.error.UnsupportedMode, match=f"render_mode='{mode}'") as raised, \
+            pytest.warns(UserWarning, match="not in the possible render_modes"):
+        gymnasium.make("agentworld/Terminal-v0", model="scripted:no-such-file.json", out_dir=tmp_path, render_mode=mode)
+    assert not isinstance(raised.value, InputError) and "ansi" in str(raised.value)
 
 
 def test_gymnasium_s_module_form_needs_no_import_of_ours_and_the_core_needs_no_gymnasium(tmp_path):
