@@ -32,8 +32,9 @@ class ServerClient:
         """A new session: `domain` or `scenario`, and the session's options (task, seed, think, ...)."""
         return self._call("POST", "/sessions", json={key: value for key, value in session.items() if value is not None})
 
-    def step(self, sid: str, action: str) -> dict[str, Any]:
-        return self._call("POST", f"/sessions/{sid}/step", json={"action": action})
+    def step(self, sid: str, action: str, *, final: bool = False) -> dict[str, Any]:
+        """`final`: the episode's last step (a reward that judges episodes judges it)."""
+        return self._call("POST", f"/sessions/{sid}/step", json={"action": action, **({"final": True} if final else {})})
 
     def undo(self, sid: str) -> dict[str, Any]:
         return self._call("POST", f"/sessions/{sid}/undo")

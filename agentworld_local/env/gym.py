@@ -220,9 +220,9 @@ class AgentWorldEnv(gymnasium.Env):
         return observation, {**info, "run_dir": str(self.run_dir)}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        # SimulatedEnv's fourth value is "the answer was cut"; truncated is the step limit (TimeLimit's).
-        observation, reward, terminated, cut_short, info = self.world.step(action)
-        return observation, reward, terminated, False, {**info, "cut_short": cut_short}
+        # truncated is the step limit's (TimeLimit's); a cut answer is info["cut_short"].
+        observation, reward, terminated, truncated, info = self.world.step(action)
+        return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
         return self.world.observation if self.render_mode == "ansi" else None

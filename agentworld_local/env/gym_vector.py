@@ -104,8 +104,8 @@ class AgentWorldVectorEnv(VectorEnv):
         terminations = np.array([result[2] for result in results], dtype=np.bool_)
         truncations = np.array([result[3] for result in results], dtype=np.bool_)
         self._autoreset = terminations | truncations
-        return (tuple(result[0] for result in results), np.zeros(self.num_envs, dtype=np.float64),
-                terminations, truncations, infos)
+        rewards = np.array([result[1] for result in results], dtype=np.float64)  # the server's reward (--reward)
+        return tuple(result[0] for result in results), rewards, terminations, truncations, infos
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session (each turn is already saved on the server)."""
@@ -150,8 +150,9 @@ class AgentWorldVectorEnv(VectorEnv):
             raise InputError("The vector env has no sessions yet.", "Call reset() first.")
         if not isinstance(action, str):
             raise InputError(f"An action is text, not {type(action).__name__}.", "Give one string per sub-env.")
+        last = self.max_episode_steps is not None and self._steps[index] + 1 >= self.max_episode_steps
         try:
-            done = self._client.step(sid, action)
+            done = self._client.step(sid, action, final=last)
         except ActionError as error:  # no turn, but a step (as TimeLimit counts it)
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
             return reason, 0.0, False, self._count_step(index), {"session": sid, "invalid_action": reason}
@@ -159,7 +160,10 @@ class AgentWorldVectorEnv(VectorEnv):
         info = {"session": sid, "turn": done["turn"], "thinking": record.get("thinking") or "",
                 "finish": record.get("finish"), "parse_method": record.get("parse_method"),
                 "cut_short": record.get("finish") in CUT_SHORT}
-        return done["observation"], 0.0, bool(done["terminated"]), self._count_step(index), info
+        if done.get("reward_source"):
+            info["reward_source"] = done["reward_source"]
+        return (done["observation"], float(done.get("reward", 0.0)), bool(done["terminated"]), self._count_step(index),
+                info)
 
     def _count_step(self, index: int) -> bool:
         """One more step of sub-env `index`; True when it reached the step limit (truncated)."""

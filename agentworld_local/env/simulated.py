@@ -11,8 +11,9 @@ sends is executed: the world model predicts what the environment would answer.
   the trajectory beside the turn; without one it is 0.0 (a world model predicts what the
   environment shows, not how well the agent did).
 - `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
-  `truncated`: the answer hit its token limit, or looped and was stopped (the observation
-  may be cut; `info["finish"]` says which).
+  `truncated`, as in Gymnasium, is a step limit's: this env has none, so it is False (the
+  Gymnasium ids' TimeLimit sets it). An answer that hit its token limit, or looped and was
+  stopped, is `info["cut_short"]` (the observation may be cut; `info["finish"]` says which).
 - An action the domain cannot read is no turn: the observation is the one-line reason and
   `info["invalid_action"]` holds it, so an agent can correct itself.
 """
@@ -129,7 +130,7 @@ class SimulatedEnv:
             # Copies: what a caller does with info never reaches the session's history.
             "trajectory": session, "turn": finished.turn, "action": copy.deepcopy(record.action_payload),
             "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
-            "finish": record.finish, "parse_method": record.parse_method,
+            "finish": record.finish, "parse_method": record.parse_method, "cut_short": record.finish in CUT_SHORT,
         }
         rewarded = next((event for event in said if isinstance(event, events.Rewarded)), None)
         if rewarded is not None:
@@ -138,7 +139,7 @@ class SimulatedEnv:
                 info["verdict"] = copy.deepcopy(rewarded.verdict)
         return (record.observation, rewarded.value if rewarded is not None else 0.0,
                 ends_task(self.domain.name, record.action_payload),
-                record.finish in CUT_SHORT, info)
+                False, info)
 
     def undo(self) -> str:
         """Drop the last turn (the file keeps it and records the undo); the observation that

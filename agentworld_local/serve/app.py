@@ -356,7 +356,9 @@ def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[
     return {"session": sid, "turn": finished.turn, "observation": record.observation,
             "reward": rewarded.value if rewarded is not None else 0.0,
             "reward_source": rewarded.source if rewarded is not None else None,
-            "terminated": ends_task(domain, record.action_payload), "truncated": record.finish in CUT_SHORT,
+            "terminated": ends_task(domain, record.action_payload),
+            # As in Gymnasium: the episode was cut by a limit (this server's --max-turns); a cut answer is cut_short.
+            "truncated": finished.turns >= registry.limits.max_turns, "cut_short": record.finish in CUT_SHORT,
             "turns": finished.turns, "head": finished.head, "record": record.to_dict()}
 
 

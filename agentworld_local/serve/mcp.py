@@ -65,7 +65,8 @@ class Step(Observed):
     """What `act` returns as structured content: one turn of the episode."""
 
     terminated: bool = Field(description="The action ended the task: call `reset` for a new episode.")
-    truncated: bool = Field(description="The answer hit its token limit or looped and was stopped; it may be cut.")
+    truncated: bool = Field(description="The episode was cut by a step limit (as in Gymnasium; awl mcp has none).")
+    cut_short: bool = Field(description="The answer hit its token limit or looped and was stopped; it may be cut.")
     reward: float = Field(description="What the turn earned (0.0 unless the session has a reward hook).")
 
 
@@ -123,9 +124,10 @@ class SimulatedMachine:
                 raise ToolError(info["invalid_action"])
             if terminated:
                 self._ended = info["turn"]
-            notes = [*(["[the answer reached its token limit and may be cut]"] if truncated else []),
+            notes = [*(["[the answer reached its token limit and may be cut]"] if info["cut_short"] else []),
                      *(["[the task was declared finished]"] if terminated else [])]
             step = Step(observation=observation, turn=info["turn"], terminated=terminated, truncated=truncated,
+                        cut_short=info["cut_short"],
                         reward=reward, trajectory=info["trajectory"])
             return _result("\n".join([observation, *notes]), step)
 

@@ -85,7 +85,7 @@ class AwlObservation(Observation):
     task: str | None = Field(None, description="The episode's task (after a reset)")
     thinking: str | None = Field(None, description="The world model's reasoning for this turn")
     finish: str | None = Field(None, description="How the answer ended: stop, length or repetition")
-    truncated: bool = Field(False, description="The answer was cut (token limit or a loop stopped)")
+    cut_short: bool = Field(False, description="The answer was cut (its token limit, or a loop stopped)")
     invalid_action: str | None = Field(None, description="Why the action was not read (no turn was run)")
     reward_source: str | None = Field(None, description="What gave the reward (python:..., judge:...)")
 
@@ -192,7 +192,7 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         return self._observation(
             record.observation, done=ends_task(self._domain, record.action_payload),
             reward=rewarded.value if rewarded is not None else 0.0, thinking=record.thinking, finish=record.finish,
-            truncated=record.finish in CUT_SHORT, reward_source=rewarded.source if rewarded is not None else None)
+            cut_short=record.finish in CUT_SHORT, reward_source=rewarded.source if rewarded is not None else None)
 
     @property
     def state(self) -> State:

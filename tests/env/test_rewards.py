@@ -137,3 +137,25 @@ def test_a_step_marked_final_over_http_is_the_one_an_episode_reward_judges(tmp_p
         assert client.post(f"/sessions/{sid}/step", json={"action": "ls"}).json()["reward"] == 0.0
         assert client.post(f"/sessions/{sid}/step", json={"action": "pwd", "final": True}).json()["reward"] == 1.0
     assert seen == [(1, False), (2, True)]
+
+
+def test_the_vector_env_gives_each_sub_envs_reward_and_its_last_step_is_final(tmp_path):
+    import gymnasium
+
+    import agentworld_local.env.gym  # noqa: F401 - registers the ids
+
+    finals = []
+
+    def reward(episode):
+        finals.append(episode.final)
+        return 0.5 if not episode.final else 2.0
+
+    with served(tmp_path, scripted(), reward=reward) as client:
+        env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=2, base_url=str(client.base_url),
+                                 max_episode_steps=2)
+        env.reset(seed=1)
+        first = env.step(("ls", "pwd"))
+        second = env.step(("ls", "pwd"))
+        env.close()
+    assert list(first[1]) == [0.5, 0.5] and list(second[1]) == [2.0, 2.0] and second[3].all()
+    assert sorted(finals) == [False, False, True, True]

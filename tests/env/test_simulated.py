@@ -42,8 +42,8 @@ def test_each_step_returns_the_observation_the_turn_records_whatever_the_chunkin
             observation, reward, terminated, truncated, info = env.step(f"echo {number}")
             assert observation == item.observation, item.name
             assert (reward, terminated) == (0.0, False)
-            assert truncated is (item.finish == "length"), item.name  # a loop is stopped: cut short too
-            assert info["finish"] in (("length", "repetition") if truncated else ("stop",))
+            assert truncated is False and info["cut_short"] is (item.finish == "length"), item.name
+            assert info["finish"] in (("length", "repetition") if info["cut_short"] else ("stop",))
             assert info["turn"] == number and info["trajectory"] == str(path)
             assert info["tokens"]["generated"] > 0 and "total_s" in info["timings"]
             assert info["action"] == [{"keystrokes": f"echo {number}\n", "duration": 1.0}]
@@ -54,14 +54,15 @@ def test_each_step_returns_the_observation_the_turn_records_whatever_the_chunkin
     assert saved.header.domain == "terminal" and saved.header.seed == 5
 
 
-def test_info_carries_thinking_and_the_answer_that_hit_its_limit_is_truncated(tmp_path):
+def test_info_carries_thinking_and_the_answer_that_hit_its_limit_is_cut_short_not_truncated(tmp_path):
+    """As in Gymnasium, `truncated` is a step limit's (this env has none); a cut answer is info's."""
     long = answer("unclosed_tag_at_length")
     with make_env(tmp_path, [answer("thinking_then_tags").scripted(), long.scripted()]) as env:
         env.reset()
         _, _, _, truncated, info = env.step("ls -la")
-        assert not truncated and info["thinking"].startswith("The agent lists /app.") and info["finish"] == "stop"
+        assert not info["cut_short"] and info["thinking"].startswith("The agent lists /app.") and info["finish"] == "stop"
         observation, _, _, truncated, info = env.step("make")
-        assert truncated and info["finish"] == "length" and observation == long.observation
+        assert not truncated and info["cut_short"] and info["finish"] == "length" and observation == long.observation
 
 
 @pytest.mark.parametrize(("name", "ending", "other"), [

@@ -36,7 +36,7 @@ def test_the_tools_declare_their_output_schemas_and_honest_annotations(tmp_path)
 
     tools, result = anyio.run(session)
     act, state, undo, reset = (tools[name] for name in ("act", "state", "undo", "reset"))
-    assert set(act.output_schema["properties"]) == {"observation", "turn", "terminated", "truncated", "reward", "trajectory"}
+    assert set(act.output_schema["properties"]) == {"observation", "turn", "terminated", "truncated", "cut_short", "reward", "trajectory"}
     assert set(reset.output_schema["properties"]) >= {"observation", "turn", "trajectory"}
     assert state.output_schema is None and undo.output_schema is None  # their text is the whole answer
     # What act returns is what its schema promises (the SDK's client checks it too).
@@ -44,7 +44,7 @@ def test_the_tools_declare_their_output_schemas_and_honest_annotations(tmp_path)
     (path,) = session_files(tmp_path)
     (turn,) = read_trajectory(path).turns
     assert result.structured_content == {"observation": turn.observation, "turn": 1, "terminated": False,
-                                         "truncated": False, "reward": 0.0, "trajectory": str(path)}
+                                         "truncated": False, "cut_short": False, "reward": 0.0, "trajectory": str(path)}
     assert text(result) == LS == turn.observation  # a text-only client reads what it read before
     hints = {name: tool.annotations.model_dump(by_alias=True, exclude_none=True) for name, tool in tools.items()}
     assert hints["state"]["readOnlyHint"] is True

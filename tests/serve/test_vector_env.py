@@ -119,15 +119,15 @@ def test_make_vec_with_twice_as_many_sub_envs_as_the_models_slots_steps_them_all
     with served(tmp_path, backend) as client:
         assert client.get("/health").json()["parallel"] == 2
         env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=4, base_url=str(client.base_url), think="off",
-                                 max_tokens=6, temperature=0.8)
+                                 max_tokens=6, temperature=0.8, max_episode_steps=1)
         _, infos = env.reset(seed=3)
         played: dict[str, str] = {}
         for step in range(4):
             sessions = list(infos["session"])
             actions = tuple(f"echo e{index}-t{step}" for index in range(4))
             _, _, terminated, truncated, infos = env.step(actions)
-            if step % 2 == 0:  # a turn: each sub-env's, every one cut short (a random-weight model hits max_tokens)
-                assert list(infos["turn"]) == [1] * 4 and truncated.all()
+            if step % 2 == 0:  # a turn: each sub-env's, at its step limit, every answer cut short (max_tokens)
+                assert list(infos["turn"]) == [1] * 4 and truncated.all() and infos["cut_short"].all()
                 played.update(zip(sessions, actions))
             else:  # Gymnasium's next-step autoreset: new sessions
                 assert list(infos["turn"]) == [0] * 4 and not set(infos["session"]) & set(played)
