@@ -16,6 +16,8 @@ InputErrors when the judge is made, before any episode.
 
 from __future__ import annotations
 
+import json
+
 import math
 import re
 import threading
@@ -23,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.agentworldbench.verdict import _load, _objects  # the bench judge's forgiving JSON reading
 from agentworld_local.contract.parse import THINK_CLOSE
 from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
 from agentworld_local.errors import AwlError, InputError
@@ -129,9 +130,8 @@ def read_verdict(answer: str) -> dict[str, Any] | str:
     text = (answer or "").rpartition(THINK_CLOSE)[2].strip()
     if not text:
         return "the judge answered nothing"
-    for candidate in reversed(_objects(text)):  # the verdict comes last, after any reasoning
-        data = _load(candidate)
-        if isinstance(data, dict) and ("achieved" in data or "score" in data):
+    for data in reversed(_objects(text)):  # the verdict comes last, after any reasoning
+        if "achieved" in data or "score" in data:
             break
     else:
         return "no JSON object with `achieved` or `score`"
@@ -242,3 +242,50 @@ class TaskJudge:
 
 
 __all__ = ["JudgePack", "TaskJudge", "load_pack", "read_verdict"]
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_BARE_KEY = re.compile(r"([{,])\s*([A-Za-z_]\w*)\s*:")
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in `text`, in order (in a code fence or among prose)."""
+    found, position = [], 0
+    while (start := text.find("{", position)) != -1:
+        data, used = _read_object(text, start)
+        if isinstance(data, dict):
+            found.append(data)
+            position = start + used
+        else:
+            position = start + 1
+    return found
+
+
+def _read_object(text: str, start: int) -> tuple[Any, int]:
+    """The object that opens at `start` and the characters it took: read as it is, else with
+    trailing commas and bare keys repaired (judges write JSON loosely)."""
+    try:
+        data, end = json.JSONDecoder().raw_decode(text, start)
+        return data, end - start
+    except ValueError:
+        pass
+    depth, in_string, escaped = 0, False, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if escaped:
+            escaped = False
+        elif char == "\\" and in_string:
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        elif not in_string and char in "{}":
+            depth += 1 if char == "{" else -1
+            if depth == 0:
+                commas = _TRAILING_COMMA.sub(r"\1", text[start:index + 1])
+                for segment in (commas, _BARE_KEY.sub(r'\1"\2":', commas)):  # bare keys last: it may touch strings
+                    try:
+                        return json.loads(segment), index + 1 - start
+                    except ValueError:
+                        continue
+                return None, 0
+    return None, 0
