@@ -192,7 +192,7 @@ def test_at_the_prompt_a_line_that_is_not_utf8_is_reported_and_the_session_goes_
     assert "Traceback" not in errors.read_text()
 
 
-def test_a_full_context_mid_session_says_what_is_saved_and_suggests_fork(tmp_path):
+def test_a_full_context_mid_session_says_what_is_saved_and_how_to_go_on(tmp_path):
     # Turn 1's observation alone outgrows the context: the context policy always keeps turn 1
     # (task and initial state), so no cut can help and the session must stop clearly.
     long_screen = "\n".join(f"line {n} " + "x" * 60 for n in range(120))
@@ -201,7 +201,7 @@ def test_a_full_context_mid_session_says_what_is_saved_and_suggests_fork(tmp_pat
     result = awl("run", "-m", model, "-o", str(out), "--ctx", "2048", "--json", home=tmp_path, stdin="ls\npwd\nwhoami\n")
     turns = len(read_trajectory(out).turns)
     assert 1 <= turns < 3
-    one_error_mid_session(result, "the context holds 2048", f"{turns} completed turn", f"saved in {out}", f"`awl fork {out} --out")
+    one_error_mid_session(result, "the context holds 2048", f"{turns} completed turn", f"saved in {out}", f"`awl run --resume {out}`", "larger `--ctx`")
     *_, error, saved = (json.loads(line) for line in result.stdout.splitlines())
     # --json tells a program why the session ended (the same words as stderr), then where its turns are.
     assert error["event"] == "error" and "the context holds 2048" in error["message"] and f"saved in {out}" in error["message"]
