@@ -57,3 +57,7 @@ PROMPTS_HELP = ("A prompt pack: a directory laid out like the official prompts/ 
 GPU_LAYERS_HELP = ("Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build; "
                    "see `awl models info MODEL --plan`), all, or N.")
 THREADS_HELP = "CPU threads (default: llama.cpp's choice; at most this machine's CPUs)."
+
+#: An episode's most steps when nobody says (`awl run --agent`'s --agent-steps, the Gymnasium
+#: ids' max_episode_steps): the domain's own ending usually comes sooner.
+DEFAULT_EPISODE_STEPS = 10

@@ -61,3 +61,8 @@ class RequestRefused(GenerationError):
 
 class BackendBusy(GenerationError):
     """A backend serves one generation at a time; another one is still in flight."""
+
+
+def a_or_an(word: str) -> str:
+    """`word` with its article, as it sounds: "an os session", "an android world", "a web page"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentworld_local.errors import a_or_an
+from agentworld_local.defaults import DEFAULT_EPISODE_STEPS
 from agentworld_local.agent.protocol import Agent, AgentHistory, OnText, Proposal
 from agentworld_local.domains.base import Action
 from agentworld_local.domains.endings import ends_task
@@ -28,7 +30,7 @@ STOP = "stop"
 #: Why an episode ended (EpisodeEnd.reason).
 STEPS, TASK, UNREADABLE, STOPPED = "steps", "task", "unreadable", "stopped"
 #: The most turns an episode takes when no limit is given: enough to do something, few enough to watch.
-DEFAULT_STEPS = 10
+DEFAULT_STEPS = DEFAULT_EPISODE_STEPS
 #: A submitted action this similar to the proposal (difflib's ratio) was edited, not replaced.
 _EDITED_RATIO = 0.5
 
@@ -106,7 +108,7 @@ class Episode:
         if proposal.cancelled:
             return self._finish(STOPPED, "The agent was stopped while it proposed an action.")
         if proposal.action is None:
-            return self._finish(UNREADABLE, f"The agent model's answer was not a {self.history.domain.name} action, "
+            return self._finish(UNREADABLE, f"The agent model's answer was not {a_or_an(self.history.domain.name)} action, "
                                 f"even when asked again ({proposal.error}); its answer: {_short(proposal.text)!r}.")
         decision = self.review(proposal) if self.review is not None else Decision(AUTO, proposal.action)
         if decision.kind == STOP or decision.action is None:

@@ -37,6 +37,7 @@ from gymnasium import spaces
 from gymnasium.error import UnsupportedMode
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
+from agentworld_local.defaults import DEFAULT_EPISODE_STEPS
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.factory import make
 from agentworld_local.env.ids import env_ids
@@ -47,9 +48,8 @@ from agentworld_local.paths import sessions_dir
 MAX_OBSERVATION_CHARS = MAX_ACTION_CHARS
 #: What a random agent types when the action space is sampled (check_env does).
 SAMPLE_CHARS = string.ascii_letters + string.digits + " -./"
-#: Each id's step limit unless `make(..., max_episode_steps=N)` says otherwise: the CLI agent's
-#: default (agent/episode.py DEFAULT_STEPS; env may not import agent, tests/env check they agree).
-MAX_EPISODE_STEPS = 10
+#: Each id's step limit unless `make(..., max_episode_steps=N)` says otherwise: the CLI agent's.
+MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 #: Each sub-env's room in AsyncVectorEnv's shared memory, in UTF-8 bytes: a default answer
 #: (4,096 tokens) fits; a longer observation is handed over in a file instead.
 SHARED_TEXT_BYTES = 64 * 1024

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import random
+import secrets
 import weakref
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -31,7 +32,7 @@ from typing import Any
 
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, InputError
+from agentworld_local.errors import ActionError, AwlError, InputError, a_or_an
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
@@ -100,8 +101,8 @@ class SimulatedEnv:
             spec = replace(spec, domain=None)  # the scenario's own; checked against the env's below
         resolved = spec.resolve()
         if resolved.domain.name != self.domain.name:  # an agent's action space stays what it was made for
-            raise InputError(f"The scenario `{spec.scenario}` is a {resolved.domain.name} world; this environment "
-                             f"is a {self.domain.name} one.", "Pick a scenario of the same domain (`awl scenarios`).")
+            raise InputError(f"The scenario `{spec.scenario}` is {a_or_an(resolved.domain.name)} world; this environment "
+                             f"is {a_or_an(self.domain.name)} one.", "Pick a scenario of the same domain (`awl scenarios`).")
         self.domain = resolved.domain  # a scenario may bring its own tools
         self.close_session()
         path = self._new_path()
@@ -208,7 +209,8 @@ class SimulatedEnv:
 
     def _new_path(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = _ready_folder(self.out_dir) / f"{stamp}-{self.domain.name}.jsonl"
+        # A random part too: envs of several processes (an AsyncVectorEnv's) may share one out_dir.
+        path = _ready_folder(self.out_dir) / f"{stamp}-{self.domain.name}-{secrets.token_hex(3)}.jsonl"
         ensure_new_file(path)
         return path
 

@@ -20,7 +20,7 @@ from agentworld_local.domains.packs import prompt_from_pack
 from agentworld_local.engine.prompt_composition import compose_system_prompt, with_session_tools
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, a_or_an
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.scenarios.schema import Scenario
 from agentworld_local.session.sampling import check_sampling
@@ -78,8 +78,8 @@ class SessionSpec:
         chosen = load_scenario(self.scenario) if self.scenario else None
         if chosen and self.domain and self.domain != chosen.domain:
             raise InputError(
-                f"--domain {self.domain} conflicts with scenario `{chosen.name}`, which is a {chosen.domain} world.",
-                f"Drop --domain, or pick a {self.domain} scenario: `awl scenarios list --domain {self.domain}`.",
+                f"--domain {self.domain} conflicts with scenario `{chosen.name}`, which is {a_or_an(chosen.domain)} world.",
+                f"Drop --domain, or pick {a_or_an(self.domain)} scenario: `awl scenarios list --domain {self.domain}`.",
             )
         domain_name = self.domain or (chosen.domain if chosen else DEFAULT_DOMAIN)
         sampling = SamplingConfig(temperature=self.temperature, max_tokens=self.max_tokens)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, a_or_an
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.schema import TurnRecord
@@ -46,7 +46,7 @@ def to_asciicast(traj: Trajectory, *, width: int | None = None, height: int = DE
     domain = traj.header.domain.lower()
     if domain not in TERMINAL_DOMAINS:
         raise InputError(
-            f"{traj.path} is a {traj.header.domain or 'unknown'} session; an asciicast recording is made from terminal sessions only.",
+            f"{traj.path} is {a_or_an(traj.header.domain or 'unknown')} session; an asciicast recording is made from terminal sessions only.",
             "Replay it with `awl replay`, or export benchmark rows with `--format agentworldbench`.",
         )
     events: list[tuple[float, str, str]] = []
