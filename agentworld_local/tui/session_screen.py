@@ -1,16 +1,14 @@
 """The session screen: the world view, thinking, timeline, file tree, action line, status.
 
-The screen holds no Session: it sends commands to the app's runner (session/runner.py) and
-shows the events that come back (tui/messages.py brings them to the UI thread, in order).
-What it shows is the runner's snapshot of the session when it opened (`SessionView`), kept
-current by the events, each of which says where the session is (`turns`, `head`). Keys
-keep working while a turn streams; Escape cancels it (the runner stops it at its next token).
+The screen holds no Session: it sends commands to the app's runner and shows the events
+that come back (tui/messages.py brings them to the UI thread, in order): the runner's snapshot
+of the session when it opened (`SessionView`), kept current by the events (`turns`, `head`).
+Keys keep working while a turn streams; Escape cancels it (the runner stops it at its next token).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -24,12 +22,12 @@ from textual.widgets import Collapsible, Footer, Static, Tree
 
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import fit_name
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.session.sent import Sent
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
 from agentworld_local.tui.agent_loop import AgentHooks, ProposalLine
+from agentworld_local.tui.session_files import SessionFileActions
 from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
@@ -59,7 +57,7 @@ def action_suggester(domain: Any) -> SuggestFromList:
     return SuggestFromList([*(words() if words else []), *SESSION_COMMANDS], case_sensitive=True)
 
 
-class SessionScreen(AgentHooks, Screen[None]):
+class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
     CSS_PATH = "session.tcss"
     BINDINGS = [
         Binding("escape", "cancel_turn", "Cancel turn"),
@@ -402,41 +400,6 @@ class SessionScreen(AgentHooks, Screen[None]):
 
     def action_focus_timeline(self) -> None:
         self.query_one(Timeline).focus()
-
-    def action_fork(self) -> None:
-        """Fork at the turn picked in the timeline, else at the last turn."""
-        if self._refuse_while_busy():
-            return
-        turn = self._picked_turn if self._picked_turn is not None else len(self.branch)
-        if turn == 0 and self._picked_turn is not None:
-            self.notify("That turn is not on the current branch; pick one of its turns to fork at.", severity="warning")
-            return
-        if turn == 0:
-            self.notify("There is no turn to fork at yet: run an action first.", severity="warning")
-            return
-        self._ask_path(f"Fork at turn {turn} into a new file", lambda path: self.awl_app.fork_session(turn, path))
-
-    def action_save_as(self) -> None:
-        if self._refuse_while_busy():
-            return
-        turns = len(self.branch)
-        self._ask_path("Save as (the session goes on in the new file)",
-                       lambda path: self.awl_app.fork_session(turns, path, save_as=True))
-
-    def action_open(self) -> None:
-        if self._refuse_while_busy():
-            return
-        self._ask_path("Open a saved session (it goes on in that file)", self.awl_app.open_saved, suggest=False)
-
-    def _ask_path(self, title: str, then: Callable[[Path], Any], *, suggest: bool = True) -> None:
-        value = str(self.view.path.with_name(fit_name(self.view.path.stem + "-fork", ".jsonl"))) if suggest else ""
-
-        def chosen(text: str | None) -> None:
-            if text:
-                with self.awl_app.guarded():
-                    then(Path(text).expanduser())
-
-        self.app.push_screen(PromptDialog(title, "path/to/session.jsonl", value), chosen)
 
     def action_files(self) -> None:
         if not self.has_files:
