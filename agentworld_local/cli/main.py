@@ -98,6 +98,7 @@ def _app() -> Any:
             from agentworld_local.session.files import remember_sessions
 
             remember_sessions()
+            context.call_on_close(lambda: remember_sessions(False))  # this command's files only, not a host program's
 
     # typer reads the annotations (strings here) in this module's globals, which have no typer.
     _root.__annotations__ = {"context": typer.Context, "version": bool, "return": None}
@@ -111,6 +112,15 @@ def _register_commands(name: str | None = None) -> None:
     modules = COMMANDS[name][0] if name in COMMANDS else COMMAND_MODULES
     for module in modules:
         importlib.import_module(f"agentworld_local.cli.{module}")
+    # A module imported before (a program, a test) registered its commands first: the help keeps the table's order.
+    order = {command: index for index, command in enumerate(COMMANDS)}
+    app = _app()
+    app.registered_commands.sort(key=lambda info: order.get(_command_name(info), len(order)))
+    app.registered_groups.sort(key=lambda info: order.get(info.name or "", len(order)))
+
+
+def _command_name(info: Any) -> str:
+    return info.name or info.callback.__name__.replace("_", "-")
 
 
 def root_help(width: int | None = None) -> str:
