@@ -76,7 +76,7 @@ def test_fast_reader_reads_the_same_metadata_as_the_stock_reader(mtp_gguf):
         (t.name, t.n_bytes, t.data_offset) for t in fast.tensors]
 
 
-def test_a_large_vocabulary_is_read_quickly(tmp_path):
+def test_a_large_vocabulary_is_read_as_one_block_not_one_view_per_token(tmp_path, monkeypatch):
     # The real model has about 248k tokens; the stock reader took ~30 s on such a file here.
     path = tmp_path / "big-vocab.gguf"
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -87,12 +87,21 @@ def test_a_large_vocabulary_is_read_quickly(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    import time
+    from agentworld_local.models import inspect as inspecting
 
-    started = time.perf_counter()
+    reads = []
+    original = inspecting._FastReader._get
+
+    def counted(self, *args, **kwargs):
+        reads.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(inspecting._FastReader, "_get", counted)
     summary = inspect_gguf(path)
-    assert time.perf_counter() - started < 5
     assert summary.vocab_size == 250_000
+    # The array is read as one block, not one view per token (the stock reader's 500,000 reads
+    # took ~30 s): counted in reads, not seconds, so a loaded machine cannot make it fail.
+    assert len(reads) < 1_000, len(reads)
 
 
 @pytest.mark.parametrize("keep", [10, 200, 5000, 0.5, -1])
