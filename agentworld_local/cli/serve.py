@@ -125,7 +125,11 @@ def serve_command(
         else:
             served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook)
         run(served, sock)
-    finally:  # uvicorn raises the signal that stopped it again, once the sessions are closed
+    except KeyboardInterrupt as interrupt:  # uvicorn raises the signal that stopped it again, once sessions closed
+        from agentworld_local.cli.interrupts import exit_code
+
+        raise typer.Exit(exit_code(interrupt)) from None  # a clean stop, said below: no "interrupted" after it
+    finally:
         console.print("awl serve: stopped; every session's turns are saved.", soft_wrap=True, markup=False, highlight=False)
 
 
