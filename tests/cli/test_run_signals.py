@@ -155,3 +155,39 @@ def test_a_second_ctrl_c_during_a_turn_quits(tmp_path, qwen_gguf):
     # Quit before the first turn finished: no session, so no file is left behind.
     assert "Traceback" not in stderr and "No turn was completed, so no session file was kept." in stderr
     assert not out.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_ctrl_c_during_a_regenerate_keeps_the_turn_it_was_replacing(tmp_path, qwen_gguf):
+    """`:regenerate`, then Ctrl+C: the user meant "keep what I had". The first turn stays the
+    session's, and the file records no undo (the regenerate's undo comes only with its new turn)."""
+    import pty
+
+    from tests.cli.helpers import awl, scripted_model
+
+    out = tmp_path / "s.jsonl"
+    made = awl("run", "-m", scripted_model(tmp_path, "<think>\nok\n</think>\n<predicted_observation>\nfirst\n"
+                                           "</predicted_observation>"), "-o", str(out), home=tmp_path, stdin="ls\n")
+    assert made.returncode == 0, made.stderr
+    master, slave = pty.openpty()
+    errors = tmp_path / "stderr.txt"
+    args = ["run", "--resume", str(out), "-m", str(qwen_gguf), "--allow-other-model", "--think", "full",
+            "--max-tokens", "30000", "--ctx", "32768"]
+    process = start(args, tmp_path, stderr_file=errors, stdin=slave, stdout=subprocess.DEVNULL)
+    os.close(slave)
+    try:
+        wait_for(errors, "action> ", process)
+        os.write(master, b":regenerate\n")
+        wait_for(errors, "regenerate turn 1", process)
+        process.send_signal(signal.SIGINT)  # one Ctrl+C at the prompt: cancel the turn
+        wait_for(errors, "cancelled", process)
+        os.write(master, b"\x04")  # end of input: the session closes
+        assert process.wait(timeout=60) == 0, errors.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    trajectory = read_trajectory(out)
+    assert [turn.observation for turn in trajectory.current_branch()] == ["first"]
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["type"] for line in lines] == ["header", "turn"], lines
