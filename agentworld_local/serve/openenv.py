@@ -38,7 +38,7 @@ from typing import Any
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
-from pydantic import Field
+from pydantic import Field, field_validator
 from starlette.exceptions import HTTPException
 
 from agentworld_local import __version__
@@ -68,9 +68,16 @@ class AwlAction(Action):
     """One agent action for the world model."""
 
     action: str = Field(description="The agent's action in the domain's raw or friendly form, e.g. `ls -la` in the "
-                                    "terminal, `[]` to end the task there")
+                                    "terminal, `[]` to end the task there (JSON given as JSON is read as its text)")
     final: bool = Field(False, description="This is the episode's last step (a reward that judges whole episodes "
                                            "judges it now)")
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _json_as_text(cls, value: Any) -> Any:
+        # A client that decodes the policy's reply as JSON (verifiers' OpenEnv taskset) sends the
+        # terminal's `[]` or a tool call as a list or an object: the domain reads their text.
+        return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
 class AwlObservation(Observation):

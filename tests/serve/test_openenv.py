@@ -346,3 +346,16 @@ def test_awl_serve_openenv_serves_episodes_and_sigterm_keeps_every_turn(tmp_path
     path = tmp_path / "sessions" / f"{started['session_id']}.jsonl"
     assert [turn.action for turn in read_trajectory(path).turns] == ["pwd"]
     assert list((tmp_path / "sessions").iterdir()) == [path]
+
+
+def test_an_action_sent_as_json_is_read_as_its_text(tmp_path):
+    """A client that decodes the policy's reply as JSON (verifiers does) sends the terminal's
+    `[]` as a list: it still ends the task, as the text `[]` does."""
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+        with connect(url.replace("http", "ws") + "/ws") as socket:
+            socket.send(json.dumps({"type": "reset", "data": {}}))
+            socket.recv(timeout=60)
+            socket.send(json.dumps({"type": "step", "data": {"action": []}}))
+            said = json.loads(socket.recv(timeout=60))["data"]
+    assert said["done"] is True
+    assert [turn.action for turn in read_trajectory(Path(said["observation"]["trajectory"])).turns] == ["[]"]
