@@ -190,7 +190,7 @@ class AwlApp(App[None]):
             if isinstance(self.screen, LoadingScreen):
                 self._drop_loading_screen()
         screen = self._session_screen(message.session)
-        if screen is not None:
+        if screen is not None and screen.is_mounted:  # a screen torn down (the app closing) shows nothing more
             screen.on_session_event(event)
         if isinstance(event, events.ErrorEvent):
             self.show_error(event.error if isinstance(event.error, BaseException) else AwlError(event.message, event.hint))

@@ -50,6 +50,7 @@ async def test_the_status_at_80_columns_says_a_turn_runs_and_how_to_cancel_it(tm
         status = widget_text(app, "#status")
         assert status.startswith("generating… (esc cancels) │ turn 0 │ session.jsonl")
         await pilot.press("escape")
+        await wait_for(lambda: app.screen.busy == "")  # the cancel is shown before the app closes
 
 
 async def test_after_a_fork_the_user_is_told_which_file_the_session_goes_on_in(tmp_path):
