@@ -21,7 +21,7 @@ from agentworld_local.agentworldbench.judge import JUDGE_FAILED
 from agentworld_local.agentworldbench.ordered import rewrite_in_order
 from agentworld_local.agentworldbench.predictions import side_of_line
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.files import os_error_text
+from agentworld_local.files import cannot_write
 from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines
 from agentworld_local.trajectory.jsonl import encode_line
 
@@ -65,7 +65,7 @@ class JudgedFile:
             self._lines.append(encode_line(row))
             self._order.append(row[SIDE]["line"])
         except OSError as error:
-            raise TrajectoryError(f"cannot write {self.path}: {os_error_text(error)}.", "Choose a writable `--out`.") from None
+            raise cannot_write(self.path, error, kind=TrajectoryError) from None
         except AppendFailed as failed:
             raise TrajectoryError(
                 f"could not save a verdict to {self.path}: {failed.reason}; every verdict saved before it is intact.",

@@ -36,7 +36,7 @@ from agentworld_local.agentworldbench.ordered import rewrite_in_order
 from agentworld_local.agentworldbench.rows import BenchRow
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError, TrajectoryError
-from agentworld_local.files import os_error_text
+from agentworld_local.files import cannot_write
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.trajectory.appender import AppendFailed, LineAppender, read_whole_lines
 from agentworld_local.trajectory.jsonl import dumps, encode_line
@@ -147,7 +147,7 @@ class PredictionsFile:
                 self._lines.append(line)
             self._order.append(fields[SIDE]["line"])
         except OSError as error:
-            raise TrajectoryError(f"cannot write {self.path}: {os_error_text(error)}.", "Choose a writable `--out`.") from None
+            raise cannot_write(self.path, error, kind=TrajectoryError) from None
         except AppendFailed as failed:
             kept = "it was cut back to its last whole row" if failed.cut_back else "its last line is unfinished (a rerun cuts it off)"
             raise TrajectoryError(

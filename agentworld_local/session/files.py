@@ -13,40 +13,13 @@ from datetime import datetime
 from pathlib import Path
 
 from agentworld_local.errors import InputError
-from agentworld_local.files import MAX_NAME_BYTES, writing_whole
+from agentworld_local.files import MAX_NAME_BYTES, cannot_write, writing_whole  # noqa: F401 - cannot_write: faces import it from here
 from agentworld_local.paths import data_dir, sessions_dir
 
 #: Whether ensure_new_file records a new session in the index (sessions_index): on for the
 #: commands a user starts a session with (cli/main.py), off for a program that imports awl
 #: (a gym environment writes thousands; they are its own).
 _remembering = False
-
-#: A reason (errno) and the fix that goes with it, for `cannot_write`.
-_REASONS: dict[int, tuple[str, str]] = {
-    errno.EACCES: ("permission denied", "Choose a folder you can write to, or change its permissions."),
-    errno.EPERM: ("permission denied", "Choose a folder you can write to, or change its permissions."),
-    errno.EROFS: ("the file system is read-only", "Choose a folder on a writable drive."),
-    errno.ENOSPC: ("the disk is full", "Free disk space or choose another drive, then run the same command again."),
-    errno.EDQUOT: ("the disk quota is used up", "Free disk space or choose another drive, then run the same command again."),
-    errno.ENAMETOOLONG: ("a name in it is too long", "Choose a shorter name."),
-    errno.ENOTDIR: ("a part of it is a file, not a directory", "Choose a path inside a directory."),
-    errno.EISDIR: ("it is a directory", "Give a file name inside it: {path}/NAME.jsonl."),
-    errno.EEXIST: ("it already exists and awl never overwrites a saved file",
-                   "Choose another file name, or delete that one first."),
-}
-
-
-def cannot_write(path: str | Path, error: OSError | int, *, reason: str | None = None,
-                 after: str = "") -> InputError:
-    """`Cannot write PATH: REASON.` with the fix for that reason: the one wording of every
-    command that writes a file (`awl run`, `awl demo`, `awl fork`, `awl export`, the TUI).
-    `after` adds what happened to the file (", no file was left behind")."""
-    number = error if isinstance(error, int) else error.errno
-    known, fix = _REASONS.get(number or 0, (None, "Choose another location, then run the same command again."))
-    if reason is None:
-        reason = known or (error.strerror if isinstance(error, OSError) and error.strerror else str(error))
-    return InputError(f"Cannot write {path}: {reason}{after}.", fix.replace("{path}", str(path)))
-
 
 def default_session_path(domain: str, folder: Path | None = None) -> Path:
     """A new file in the sessions folder, `<stamp>-<domain>.jsonl` (every face names its files

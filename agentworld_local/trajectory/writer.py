@@ -8,6 +8,7 @@ stays readable with every saved turn, and the next line can still follow cleanly
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from dataclasses import replace
@@ -16,7 +17,7 @@ from typing import Any, BinaryIO
 
 from agentworld_local import __version__
 from agentworld_local.errors import TrajectoryError
-from agentworld_local.files import os_error_text, remove_stale_temporaries, writing_whole
+from agentworld_local.files import cannot_write, os_error_text, remove_stale_temporaries, writing_whole
 from agentworld_local.trajectory.appender import AppendFailed, append_line, open_unbuffered, write_all
 from agentworld_local.trajectory.jsonl import encode_line
 from agentworld_local.trajectory.reader import CONTROL, FORK, REWARD, UNDO, Trajectory, count, read_trajectory, walk_back
@@ -49,21 +50,22 @@ class TrajectoryWriter:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file where a folder of the path should be
+            raise cannot_write(path, errno.ENOTDIR, kind=TrajectoryError) from None
+        except OSError as error:
+            raise cannot_write(path, error, kind=TrajectoryError) from None
+        try:
             remove_stale_temporaries(path.parent)  # what a killed fork or export left there
             handle = open_unbuffered(path, "wb" if overwrite else "xb")
-        except FileExistsError:
-            raise TrajectoryError(
-                f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
-            ) from None
-        except OSError as error:
-            raise TrajectoryError(f"cannot create {path}: {os_error_text(error)}.", "Choose a writable location.") from None
+        except OSError as error:  # FileExistsError too: awl never overwrites a saved file
+            raise cannot_write(path, error, kind=TrajectoryError) from None
         writer = cls(path, handle, {})
         try:
             writer._write(encode_line(header.to_dict()))
         except AppendFailed as failed:
             writer.discard()
             raise TrajectoryError(
-                f"cannot start {path}: {failed.reason}; nothing was saved and no file was left behind.",
+                f"Cannot write {path}: {failed.reason}; nothing was saved and no file was left behind.",
                 "Free disk space or choose another location, then run the same command again.",
             ) from None
         except BaseException:
@@ -261,15 +263,10 @@ def write_new(
                 handle.write(encode_line(replace(turn, id=n, turn=n, parent=n - 1 or None).to_dict()))
             for control in pending_controls:
                 handle.write(encode_line(control_line(control)))
-    except FileExistsError:
-        raise TrajectoryError(
-            f"{path} already exists; awl will not overwrite a session.", "Choose another file name or delete it first."
-        ) from None
+    except FileExistsError as error:  # awl never overwrites a saved file
+        raise cannot_write(path, error, kind=TrajectoryError) from None
     except OSError as error:
-        raise TrajectoryError(
-            f"could not write {path}: {os_error_text(error)}; no file was left behind.",
-            "Free disk space or choose another location, then run the same command again.",
-        ) from None
+        raise cannot_write(path, error, after="; no file was left behind", kind=TrajectoryError) from None
     return path
 
 

@@ -419,3 +419,15 @@ def test_a_write_refused_whole_is_not_called_an_incomplete_last_line(tmp_path):
     writer.append(make_turn("b", "2", parent=1))
     writer.close()
     assert path.read_bytes().startswith(before) and actions(read_trajectory(path)) == ["a", "b"]
+
+
+def test_a_session_file_that_cannot_be_made_says_so_in_the_one_wording_of_every_command(tmp_path):
+    from agentworld_local.errors import TrajectoryError
+    from agentworld_local.trajectory.schema import Header
+    from agentworld_local.trajectory.writer import TrajectoryWriter
+
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    with pytest.raises(TrajectoryError) as refused:
+        TrajectoryWriter.create(tmp_path / "a-file" / "s.jsonl", Header(domain="terminal"))
+    assert refused.value.message.startswith(f"Cannot write {tmp_path / 'a-file' / 's.jsonl'}: ")
+    assert "not a directory" in refused.value.message and refused.value.hint
