@@ -193,12 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from agentworld_local.cli import interrupts
 
-    interrupts.raise_on_signals()
     import typer
 
     from agentworld_local.errors import AwlError
     from agentworld_local.terminal_text import safe_for_terminal
 
+    # Only now: a signal while these imports ran was the quiet start-up handler's (above).
+    interrupts.raise_on_signals()
     try:
         _register_commands(args[0])
         _hide_flag_types()
