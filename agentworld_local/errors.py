@@ -66,3 +66,13 @@ class BackendBusy(GenerationError):
 def a_or_an(word: str) -> str:
     """`word` with its article, as it sounds: "an os session", "an android world", "a web page"."""
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def refuse_unknown(given: Iterable[str], accepted: Iterable[str], where: str, *, shown: str = "") -> None:
+    """InputError for the first of `given` not in `accepted` (`Unknown option `x` for WHERE.`),
+    with a "did you mean" and what is accepted (`shown` first: an option taken elsewhere)."""
+    accepted = tuple(accepted)
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise InputError(f"Unknown option `{unknown[0]}` for {where}.",
+                         f"{did_you_mean(unknown[0], accepted)} Accepted: {shown}{', '.join(accepted)}.".lstrip())

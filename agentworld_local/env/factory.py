@@ -6,7 +6,7 @@ from typing import Any
 
 from agentworld_local.env.ids import resolve_env
 from agentworld_local.env.simulated import ENV_OPTIONS, SPEC_OPTIONS, SimulatedEnv, control_list
-from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.errors import refuse_unknown
 from agentworld_local.session.spec import SessionSpec
 
 
@@ -16,11 +16,7 @@ def make(id_or_domain: str, model: str | None = None, **options: Any) -> Simulat
     `options`: the session's (task, initial_state, controls, tools, world, state_format,
     temperature, max_tokens, think, seed, prompts) and the env's (backend, load_options, out_dir).
     """
-    unknown = sorted(set(options) - set(SPEC_OPTIONS) - set(ENV_OPTIONS))
-    if unknown:
-        accepted = (*SPEC_OPTIONS, *ENV_OPTIONS)
-        raise InputError(f"Unknown option `{unknown[0]}` for an environment.",
-                         f"{did_you_mean(unknown[0], accepted)} Accepted: model, {', '.join(accepted)}.".lstrip())
+    refuse_unknown(options, (*SPEC_OPTIONS, *ENV_OPTIONS), "an environment", shown="model, ")
     chosen = resolve_env(id_or_domain)
     spec_options = {name: value for name, value in options.items() if name in SPEC_OPTIONS}
     if "controls" in spec_options:

@@ -27,7 +27,7 @@ from agentworld_local.env.client import ServerClient
 from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
 from agentworld_local.env.ids import resolve_env
 from agentworld_local.env.simulated import CUT_SHORT
-from agentworld_local.errors import ActionError, AwlError, InputError, did_you_mean
+from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
 
 #: What each sub-env's session may set (the server's `POST /sessions` fields).
 SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "temperature", "max_tokens")
@@ -54,10 +54,7 @@ class AgentWorldVectorEnv(VectorEnv):
         if max_episode_steps is not None and (not isinstance(max_episode_steps, int) or max_episode_steps < 1):
             raise InputError(f"max_episode_steps is {max_episode_steps!r}.",
                              "Give 1 or more, or -1 (or None) for no limit.")
-        unknown = sorted(set(options) - set(SESSION_OPTIONS))
-        if unknown:
-            raise InputError(f"Unknown option `{unknown[0]}` for the vector env.",
-                             f"{did_you_mean(unknown[0], SESSION_OPTIONS)} Accepted: {', '.join(SESSION_OPTIONS)}.".lstrip())
+        refuse_unknown(options, SESSION_OPTIONS, "the vector env")
         chosen = resolve_env(env_id)
         self.env_id = env_id
         self._world = {"scenario": chosen.scenario} if chosen.scenario else {"domain": chosen.domain}

@@ -43,7 +43,7 @@ from agentworld_local.domains.web import ACTIONS as WEB_ACTIONS
 from agentworld_local.domains.web import Param, canonical_call
 from agentworld_local.env.client import ServerClient
 from agentworld_local.env.ids import EnvId, resolve_env
-from agentworld_local.errors import ActionError, AwlError, InputError, did_you_mean
+from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
 from agentworld_local.scenarios import load_scenario
 
 #: What every session of a class may set (the server's `POST /sessions` fields).
@@ -185,10 +185,7 @@ def environment_factory(world: str = "terminal", *, base_url: str | None = None,
     if not base_url:
         raise InputError("A TRL environment runs its rollouts as sessions of `awl serve`: it needs base_url.",
                          "Start `awl serve --model ... --reward ...` and pass base_url='http://127.0.0.1:8760'.")
-    unknown = sorted(set(session) - set(SESSION_OPTIONS))
-    if unknown:
-        raise InputError(f"Unknown option `{unknown[0]}` for a TRL environment.",
-                         f"{did_you_mean(unknown[0], SESSION_OPTIONS)} Accepted: {', '.join(SESSION_OPTIONS)}.".lstrip())
+    refuse_unknown(session, SESSION_OPTIONS, "a TRL environment")
     chosen = resolve_env(world)
     if chosen.scenario and chosen.scenario.endswith(".toml"):
         raise InputError("awl serve opens scenarios by name, not scenario files.",
