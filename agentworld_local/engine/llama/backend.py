@@ -119,8 +119,9 @@ class LlamaBackend(Prefetching, SampleLoop):
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
-        self.speculate = offload.speculate in ("on", "mtp") or (
-            offload.speculate == "auto" and speculation_default(self.gpu_layers if supports_gpu_offload() else 0))
+        #: `auto` is decided once the model is loaded (speculation_default: by architecture and
+        #: placement); only `on` and `mtp` reserve a hybrid model's rollback snapshots.
+        self.speculate = offload.speculate in ("on", "mtp")
         if offload.speculate == "mtp" and parallel > 1:
             raise AwlError("`--speculate mtp` drafts for one session at a time.", "Use `--speculate on` with several sessions.")
         options = dict(n_batch=n_batch, threads=threads, echo=self._notice if verbose else None, options=offload,
@@ -155,6 +156,9 @@ class LlamaBackend(Prefetching, SampleLoop):
         self._stateful = bool(
             llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
         )
+        if offload.speculate == "auto":
+            self.speculate = speculation_default(stateful=self._stateful,
+                                                 gpu_layers=self.gpu_layers if supports_gpu_offload() else 0)
         self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_parallel)
         self.n_batch = n_batch
         metadata = llm.metadata

@@ -67,6 +67,8 @@ class SampleLoop:
                 base = len(seq.tokens)
                 if draft:
                     step, token, snapshot = self._verify(seq, sampler, [token, *draft], stats)
+                    if lookup is not None:
+                        lookup.verified(len(draft), len(step) - 1)
                 else:
                     self._decode(seq, [token])
                     step, token, snapshot = [token], None, None

@@ -53,6 +53,9 @@ class PromptLookup:
         """Keep the first `n` tokens (a rejected draft or a rolled-back turn)."""
         del self._buffer[n * _WIDTH :]
 
+    def verified(self, drafted: int, accepted: int) -> None:
+        """What the sampler made of the last draft: `accepted` of its `drafted` tokens kept."""
+
     def tokens(self) -> list[int]:
         return _decode(self._buffer)
 
@@ -80,8 +83,9 @@ class PromptLookup:
 
 
 
-def speculation_default(gpu_layers: int) -> bool:
+def speculation_default(*, stateful: bool, gpu_layers: int) -> bool:
     """`--speculate auto`: on only where bench/speculation.py measured it faster. Measured so far:
     slower on the CPU for both architectures, and no GPU measured: off everywhere
-    (docs/speculation.md, "When it is on")."""
+    (docs/speculation.md, "When it is on"). `stateful`: a hybrid or recurrent model (auto
+    keeps no rollback snapshots for it, so it must decide off there)."""
     return False
