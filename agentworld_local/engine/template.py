@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +54,9 @@ class ChatTemplate:
         self.source = source
         self._bos = bos_token
         self._eos = eos_token
+        # A turn's prompt is rendered to count it, to prefetch its start and to generate: the
+        # last renders are kept (a long history's render costs milliseconds each time).
+        self._kept = functools.lru_cache(maxsize=32)(self._render_kept)
 
     def render(
         self,
@@ -61,6 +65,17 @@ class ChatTemplate:
         add_generation_prompt: bool,
         enable_thinking: bool | None = None,
     ) -> str:
+        key = tuple(tuple(message.items()) for message in messages)
+        try:
+            return self._kept(key, add_generation_prompt, enable_thinking)
+        except TypeError:  # a value that cannot be a key (never in awl's own messages)
+            return self._render(messages, add_generation_prompt, enable_thinking)
+
+    def _render_kept(self, key: tuple[tuple[tuple[str, Any], ...], ...], add_generation_prompt: bool,
+                     enable_thinking: bool | None) -> str:
+        return self._render([dict(items) for items in key], add_generation_prompt, enable_thinking)
+
+    def _render(self, messages: list[dict[str, Any]], add_generation_prompt: bool, enable_thinking: bool | None) -> str:
         variables: dict[str, Any] = {
             "messages": messages,
             "add_generation_prompt": add_generation_prompt,

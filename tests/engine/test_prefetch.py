@@ -267,3 +267,39 @@ def test_awl_run_takes_no_prefetch_with_any_model(tmp_path):
                  stdin="ls\n")
     assert result.returncode == 0, result.stderr
     assert "file.txt" in result.stdout
+
+
+def test_a_turn_renders_and_tokenizes_each_text_once(qwen_gguf, monkeypatch):
+    """Counting the prompt (the context window), prefetching its start and generating it read the
+    same renders and tokens: none of them is made twice in a turn (each a long history's cost)."""
+    from collections import Counter
+
+    from agentworld_local.engine.llama import vocab
+    from agentworld_local.engine.template import ChatTemplate
+
+    backend = load(qwen_gguf, n_batch=512)
+    try:
+        world = World(backend, get_domain("terminal"), settings(0.0))
+        world.run_turn(ACTIONS[0])
+        tokenized: Counter[str] = Counter()
+        rendered: Counter[str] = Counter()
+        tokenize, render = vocab.tokenize, ChatTemplate._render
+
+        def counted_tokenize(llm, text):
+            tokenized[text] += 1
+            return tokenize(llm, text)
+
+        def counted_render(template, messages, *flags):
+            rendered[repr((messages, flags))] += 1
+            return render(template, messages, *flags)
+
+        monkeypatch.setattr(vocab, "tokenize", counted_tokenize)
+        monkeypatch.setattr(ChatTemplate, "_render", counted_render)
+        for action in ACTIONS[1:3]:
+            before_t, before_r = sum(tokenized.values()), sum(rendered.values())
+            world.run_turn(action)
+            assert sum(tokenized.values()) > before_t and sum(rendered.values()) > before_r
+            assert max(tokenized.values()) == 1, [text[-80:] for text, n in tokenized.items() if n > 1]
+            assert max(rendered.values()) == 1
+    finally:
+        backend.close()

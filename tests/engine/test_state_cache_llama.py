@@ -78,6 +78,46 @@ def test_a_new_session_on_the_loaded_model_starts_after_the_cached_prompt(qwen_g
     backend.close()
 
 
+OTHER_SYSTEM = {"role": "system", "content": "You simulate an Android phone's screen for an agent. " * 12}
+
+
+def test_a_session_lent_a_slot_of_another_prompt_starts_after_its_cached_prompt(model, tmp_path):
+    """A server's slot that held another domain's session shares only a few tokens with the
+    new one: the new session still starts from its own prompt's state, and answers as cold."""
+    cold = LlamaBackend(model, n_ctx=2048, gpu_layers=0)
+    expected = answer(cold, "cat notes.txt")
+    cold.close()
+    backend = LlamaBackend(model, n_ctx=2048, gpu_layers=0, state_cache=StateCache(tmp_path))
+    first, other = backend.for_session(), backend.for_session()
+    answer(first, "pwd")
+    system = first.sequence.checkpoints[1].n_tokens
+    first.release()
+    list(other.generate([OTHER_SYSTEM, {"role": "user", "content": "tap OK"}], sampling=GREEDY,
+                        think=ThinkBudget.parse("off"), seed=1))
+    other.release()
+    third = backend.for_session()  # lent the slot the Android session left
+    done = answer(third, "cat notes.txt")
+    assert done.stats.prompt_tokens_evaluated == done.stats.prompt_tokens_total - system
+    assert done.raw_output == expected.raw_output
+    backend.close()
+
+
+def test_within_one_process_the_prompt_state_comes_from_memory(qwen_gguf, tmp_path):
+    """The disk is for the next process: with the files gone, this one's next session still starts
+    after its system prompt, and answers as the first did."""
+    cache = StateCache(tmp_path)
+    backend = LlamaBackend(qwen_gguf, n_ctx=2048, gpu_layers=0, state_cache=cache)
+    expected = answer(backend, "pwd")
+    system = backend.sequence.checkpoints[1].n_tokens
+    assert backend.prompt_states.bytes > 0 and len(backend.prompt_states) == 1
+    cache.clear()
+    backend.reset()
+    done = answer(backend, "pwd")
+    assert done.stats.prompt_tokens_evaluated == done.stats.prompt_tokens_total - system
+    assert done.raw_output == expected.raw_output
+    backend.close()
+
+
 def _truncate(entry_state, other_state):
     entry_state.write_bytes(entry_state.read_bytes()[: entry_state.stat().st_size // 3])
 
@@ -122,9 +162,14 @@ def test_a_cache_that_cannot_be_written_is_said_once_and_the_session_goes_on(lla
     backend = LlamaBackend(llama_gguf, n_ctx=1024, gpu_layers=0, state_cache=StateCache(blocked), notice=notices.append)
     first = answer(backend)
     backend.reset()
-    second = answer(backend, "pwd")
+    second = answer(backend, "pwd")  # this process still holds the state in memory
     backend.close()
     assert first.stats.finish == second.stats.finish == "length"
-    assert second.stats.prompt_tokens_evaluated == second.stats.prompt_tokens_total
+    assert second.stats.prompt_tokens_evaluated < second.stats.prompt_tokens_total
     said = [text for text in notices if "Could not write the system prompt's state" in text]
     assert len(said) == 1 and str(blocked) in said[0]
+    next_process = LlamaBackend(llama_gguf, n_ctx=1024, gpu_layers=0, state_cache=StateCache(blocked))
+    third = answer(next_process, "pwd")  # nothing on disk: it evaluates the prompt again
+    next_process.close()
+    assert third.stats.prompt_tokens_evaluated == third.stats.prompt_tokens_total
+    assert third.raw_output == second.raw_output

@@ -12,6 +12,7 @@ it; undo and fork are the same restore.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
 import time
@@ -26,7 +27,7 @@ from llama_cpp import _internals as llama_internals
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
-from agentworld_local.engine.llama import checkpoints, vocab
+from agentworld_local.engine.llama import checkpoints, prompt_states, vocab
 from agentworld_local.engine.llama.batching import BatchDecoder, DecodeFailed, sample_row
 from agentworld_local.engine.llama.checkpoints import Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
@@ -34,6 +35,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
+from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool
@@ -73,6 +75,9 @@ class LlamaBackend(Prefetching, SampleLoop):
     #: A runner evaluates the next turn's known start while the user types (`prefetch`);
     #: `--no-prefetch` (OffloadOptions.prefetch) turns it off.
     idle_prefetch = True
+    #: Memory for system-prompt states held for this process's next sessions (prompt_states.py),
+    #: when the state cache is on.
+    prompt_state_budget = prompt_states.DEFAULT_BUDGET
 
     def __init__(
         self,
@@ -189,7 +194,10 @@ class LlamaBackend(Prefetching, SampleLoop):
         self._running = 0  # generations and prefetches in flight (close waits for them)
         self._running_changed = threading.Condition()
         self.state_cache = state_cache
+        #: The system-prompt states this process stored or loaded, for its next sessions.
+        self.prompt_states = PromptStates(self.prompt_state_budget if state_cache is not None else 0)
         self._store_failed = False
+        self._tokens_of = functools.lru_cache(maxsize=32)(lambda text: tuple(vocab.tokenize(llm, text)))
         llama_build = llama_cpp.__version__
         flash = {True: "on", False: "off"}.get(self.flash_attention, offload.flash_attn)
         # n_seq: a context with several sequences lays out its KV cache in as many streams.
@@ -207,8 +215,11 @@ class LlamaBackend(Prefetching, SampleLoop):
     # -- tokens ---------------------------------------------------------------------
 
     def tokenize(self, text: str) -> list[int]:
-        """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
-        return vocab.tokenize(self._llm, text)
+        """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it).
+
+        The last texts' tokens are kept: a turn's prompt is counted (World._fit), prefetched and
+        generated from the same renders, each a long history's tokenization otherwise."""
+        return list(self._tokens_of(text))
 
     @property
     def sequence(self) -> Sequence:
@@ -259,7 +270,7 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
-        return len(self.tokenize(vocab.render_prompt(self.template, messages, think)))
+        return len(self._tokens_of(vocab.render_prompt(self.template, messages, think)))
 
     # -- checkpoints ----------------------------------------------------------------
 
@@ -444,8 +455,9 @@ class LlamaBackend(Prefetching, SampleLoop):
         while common < limit and seq.tokens[common] == full[common]:
             common += 1
         stats.restore_s = self._restore(seq, common)
-        cache_at = 0  # where a first turn evaluated from nothing stores its system prompt's state
-        if self.state_cache is not None and not seq.tokens:
+        cache_at = 0  # where a turn that evaluates the system prompt stores its state
+        if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):
+            # A new session, or one lent a slot another system prompt's session held.
             stats.restore_s += self._load_cached_prefix(seq, full)
             cache_at = system
         stats.prompt_tokens_total = len(full)

@@ -49,36 +49,42 @@ def set_state(ctx: Any, state: bytes, seq: int = SEQ) -> bool:
 _IO_CHUNK = 16 * 1024 * 1024
 
 
-def save_sequence(ctx: Any, path: Path, seq: int = SEQ) -> bool:
-    """Write a sequence's whole state (attention KV cache and recurrent state) to a new file
-    at `path`; False when llama.cpp could not. OSError when the file cannot be written
-    (a full or read-only disk: the caller's miss, never a crash).
-
-    Copied by llama.cpp into a buffer, then written with ordinary writes: a write through a
-    memory map of a file on a full disk is a SIGBUS that kills the process, a write() is an
-    ENOSPC. The buffer is written from a view, so the state never becomes Python bytes."""
+def copy_sequence(ctx: Any, seq: int = SEQ) -> Any | None:
+    """A sequence's whole state (attention KV cache and recurrent state) in a new ctypes
+    buffer, never Python bytes; None when there is nothing to copy."""
     size = llama_cpp.llama_state_seq_get_size_ext(ctx, seq, _WHOLE)
     if not size:
-        return False  # nothing to save
+        return None
     buffer = (ctypes.c_uint8 * size)()
     written = llama_cpp.llama_state_seq_get_data_ext(ctx, buffer, size, seq, _WHOLE)
     if not written:
-        return False
+        return None
+    return buffer if written == size else (ctypes.c_uint8 * written).from_buffer_copy(buffer, 0)
+
+
+def write_state(path: Path, buffer: Any) -> bool:
+    """Write a copied whole state (copy_sequence) to a new file at `path`. OSError when the
+    file cannot be written (a full or read-only disk: the caller's miss, never a crash).
+
+    Ordinary writes, from a view: a write through a memory map of a file on a full disk is a
+    SIGBUS that kills the process, a write() is an ENOSPC."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(buffer).cast("B")[:written]
+        view = memoryview(buffer).cast("B")
         offset = 0
-        while offset < written:
+        while offset < len(view):
             offset += os.write(descriptor, view[offset : offset + _IO_CHUNK])
     finally:
         os.close(descriptor)
     return True
 
 
-def read_state_file(path: Path) -> Any | None:
+def read_state_file(path: Path, *, crc32: int | None = None) -> Any | None:
     """A state file's bytes in a ctypes buffer, read with ordinary reads (a memory map of a
     file cut short while in use is a SIGBUS); None when it is not a regular file, is empty,
-    or changed size while it was read. Opened without blocking: a FIFO never hangs here."""
+    changed size while it was read, or (with `crc32`) is not those bytes (damaged since its
+    header was written: llama.cpp would load damaged bytes without a word). Opened without
+    blocking: a FIFO never hangs here."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -99,6 +105,8 @@ def read_state_file(path: Path) -> Any | None:
                 offset += got
             if handle.read(1):
                 return None  # grew meanwhile: not the file that was checked
+        if crc32 is not None and zlib.crc32(view) != crc32:
+            return None
         return buffer
     except OSError:
         return None
@@ -106,20 +114,17 @@ def read_state_file(path: Path) -> Any | None:
         os.close(descriptor)
 
 
-def load_sequence(ctx: Any, path: Path, seq: int = SEQ, *, crc32: int | None = None) -> bool:
-    """Set a sequence's whole state from a file save_sequence wrote; False when llama.cpp
-    refused it (truncated, another model's), when it cannot be read, or when `crc32` is
-    given and the bytes read are not that (damaged since it was looked up), leaving the
-    sequence empty.
+def set_sequence(ctx: Any, buffer: Any, seq: int = SEQ) -> bool:
+    """Set a sequence's whole state from a copy (copy_sequence, read_state_file); False when
+    llama.cpp refused it (truncated, another model's), leaving the sequence empty.
 
-    Read through set_data, whose reads are bounded by the buffer: llama.cpp's own
+    Through set_data, whose reads are bounded by the buffer: llama.cpp's own
     llama_state_seq_load_file aborts the process on a truncated file (GGML_ASSERT)."""
-    buffer = read_state_file(path)
-    loaded = 0
-    if buffer is not None and (crc32 is None or zlib.crc32(buffer) == crc32):
-        loaded = llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(buffer), seq, _WHOLE)
+    memory = llama_cpp.llama_get_memory(ctx)
+    llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)  # llama.cpp does too; said here, not assumed
+    loaded = llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(buffer), seq, _WHOLE)
     if not loaded:
-        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(ctx), seq, -1, -1)
+        llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
     return bool(loaded)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from agentworld_local.engine.guard import EitherEvent
 from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.types import GenerationStats
 
@@ -25,6 +25,7 @@ class Prefetching:
     """LlamaBackend's prefetch and prefix-state cache (see the module's doc)."""
 
     _known_memo: Any
+    prompt_states: PromptStates
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
                  owner: object | None = None, waits: bool = False) -> int:
@@ -83,37 +84,56 @@ class Prefetching:
         return known
 
     def _load_cached_prefix(self, seq: Sequence, full: list[int]) -> float:
-        """Into an empty `seq`, load the longest cached state that starts `full` (a system
-        prompt this model evaluated before, leaving at least one token to evaluate); the
-        seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
+        """Into `seq`, load the longest cached state that starts `full` and holds more of it
+        than `seq` does now (a system prompt this model evaluated before; at least one token
+        is left to evaluate): the one held in memory, else the disk's, which is then held too.
+        The seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
         started = time.perf_counter()
-        assert self.state_cache is not None and not seq.tokens
-        entry = self.state_cache.lookup(self._state_key, full, limit=len(full) - 1)
-        if entry is not None:
-            with self._batcher.exclusive():
-                loaded = checkpoints.load_sequence(self._ctx, entry.state, seq.id, crc32=entry.crc32)
-            if loaded:
-                # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
-                seq.tokens.extend(full[: entry.n_tokens])
-                self._save_checkpoint(seq)
-            else:
-                self.state_cache.discard(entry)
+        assert self.state_cache is not None
+        have, limit = len(seq.tokens), len(full) - 1
+        held = self.prompt_states.lookup(full, longer_than=have, limit=limit)
+        if held is None:
+            entry = self.state_cache.lookup(self._state_key, full, limit=limit)
+            if entry is not None and entry.n_tokens > have:
+                buffer = checkpoints.read_state_file(entry.state, crc32=entry.crc32)
+                if buffer is None or not self._set_sequence(seq, buffer, full[: entry.n_tokens]):
+                    self.state_cache.discard(entry)
+                else:
+                    self.prompt_states.keep(full[: entry.n_tokens], buffer)
+        elif not self._set_sequence(seq, held.buffer, held.tokens):
+            self.prompt_states.discard(held)
         return time.perf_counter() - started
 
+    def _set_sequence(self, seq: Sequence, buffer: Any, tokens: Any) -> bool:
+        """Make `seq` hold `tokens` from their whole state; False (and `seq` empty) when
+        llama.cpp refused it. The checkpoints `seq` kept are prefixes of `tokens`: they stay."""
+        with self._batcher.exclusive():
+            loaded = checkpoints.set_sequence(self._ctx, buffer, seq.id)
+        seq.live = True
+        if not loaded:
+            seq.tokens.clear()
+            seq.checkpoints = seq.checkpoints[:1]  # the empty context's
+            return False
+        # What evaluating these tokens would have left: the sequence's tokens, a checkpoint.
+        seq.tokens[:] = tokens
+        self._save_checkpoint(seq)
+        return True
+
     def _store_cached_prefix(self, seq: Sequence) -> None:
-        """Cache the whole state of `seq` (a system prompt just evaluated) on disk."""
+        """Cache the whole state of `seq` (a system prompt just evaluated): held in memory for
+        this process's next sessions, on disk for the next process's."""
         assert self.state_cache is not None
         tokens = list(seq.tokens)
-        stored = self.state_cache.store(self._state_key, tokens,
-                                        lambda path: self._save_sequence(path, seq.id))
+        with self._batcher.exclusive():
+            buffer = checkpoints.copy_sequence(self._ctx, seq.id)
+        if buffer is None:
+            return
+        self.prompt_states.keep(tokens, buffer)
+        stored = self.state_cache.store(self._state_key, tokens, lambda path: checkpoints.write_state(path, buffer))
         if stored is None and not self._store_failed:
             self._store_failed = True  # said once: the session goes on evaluating its prompts
             self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "
-                         "new sessions evaluate it again (`awl cache info` shows the cache).")
-
-    def _save_sequence(self, path: Path, seq: int) -> bool:
-        with self._batcher.exclusive():
-            return checkpoints.save_sequence(self._ctx, path, seq)
+                         "the next processes evaluate it again (`awl cache info` shows the cache).")
 
     def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
         """Tokens up to the end of turn 1's prompt (the first user message), when they are a
