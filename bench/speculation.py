@@ -22,6 +22,7 @@ import llama_cpp  # noqa: E402 - the rollback setting the section reports
 from bench_models import LABELS, model, table  # noqa: E402
 
 from agentworld_local.engine.llama import LlamaBackend, checkpoints  # noqa: E402  (a module, not a name in __all__)
+from agentworld_local.engine.llama.speculation import MISS_RUN  # noqa: E402
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget  # noqa: E402
 
@@ -56,21 +57,28 @@ def turn(backend: LlamaBackend, messages: list[dict[str, str]], tokens: int) -> 
 def measure(path: Path, tokens: int, repeats: int) -> tuple[list[list[object]], str]:
     off = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="off"))
     on = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="on"))
+    # What `auto` decided for this model here, and drafting with its pause after misses.
+    auto = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
     rows = []
     try:
         for name, messages in SESSIONS.items():
-            rates: dict[str, list[float]] = {"off": [], "on": []}
-            same, drafted, accepted, generated = True, 0, 0, 0
+            rates: dict[str, list[float]] = {"off": [], "on": [], "auto": []}
+            same, drafted, accepted, generated, auto_drafted = True, 0, 0, 0, 0
             for _ in range(repeats):
                 text_off, stats_off = turn(off, messages, tokens)
                 text_on, stats_on = turn(on, messages, tokens)
-                same = same and text_on == text_off
+                text_auto, stats_auto = turn(auto, messages, tokens)
+                same = same and text_on == text_off and text_auto == text_off
                 rates["off"].append(stats_off.tokens_per_s)
                 rates["on"].append(stats_on.tokens_per_s)
+                rates["auto"].append(stats_auto.tokens_per_s)
                 drafted, accepted, generated = stats_on.drafted, stats_on.accepted, stats_on.generated_tokens
-            rate_off, rate_on = statistics.median(rates["off"]), statistics.median(rates["on"])
+                auto_drafted = stats_auto.drafted
+            rate_off, rate_on, rate_auto = (statistics.median(rates[mode]) for mode in ("off", "on", "auto"))
             rows.append([name, generated, f"{rate_off:.1f}", f"{rate_on:.1f}", f"{rate_on / rate_off:.2f}",
-                         drafted, accepted, f"{accepted / drafted:.0%}" if drafted else "-", "yes" if same else "NO"])
+                         drafted, accepted, f"{accepted / drafted:.0%}" if drafted else "-",
+                         "on" if auto.speculate else "off", f"{rate_auto / rate_off:.2f}", auto_drafted,
+                         "yes" if same else "NO"])
         snapshot = ""
         if on.is_stateful:  # how a rejected draft's recurrent state is rolled back, and what a copy would cost
             started = time.perf_counter()
@@ -81,19 +89,23 @@ def measure(path: Path, tokens: int, repeats: int) -> tuple[list[list[object]], 
     finally:
         off.close()
         on.close()
+        auto.close()
     return rows, snapshot
 
 
 def section(quick: bool) -> str:
     tokens, repeats = (24, 1) if quick else (96, 3)
-    header = ["session", "tokens", "off tok/s", "on tok/s", "on / off", "drafted", "accepted", "acceptance", "same tokens"]
+    header = ["session", "tokens", "off tok/s", "on tok/s", "on / off", "drafted", "accepted", "acceptance",
+              "auto", "auto / off", "auto drafted", "same tokens"]
     parts = ["## Self-speculation (prompt lookup)", "",
              f"Greedy decode of {tokens} tokens with `--speculate on` against `off` (alternating, median of "
              f"{repeats}), CPU only, on a session whose answer repeats a file the context shows and on fresh prose; "
              "drafts of up to 8 tokens after a 2-4 token match, verified in one batch. A random-weight fixture "
              "copies nothing, so its acceptance shows only its own loops; Gemma's shows a real model's. On a "
              "hybrid model a batch's recurrent state differs from the one-token one in the last digits, so a "
-             "greedy answer can branch at a near-tie (`same tokens`: docs/speculation.md)."]
+             "greedy answer can branch at a near-tie (`same tokens`: docs/speculation.md). `auto`: what "
+             "`--speculate auto` chose for the model (on for attention-only models, off for hybrid ones) and its "
+             f"rate, drafting paused after {MISS_RUN} drafts in a row kept nothing."]
     for kind in ("big", "gemma"):
         path = model(kind)
         if path is None:

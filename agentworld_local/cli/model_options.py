@@ -99,7 +99,7 @@ _OFFLOAD_OPTIONS = (
     ("n_cpu_moe", int, typer.Option(None, "--n-cpu-moe", metavar="N", help="Keep the routed experts of the first N layers in RAM (llama.cpp's --n-cpu-moe).", show_default=False)),
     ("flash_attn", str, typer.Option("auto", "--flash-attn", help=f"Flash attention: {', '.join(FLASH_ATTN_MODES)} (auto: on where this llama.cpp build supports it; it shrinks the compute buffer).")),
     ("kv_type", str, typer.Option("f16", "--kv-type", help=f"The KV cache's type: {', '.join(KV_TYPE_BYTES)} (q8_0 halves the cache; it needs flash attention).")),
-    ("speculate", str, typer.Option("auto", "--speculate", help=f"Self-speculation: {', '.join(SPECULATE_MODES)} (on: draft the next tokens from text the context already holds; mtp: from the model's multi-token-prediction layer; drafts are verified in one batch, so the tokens are the same either way, up to batch arithmetic on hybrid models; auto: on only where it measured faster, see docs/speculation.md).")),
+    ("speculate", str, typer.Option("auto", "--speculate", help=f"Self-speculation: {', '.join(SPECULATE_MODES)} (on: draft the next tokens from text the context already holds; mtp: from the model's multi-token-prediction layer; drafts are verified in one batch, so the tokens are the same either way, up to batch arithmetic on hybrid models; auto: on for attention-only models, off for hybrid ones, pausing after a run of missed drafts; see docs/speculation.md).")),
     ("prefetch", bool, typer.Option(True, "--prefetch/--no-prefetch", help="Between turns, evaluate the next turn's prompt up to its action while you read and type (any command stops it at once; the answers are the same either way).")),
 )
 

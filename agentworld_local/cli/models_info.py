@@ -213,6 +213,9 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
         table.add_row("  recurrent state", f"{format_bytes(memory['recurrent_bytes'])}  ({recurrent} layers, fixed size)")
     flash = "flash attention" if memory["flash_attn"] else "no flash attention: the scores grow with the context"
     table.add_row("  compute buffers", f"{format_bytes(memory['compute_bytes'])}  ({flash})")
+    if memory["checkpoint_bytes"]:
+        table.add_row("  turn checkpoints", f"up to {format_bytes(memory['checkpoint_bytes'])}  (one recurrent state per turn, RAM)")
+    table.add_row("  prompt states", f"up to {format_bytes(memory['prompt_state_bytes'])}  (system prompts held for the next sessions, RAM)")
     if memory["expert_bytes"]:
         table.add_row("  routed experts", f"{format_bytes(memory['expert_bytes'])} of the weights")
     table.add_row("  total", format_bytes(memory["total_bytes"]))

@@ -9,6 +9,9 @@ llama-memory-recurrent.cpp in the vendored sources):
 - compute buffers: the graph's scratch for one `n_ubatch` batch. Without flash attention
   the attention scores dominate: n_ubatch x n_ctx x (heads + mask) floats; with it only
   the f16 mask grows with the context. Plus the logits of the batch.
+Plus what awl holds in host memory beside llama.cpp: turn checkpoints (a copy of the
+recurrent state per turn, within CHECKPOINT_BUDGET) and the system-prompt states kept for the
+process's next sessions (within PROMPT_STATE_BUDGET).
 `gpu_bytes(k, cpu_moe=m)` / `cpu_bytes(k, cpu_moe=m)` split it the way llama.cpp places
 `n_gpu_layers = k` with the routed experts of the first m layers kept in RAM (--n-cpu-moe).
 """
@@ -24,6 +27,13 @@ from agentworld_local.models.offload_options import ALL_LAYERS, KV_TYPE_BYTES
 STATE_BYTES = 4  # recurrent states are f32
 FLOAT_BYTES = 4
 DEFAULT_UBATCH = 512  # engine/llama/ loads with n_batch = n_ubatch = 512
+#: Host memory for turn checkpoints, all sequences together (engine/llama/backend.py keeps
+#: within it); an attention-only model's checkpoints are positions only.
+CHECKPOINT_BUDGET = 2 * 1024**3
+#: Turns are planned at this many tokens or more: checkpoints are one per turn in steady state.
+PLANNED_TURN_TOKENS = 32
+#: Host memory for system-prompt states held for the next sessions (engine/llama/prompt_states.py).
+PROMPT_STATE_BUDGET = 1024**3
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,23 @@ class MemoryEstimate:
         return self.compute_fixed + self.compute_per_token * self.n_ctx
 
     @property
+    def checkpoint_bytes(self) -> int:
+        """Turn checkpoints at most: one recurrent state per turn, up to the budget."""
+        return min(CHECKPOINT_BUDGET, self.recurrent_bytes * (self.n_ctx // PLANNED_TURN_TOKENS))
+
+    @property
+    def prompt_state_bytes(self) -> int:
+        """System-prompt states held at most: counted as one full context's state, up to the budget."""
+        return min(PROMPT_STATE_BUDGET, self.kv_bytes + self.recurrent_bytes)
+
+    @property
+    def held_bytes(self) -> int:
+        """Host memory awl keeps beside llama.cpp's buffers (checkpoints, prompt states)."""
+        return self.checkpoint_bytes + self.prompt_state_bytes
+
+    @property
     def total_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes + self.recurrent_bytes + self.compute_bytes
+        return self.weights_bytes + self.kv_bytes + self.recurrent_bytes + self.compute_bytes + self.held_bytes
 
     @property
     def max_gpu_layers(self) -> int:
@@ -117,7 +142,7 @@ class MemoryEstimate:
         everything_offloaded = (gpu_layers < 0 or gpu_layers >= self.max_gpu_layers) and not experts
         output = 0 if gpu_layers else self.output_bytes
         compute = 0 if everything_offloaded else self.compute_bytes
-        return self.input_bytes + output + rest + experts + compute
+        return self.input_bytes + output + rest + experts + compute + self.held_bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +155,8 @@ class MemoryEstimate:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "recurrent_bytes": self.recurrent_bytes,
             "compute_bytes": self.compute_bytes,
+            "checkpoint_bytes": self.checkpoint_bytes,
+            "prompt_state_bytes": self.prompt_state_bytes,
             "total_bytes": self.total_bytes,
             "skipped_mtp_bytes": self.skipped_bytes,
             "layers": [

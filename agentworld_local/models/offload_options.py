@@ -25,7 +25,7 @@ class OffloadOptions:
     llama.cpp's --n-cpu-moe does), ALL_LAYERS for all (--cpu-moe), 0 for none.
     `flash_attn`: auto (llama.cpp decides per device), on, off. `kv_type`: the KV cache's type.
     `speculate`: how the sampling loop decodes, not a layout, but given wherever these are
-    (auto: on only where bench/speculation.py measured it faster, docs/speculation.md).
+    (auto: on for attention-only models, off for hybrid ones: speculation.speculation_default).
     `prefetch`: evaluate the next turn's known start while the user types (session/runner.py).
     """
 

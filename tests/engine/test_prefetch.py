@@ -303,3 +303,34 @@ def test_a_turn_renders_and_tokenizes_each_text_once(qwen_gguf, monkeypatch):
             assert max(rendered.values()) == 1
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("fixture", ["qwen_gguf", "llama_gguf"])
+def test_a_prefetched_session_keeps_one_checkpoint_per_turn_and_undo_stays_cheap(fixture, request):
+    """Issue 27: the known start's checkpoint goes once the next turn's is made (the budget
+    holds twice the turns), and the newest one stays: undo, then another action, starts there."""
+    backend = load(request.getfixturevalue(fixture), n_batch=512)
+    try:
+        backend.reset()
+        world = World(backend, get_domain("terminal"), settings(0.0))
+        counts = []
+        for action in ACTIONS:
+            assert backend.prefetch(world.next_turn_prefix()) > 0
+            world.run_turn(action)
+            kept = backend.sequence.checkpoints
+            assert [c.known for c in kept].count(True) <= 1
+            counts.append(len(kept))
+        # Steady state: one more checkpoint per turn (two per turn before issue 27).
+        assert [b - a for a, b in zip(counts[2:], counts[3:])] == [1] * (len(ACTIONS) - 3)
+        world.undo()
+        start = world.turn_start()
+        known = backend.prefetch(world.next_turn_prefix())
+        assert known == 0  # the last turn's known start is restored, not evaluated again
+        record = world.run_turn("echo another action")
+        restored = record.tokens["prompt_total"] - record.tokens["prompt_evaluated"]
+        rest = backend._llm.detokenize(backend.evaluated_tokens[restored : record.tokens["prompt_total"]]).decode()
+        # It went on from the known start (or past it, on an attention-only model, into the action).
+        assert start.strip() not in rest and "echo another" in rest
+        assert backend._llm.detokenize(backend.evaluated_tokens[:restored]).decode().endswith(start) or fixture == "llama_gguf"
+    finally:
+        backend.close()

@@ -216,3 +216,21 @@ def test_two_sessions_speculating_in_sequences_decoded_together_get_their_own_an
     assert {k: d.raw_output for k, d in together.items()} == {k: d.raw_output for k, d in alone.items()}
     assert all(d.stats.drafted > 0 for d in together.values())  # both verified drafts in the shared batches
     assert sum(d.stats.accepted for d in together.values()) > 0
+
+
+def test_auto_drafts_for_attention_only_models_with_the_same_answers_and_not_for_hybrid_ones(llama_pair, llama_gguf, qwen_gguf):
+    """`--speculate auto` (the default): on where it pays with identical tokens (issue 27),
+    pausing after a run of misses; off for hybrid models (their batch arithmetic differs)."""
+    off, on = llama_pair
+    auto = LlamaBackend(llama_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
+    hybrid = LlamaBackend(qwen_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
+    try:
+        assert auto.speculate and auto.draft_patience is not None and not hybrid.speculate
+        answers, _, context = run_turns(off, GREEDY, ThinkBudget.parse("off"))
+        answers_auto, stats_auto, context_auto = run_turns(auto, GREEDY, ThinkBudget.parse("off"))
+        _, stats_on, _ = run_turns(on, GREEDY, ThinkBudget.parse("off"))
+        assert (answers_auto, context_auto) == (answers, context)
+        assert stats_auto.accepted > 0 and stats_auto.drafted <= stats_on.drafted
+    finally:
+        auto.close()
+        hybrid.close()

@@ -25,7 +25,7 @@ from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 from agentworld_local.models.hardware import GpuInfo, Hardware, parse_nvidia_smi, rebuild_advice
 from agentworld_local.models.inspect import GgufSummary, LayerInfo, RecurrentShape, _FastReader, inspect_gguf
 from agentworld_local.models.offload_options import OffloadOptions
-from agentworld_local.models.memory import estimate_memory
+from agentworld_local.models.memory import CHECKPOINT_BUDGET, PROMPT_STATE_BUDGET, estimate_memory
 from agentworld_local.models.plan import MIN_CTX, plan_offload, smaller_plan
 
 GiB = 1024**3
@@ -192,6 +192,20 @@ def test_the_real_model_keeps_kv_only_in_its_ten_attention_layers():
     assert estimate.skipped_bytes > 0 and estimate.weights_bytes < 22_134_529_280
 
 
+def test_the_plan_counts_the_turn_checkpoints_and_held_prompt_states():
+    # Issue 27: the real model's ~63 MB recurrent state per turn fills the 2 GiB checkpoint
+    # budget; the plan counts it (and the prompt states) as RAM, not only llama.cpp's buffers.
+    estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
+    assert estimate.checkpoint_bytes == CHECKPOINT_BUDGET
+    assert estimate.prompt_state_bytes == PROMPT_STATE_BUDGET  # the 5 GiB KV exceeds the budget
+    assert estimate.total_bytes == (estimate.weights_bytes + estimate.kv_bytes + estimate.recurrent_bytes
+                                    + estimate.compute_bytes + CHECKPOINT_BUDGET + PROMPT_STATE_BUDGET)
+    # A short context has room for fewer turns: one state per 32 tokens at most.
+    short = estimate_memory(qwen_agentworld_summary(), 1024)
+    assert short.checkpoint_bytes == 32 * estimate.recurrent_bytes
+    assert short.prompt_state_bytes == short.kv_bytes + short.recurrent_bytes
+
+
 def test_gpu_layers_are_counted_the_way_llama_cpp_places_them():
     estimate = estimate_memory(qwen_agentworld_summary(), 16384)
     # n_gpu_layers = 1 offloads the output layer only; each further one adds a block from the last down.
@@ -202,7 +216,8 @@ def test_gpu_layers_are_counted_the_way_llama_cpp_places_them():
     assert estimate.gpu_bytes(-1) == estimate.gpu_bytes(estimate.max_gpu_layers)
     # Everything is somewhere, once; the CPU keeps the embedding and, when partial, a compute buffer.
     assert estimate.cpu_bytes(0) == estimate.total_bytes
-    assert estimate.cpu_bytes(-1) == estimate.input_bytes
+    # awl's own host memory (checkpoints, held prompt states) stays in RAM whatever is offloaded.
+    assert estimate.cpu_bytes(-1) == estimate.input_bytes + estimate.held_bytes
     assert estimate.gpu_bytes(20) + estimate.cpu_bytes(20) == estimate.total_bytes + estimate.compute_bytes
 
 
@@ -384,7 +399,7 @@ def test_a_moe_model_too_big_for_the_gpu_keeps_experts_in_ram_not_layers():
     # Every byte is somewhere, once: the experts moved from the GPU's share to the RAM's.
     moved = estimate.cpu_experts(list(estimate.layers), plan.cpu_moe)
     assert plan.gpu_bytes + moved == estimate.gpu_bytes(42)
-    assert plan.cpu_bytes == estimate.input_bytes + moved + estimate.compute_bytes
+    assert plan.cpu_bytes == estimate.input_bytes + moved + estimate.compute_bytes + estimate.held_bytes
     # Without expert offload the same machine gets a layer split.
     layers_only = plan_offload(estimate, machine(60, 16), n_ctx_wanted=16384, expert_offload=False)
     assert 0 < layers_only.gpu_layers < 42 and layers_only.cpu_moe == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentworld_local.engine.llama.speculation import PromptLookup
+from agentworld_local.engine.llama.speculation import FIRST_PAUSE, MISS_RUN, PromptLookup
 
 
 def reference_draft(tokens: list[int], min_ngram: int, max_ngram: int, limit: int) -> list[int]:
@@ -52,3 +52,38 @@ def test_a_repeated_file_is_drafted_from_where_it_was_shown() -> None:
     assert lookup.draft() == [14, 15, 16, 17]
     assert lookup.draft(2) == [14, 15]
     assert PromptLookup([1, 2, 3, 4]).draft() == []  # nothing repeats: no draft
+
+
+def _missing(lookup: PromptLookup, runs: int) -> list[int]:
+    """Reject every draft `runs` times in a row; the context lengths at which drafting resumed."""
+    resumed = []
+    for _ in range(runs):
+        while not lookup.draft():
+            lookup.extend([7])  # no draft offered: a plain decode
+        resumed.append(len(lookup))
+        lookup.verified(3, 0)
+        lookup.extend([9])  # the token the sampler chose instead
+    return resumed
+
+
+def test_with_patience_a_run_of_misses_pauses_drafting_for_longer_each_time() -> None:
+    # `--speculate auto`: 7 7 7 ... repeats, so a draft is always found; every one is rejected.
+    lookup = PromptLookup([7] * 12, patience=MISS_RUN)
+    resumed = _missing(lookup, 3 * MISS_RUN)
+    gaps = [b - a for a, b in zip(resumed, resumed[1:])]
+    # Within a run the next draft comes at once; after each run the pause doubles.
+    assert gaps[MISS_RUN - 1] >= FIRST_PAUSE and gaps[2 * MISS_RUN - 1] >= 2 * FIRST_PAUSE
+    assert all(gap <= 3 for i, gap in enumerate(gaps) if (i + 1) % MISS_RUN)
+
+
+def test_an_accepted_draft_ends_the_run_of_misses_and_on_never_pauses() -> None:
+    lookup = PromptLookup([7] * 12, patience=MISS_RUN)
+    for _ in range(5 * MISS_RUN):
+        assert lookup.draft(), "an accepted draft every other miss keeps drafting on"
+        lookup.verified(3, 0)
+        lookup.extend([7])
+        lookup.verified(3, 1)
+        lookup.extend([7])
+    always = PromptLookup([7] * 12)
+    _missing(always, 4 * MISS_RUN)
+    assert not always.paused and always.draft()

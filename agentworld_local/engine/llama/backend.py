@@ -27,7 +27,7 @@ from llama_cpp import _internals as llama_internals
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
-from agentworld_local.engine.llama import checkpoints, prompt_states, vocab
+from agentworld_local.engine.llama import checkpoints, vocab
 from agentworld_local.engine.llama.batching import BatchDecoder, DecodeFailed, sample_row
 from agentworld_local.engine.llama.checkpoints import Checkpoint
 from agentworld_local.engine.llama.devices import supports_gpu_offload
@@ -39,7 +39,7 @@ from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool
-from agentworld_local.engine.llama.speculation import MAX_DRAFT, speculation_default
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, MISS_RUN, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.types import (
     GenerationEvent,
@@ -49,6 +49,7 @@ from agentworld_local.engine.types import (
     ThinkBudget,
 )
 from agentworld_local.errors import AwlError, GenerationError
+from agentworld_local.models import memory
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.models.plan import OffloadPlan
@@ -65,7 +66,7 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
     #: does not multiply it); the real model's recurrent state is about 60 MB per turn.
-    checkpoint_budget = 2 * 1024**3
+    checkpoint_budget = memory.CHECKPOINT_BUDGET  # the memory plan counts it
     #: Also keep a checkpoint where the system message ends (before the first user message's
     #: text), so a conversation with the same system prompt that differs from the first turn on
     #: starts there: `awl bench predict` turns it on (trajectories of a benchmark file share
@@ -77,7 +78,7 @@ class LlamaBackend(Prefetching, SampleLoop):
     idle_prefetch = True
     #: Memory for system-prompt states held for this process's next sessions (prompt_states.py),
     #: when the state cache is on.
-    prompt_state_budget = prompt_states.DEFAULT_BUDGET
+    prompt_state_budget = memory.PROMPT_STATE_BUDGET  # the memory plan counts it
 
     def __init__(
         self,
@@ -105,7 +106,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         (`auto` layers may add experts in RAM to fit the GPU: `self.offload` says what was used).
         `state_cache`: system-prompt states on disk (state_cache.py); None evaluates every
         new session's system prompt. `offload.speculate`: prompt-lookup drafting (speculation.py)
-        on, off, or auto (where bench/speculation.py measured it faster: `speculation_default`).
+        on, off, or auto (on for attention-only models, off for hybrid ones: `speculation_default`).
         `parallel`: session slots, each a sequence of its own in
         the context with `n_ctx` tokens (sequences.py; a server's sessions, decoded together).
         """
@@ -161,9 +162,13 @@ class LlamaBackend(Prefetching, SampleLoop):
         self._stateful = bool(
             llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
         )
+        #: Drafts rejected in a row before drafting pauses (speculation.MISS_RUN): auto only;
+        #: `on` drafts wherever the context matches.
+        self.draft_patience: int | None = None
         if offload.speculate == "auto":
             self.speculate = speculation_default(stateful=self._stateful,
                                                  gpu_layers=self.gpu_layers if supports_gpu_offload() else 0)
+            self.draft_patience = MISS_RUN
         self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_parallel)
         self.n_batch = n_batch
         metadata = llm.metadata
@@ -274,13 +279,16 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     # -- checkpoints ----------------------------------------------------------------
 
-    def _save_checkpoint(self, seq: Sequence) -> None:
+    def _save_checkpoint(self, seq: Sequence, *, known: bool = False) -> None:
+        """A checkpoint where `seq` ends now; `known`: at a turn's known start (prefetch)."""
         n = len(seq.tokens)
         if seq.checkpoints[-1].n_tokens == n:
             return
         with self._batcher.exclusive():
             state = checkpoints.copy_state(self._ctx, seq.id) if self._stateful else None
-        seq.checkpoints.append(Checkpoint(n, state))
+        seq.checkpoints.append(Checkpoint(n, state, known))
+        if not known:
+            checkpoints.drop_superseded(seq.checkpoints, seq.pinned)
         share = self.checkpoint_budget // len(self.slots.all)
         checkpoints.thin(seq.checkpoints, share, pinned=seq.pinned)
 
@@ -432,13 +440,16 @@ class LlamaBackend(Prefetching, SampleLoop):
         # prompt restores. Made even when a turn evaluates past them at once (after a resume).
         system = self._system_boundary(messages, full_text, full)
         seq.pinned = {system, self._turn_one_end(messages, full)} - {0}
-        stops = sorted((seq.pinned | {boundary}) - {0})
+        # The known start the prefetch found in the context already (an undo, then another
+        # action): if the restore lands before it, it is checkpointed on the way, as a prefetch would.
+        known = len(seq.known_start) if 0 < len(seq.known_start) < boundary and full[: len(seq.known_start)] == seq.known_start else 0
+        stops = sorted((seq.pinned | {boundary, known}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
                 "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
             )
-        if not self._evaluate_prompt(seq, full, stops, system, cancel, stats):
+        if not self._evaluate_prompt(seq, full, stops, system, cancel, stats, known=known):
             yield self._cancelled(stats, started)
             return
         stats.prompt_s = time.perf_counter() - started
@@ -446,10 +457,12 @@ class LlamaBackend(Prefetching, SampleLoop):
         yield from self._sample_loop(seq, sampling, think, seed, cancel, think_open, stats)
 
     def _evaluate_prompt(self, seq: Sequence, full: list[int], stops: list[int], system: int,
-                         cancel: threading.Event | None, stats: GenerationStats, *, leave_one: bool = True) -> bool:
+                         cancel: threading.Event | None, stats: GenerationStats, *, leave_one: bool = True,
+                         known: int = 0) -> bool:
         """Make `seq` hold `full`: restore the longest prefix it can reuse, evaluate the
         rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
-        at least the last token (a generation samples from its logits)."""
+        at least the last token (a generation samples from its logits). `known`: the stop that
+        is a turn's known start (its checkpoint is dropped once a later turn's is made)."""
         common = 0
         limit = min(len(seq.tokens), len(full) - 1 if leave_one else len(full))
         while common < limit and seq.tokens[common] == full[common]:
@@ -466,7 +479,7 @@ class LlamaBackend(Prefetching, SampleLoop):
             if stop > len(seq.tokens):
                 if not self._evaluate(seq, full[len(seq.tokens) : stop], cancel):
                     return False
-                self._save_checkpoint(seq)
+                self._save_checkpoint(seq, known=stop == known)
                 if stop == cache_at:
                     self._store_cached_prefix(seq)
         return self._evaluate(seq, full[len(seq.tokens) :], cancel)

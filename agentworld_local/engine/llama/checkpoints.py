@@ -28,6 +28,9 @@ SEQ = 0  # the sequence of a backend with one slot (the CLI, the TUI); a server 
 class Checkpoint:
     n_tokens: int
     state: bytes | None  # recurrent state for hybrid models; None for attention-only ones
+    #: Made at a turn's known start (the prefetch before its action): only an undo of that
+    #: turn followed by another action restores it, so it is dropped once a later one is made.
+    known: bool = False
 
 
 def copy_state(ctx: Any, seq: int = SEQ) -> bytes:
@@ -130,6 +133,14 @@ def set_sequence(ctx: Any, buffer: Any, seq: int = SEQ) -> bool:
 
 def total_bytes(checkpoints: list[Checkpoint]) -> int:
     return sum(len(c.state or b"") for c in checkpoints)
+
+
+def drop_superseded(checkpoints: list[Checkpoint], pinned: Collection[int] = ()) -> None:
+    """Keep one checkpoint per turn in steady state: of the known-start checkpoints, only the
+    newest stays (undo of the last turn, then another action, restores it); `pinned` ones stay."""
+    known = [i for i, c in enumerate(checkpoints) if c.known and c.n_tokens not in pinned]
+    for i in reversed(known[:-1]):
+        del checkpoints[i]
 
 
 def thin(checkpoints: list[Checkpoint], budget: int, *, keep_recent: int = 4, pinned: Collection[int] = ()) -> None:

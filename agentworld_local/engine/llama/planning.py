@@ -103,7 +103,8 @@ def announce_estimate(
     notice(
         f"memory estimate for {layout(gpu_layers, n_ctx)}: {format_bytes(estimate.total_bytes)} "
         f"({format_bytes(estimate.weights_bytes)} weights, {format_bytes(estimate.kv_bytes)} KV cache, "
-        f"{format_bytes(estimate.recurrent_bytes)} recurrent state, {format_bytes(estimate.compute_bytes)} compute)"
+        f"{format_bytes(estimate.recurrent_bytes)} recurrent state, {format_bytes(estimate.compute_bytes)} compute, "
+        f"up to {format_bytes(estimate.held_bytes)} turn checkpoints and held prompt states)"
         + (f"; {format_bytes(ram)} RAM available" if ram is not None else "")
         + (". It may not fit: try a smaller `--ctx` or quantization." if ram is not None and estimate.total_bytes > ram else "")
     )

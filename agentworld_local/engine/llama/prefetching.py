@@ -49,12 +49,16 @@ class Prefetching:
 
     def _prefetch_in(self, seq: Sequence, messages: list[dict[str, str]], stop: Any) -> int:
         tokens, system = self._known_prefix(messages)
+        seq.known_start = tokens
         if not tokens or len(tokens) + 8 > self.n_ctx or seq.tokens[: len(tokens)] == tokens:
-            return 0  # nothing known, too long for the context, or in the context already
+            # Nothing known, too long for the context, or in the context already (the turn that
+            # follows checkpoints it if it has to evaluate through it: _generate).
+            return 0
         # The positions a turn pins (see _generate), made here when the prefetch passes them.
         seq.pinned = {system, self._turn_one_end(messages, tokens)} - {0}
         stats = GenerationStats()
-        self._evaluate_prompt(seq, tokens, sorted(seq.pinned | {len(tokens)}), system, stop, stats, leave_one=False)
+        self._evaluate_prompt(seq, tokens, sorted(seq.pinned | {len(tokens)}), system, stop, stats, leave_one=False,
+                              known=len(tokens))
         return stats.prompt_tokens_evaluated - (len(tokens) - len(seq.tokens))
 
     def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:

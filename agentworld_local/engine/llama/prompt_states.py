@@ -16,9 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Default budget: a real model's system-prompt state is a few hundred MB, the fixtures' and
-#: Gemma 270M's tens of MB; this keeps the prompts of the domains one process runs together.
-DEFAULT_BUDGET = 1024**3
+from agentworld_local.models.memory import PROMPT_STATE_BUDGET
+
+#: Default budget (the memory plan counts it): a real model's system-prompt state is a few
+#: hundred MB, the fixtures' and Gemma 270M's tens of MB; this keeps the prompts of the
+#: domains one process runs together.
+DEFAULT_BUDGET = PROMPT_STATE_BUDGET
 
 
 @dataclass(frozen=True)

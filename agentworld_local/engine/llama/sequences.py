@@ -31,6 +31,8 @@ class Sequence:
     tokens: list[int] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=lambda: [Checkpoint(0, None)])
     pinned: set[int] = field(default_factory=set)  # checkpoint positions thinning keeps
+    #: The known start a prefetch last asked for: a turn that evaluates through it checkpoints it.
+    known_start: list[int] = field(default_factory=list)
     owner: object | None = None
     used: int = 0  # when its owner last generated (the slots' clock)
     busy: bool = False  # a generation runs in it

@@ -28,6 +28,13 @@ def _decode(data: bytes | bytearray) -> list[int]:
 
 #: The longest draft verified at once (a hybrid model keeps this many recurrent snapshots).
 MAX_DRAFT = 8
+#: `--speculate auto`: drafts rejected whole, one after the other, before drafting pauses; the
+#: pause (in context tokens) starts here and doubles on each further run of misses, up to
+#: MAX_PAUSE, and an accepted draft ends it. A verify batch that keeps nothing costs more than
+#: the one-token decode it replaced, so a session whose answers copy nothing stops paying.
+MISS_RUN = 3
+FIRST_PAUSE = 16
+MAX_PAUSE = 1024
 
 
 class PromptLookup:
@@ -37,11 +44,17 @@ class PromptLookup:
     the most recent earlier occurrence wins (the latest screen is the likeliest to repeat).
     """
 
-    def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = MAX_DRAFT) -> None:
-        if not 1 <= min_ngram <= max_ngram or max_draft < 1:
-            raise ValueError("need 1 <= min_ngram <= max_ngram and max_draft >= 1")
+    def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = MAX_DRAFT,
+                 patience: int | None = None) -> None:
+        if not 1 <= min_ngram <= max_ngram or max_draft < 1 or (patience is not None and patience < 1):
+            raise ValueError("need 1 <= min_ngram <= max_ngram, max_draft >= 1 and patience >= 1")
         self.min_ngram, self.max_ngram, self.max_draft = min_ngram, max_ngram, max_draft
         self._buffer = bytearray(_encode(tokens))
+        #: None: draft wherever a match is found (`--speculate on`); N: pause after N misses (auto).
+        self.patience = patience
+        self._misses = 0
+        self._pause = FIRST_PAUSE
+        self._paused_until = 0  # context length before which no draft is offered
 
     def __len__(self) -> int:
         return len(self._buffer) // _WIDTH
@@ -54,7 +67,21 @@ class PromptLookup:
         del self._buffer[n * _WIDTH :]
 
     def verified(self, drafted: int, accepted: int) -> None:
-        """What the sampler made of the last draft: `accepted` of its `drafted` tokens kept."""
+        """What the sampler made of the last draft: `accepted` of its `drafted` tokens kept.
+        With `patience`, a run of drafts that kept nothing pauses drafting (MISS_RUN)."""
+        if self.patience is None or not drafted:
+            return
+        if accepted:
+            self._misses, self._pause = 0, FIRST_PAUSE
+            return
+        self._misses += 1
+        if self._misses >= self.patience:
+            self._paused_until = len(self) + self._pause
+            self._misses, self._pause = 0, min(self._pause * 2, MAX_PAUSE)
+
+    @property
+    def paused(self) -> bool:
+        return len(self) < self._paused_until
 
     def tokens(self) -> list[int]:
         return _decode(self._buffer)
@@ -63,7 +90,7 @@ class PromptLookup:
         """Up to `limit` (default max_draft) tokens that followed the longest matching tail; [] if none."""
         limit = self.max_draft if limit is None else min(limit, self.max_draft)
         n_tokens = len(self)
-        if limit < 1:
+        if limit < 1 or n_tokens < self._paused_until:
             return []
         buffer = self._buffer
         for n in range(min(self.max_ngram, n_tokens - 1), self.min_ngram - 1, -1):
@@ -84,8 +111,10 @@ class PromptLookup:
 
 
 def speculation_default(*, stateful: bool, gpu_layers: int) -> bool:
-    """`--speculate auto`: on only where bench/speculation.py measured it faster. Measured so far:
-    slower on the CPU for both architectures, and no GPU measured: off everywhere
-    (docs/speculation.md, "When it is on"). `stateful`: a hybrid or recurrent model (auto
-    keeps no rollback snapshots for it, so it must decide off there)."""
-    return False
+    """`--speculate auto`: on where bench/speculation.py measured that it pays with identical
+    output: attention-only models, CPU or GPU (a verify batch costs little more than one token
+    there once its graph is built; drafting pauses after a run of misses: MISS_RUN). Off for hybrid and
+    recurrent models: a batch's recurrent state differs from the one-token one in the last
+    digits, so greedy output is not always identical (docs/speculation.md, "When it is on"),
+    and auto keeps no rollback snapshots for them."""
+    return not stateful
