@@ -69,13 +69,6 @@ def gen_text(raw_output: str, parse_method: str, *, served: bool | None = None) 
     return after if closed else before
 
 
-def server_separates(backend: Backend | None) -> bool | None:
-    """For a server's backend, whether its answers so far carried thinking in a field of their
-    own (None for a local model). The remote backend learns it from the stream and keeps it
-    in a private flag: no public field says how an answer came (see the docs' differences)."""
-    return getattr(backend, "_server_separates", None)
-
-
 @dataclass
 class Progress:
     """Counts for a progress line: rows, generated tokens per second, time left."""
@@ -91,6 +84,8 @@ class Progress:
     generate_s: float = 0.0
     prompt_tokens_total: int = 0
     prompt_tokens_evaluated: int = 0
+    #: Rows whose prompt counts are awl's estimates (a server that did not report them).
+    estimated_rows: int = 0
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -177,6 +172,7 @@ def write_row(row: BenchRow, gen: str, side: dict, base: dict, out: PredictionsF
     progress.generate_s += side.get("generate_s", 0.0)
     progress.prompt_tokens_total += tokens.get("prompt_total", 0)
     progress.prompt_tokens_evaluated += tokens.get("prompt_evaluated", 0)
+    progress.estimated_rows += any(key.startswith("prompt") for key in tokens.get("estimated", ()))
     return RowPredicted(row, gen, side, progress)
 
 
@@ -192,7 +188,8 @@ def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> t
     prompt = backend.count_tokens(bench_messages(sendable(row)), session.think)
     reason = unfit_reason(prompt, n_ctx, session.sampling, session.think)
     if reason is not None:
-        return "", {"ctx": n_ctx, "tokens": {"prompt_total": prompt}, "failed": reason, "cause": "context"}
+        tokens = {"prompt_total": prompt, **({} if backend.counts_exactly else {"estimated": ["prompt_total"]})}
+        return "", {"ctx": n_ctx, "tokens": tokens, "failed": reason, "cause": "context"}
     world = bench_world(row, backend, session)
     record = predict_turn(world, row)
     if record is None:  # no cancel flag is passed: only a backend's own stop
@@ -202,4 +199,4 @@ def _predict_one(row: BenchRow, backend: Backend, session: SessionSettings) -> t
     if record.context:  # never expected (the row fit): a history cut would change what the model saw
         return "", {**side, "failed": "history turns would have been left out to fit the context", "cause": "context"}
     # The World generates through a view of its own, which learns how the server sent this answer.
-    return gen_text(record.raw_output, record.parse_method, served=server_separates(world.backend)), side
+    return gen_text(record.raw_output, record.parse_method, served=world.backend.server_separates), side

@@ -339,16 +339,22 @@ def _summary(progress: Progress | None, out: Path, failed: list[RowFailed], malf
     unfit = unfit or []
     predicted = (progress.done if progress else 0) - len(unfit) - len(failed)
     total, evaluated = (progress.prompt_tokens_total, progress.prompt_tokens_evaluated) if progress else (0, 0)
+    estimated = progress.estimated_rows if progress else 0
     if as_json:
         sys.stdout.write(dumps({
             "event": "done", "out": str(out), "predicted": predicted, "unfit": [event.row.line for event in unfit],
             "failed": [event.row.line for event in failed], "malformed": [problem.line for problem in malformed],
-            "skipped": skipped, "prompt_tokens_evaluated": evaluated, "prompt_tokens_total": total, "ctx": ctx,
+            "skipped": skipped, "prompt_tokens_evaluated": evaluated, "prompt_tokens_total": total,
+            "prompt_tokens_estimated_rows": estimated, "ctx": ctx,
         }) + "\n")
         sys.stdout.flush()
         return
     err = stderr_console()
-    reuse = f"; prompt tokens evaluated: {evaluated:,} of {total:,} ({total / evaluated:.1f}x fewer than from scratch)" if evaluated else ""
+    about = "~" if estimated else ""
+    reuse = (f"; prompt tokens evaluated: {about}{evaluated:,} of {about}{total:,} "
+             f"({total / evaluated:.1f}x fewer than from scratch)") if evaluated else ""
+    if estimated:
+        reuse += (f" (~: awl's estimate for {_count_rows(estimated)}, whose counts the server did not report)")
     err.print(f"awl: predicted {_count_rows(predicted)} into {out}{reuse}", markup=False)
     if unfit:
         err.print(f"awl: {_count_rows(len(unfit))} did not fit the context and {_were(unfit)} written with an empty gen, "

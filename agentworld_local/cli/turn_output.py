@@ -277,11 +277,16 @@ class TurnPrinter:
             self.out.write("\n")
             self.out.flush()
             tokens, timings = record.tokens, record.timings
+            about = {key: "~" if record.estimated(key) else "" for key in ("prompt_evaluated", "generated", "thinking")}
             self.err.print(
-                f"[dim]   {count(tokens.get('prompt_evaluated', 0), 'prompt token')} evaluated, "
-                f"{tokens.get('generated', 0):,} generated ({tokens.get('thinking', 0):,} thinking), "
+                f"[dim]   {about['prompt_evaluated']}{count(tokens.get('prompt_evaluated', 0), 'prompt token')} evaluated, "
+                f"{about['generated']}{tokens.get('generated', 0):,} generated "
+                f"({about['thinking']}{tokens.get('thinking', 0):,} thinking), "
                 f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
             )
+            if about["prompt_evaluated"] or about["generated"]:  # thinking: few servers ever count it
+                self._once("estimated", f"turn {turn}: the server did not report every token count; "
+                                        "those marked ~ are awl's estimates.")
         if not record.observation.strip():
             self._once("empty", f"turn {turn}: the model predicted an empty observation.")
         if record.finish in FINISH_NOTES:

@@ -23,6 +23,13 @@ class Backend(Protocol):
     #: Keep a checkpoint where the system message ends (`awl bench predict` turns it on: the
     #: trajectories of a benchmark file share system prompts); only a GGUF here has checkpoints.
     checkpoint_system_prompt: bool
+    #: Whether `count_tokens` is the model's own tokenizer (a GGUF here); False where it is an
+    #: estimate (a server tokenizes; its answers' counts come from its `usage`).
+    counts_exactly: bool
+    #: A server's: whether its answers so far came with thinking in a field of their own (a
+    #: reasoning parser), which the benchmark's `gen` text depends on; None for a model whose
+    #: raw text awl reads itself.
+    server_separates: bool | None
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
                  waits: bool = False) -> int:

@@ -199,6 +199,9 @@ class ScriptedBackend:
     #: Nothing to evaluate ahead (Backend.prefetch), no checkpoints.
     idle_prefetch = False
     checkpoint_system_prompt = False
+    #: Its counts are the model's own (the scripted model has no other tokenizer); raw text.
+    counts_exactly = True
+    server_separates = None
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
                  waits: bool = False) -> int:

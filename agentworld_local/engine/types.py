@@ -83,6 +83,10 @@ class AnswerChunk:
     text: str
 
 
+#: The turn record's token counts a backend may only estimate.
+ESTIMABLE = frozenset({"prompt_total", "prompt_evaluated", "thinking", "generated"})
+
+
 @dataclass
 class GenerationStats:
     prompt_tokens_total: int = 0
@@ -97,6 +101,9 @@ class GenerationStats:
     accepted: int = 0
     #: stop | length (max_tokens or the context ran out) | cancelled | repetition (a degenerate loop)
     finish: str = "stop"
+    #: The counts above that are awl's estimates, not a tokenizer's or the server's (a server
+    #: that did not report them), named as the turn record's tokens name them (ESTIMABLE).
+    estimated: frozenset[str] = frozenset()
 
     @property
     def tokens_per_s(self) -> float:

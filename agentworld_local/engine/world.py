@@ -291,6 +291,8 @@ class World:
                 "generated": stats.generated_tokens,
                 # Prompt-lookup drafts verified and accepted (--speculate), only where some were.
                 **({"drafted": stats.drafted, "accepted": stats.accepted} if stats.drafted else {}),
+                # The counts that are awl's estimates (a server that did not report them).
+                **({"estimated": sorted(stats.estimated)} if stats.estimated else {}),
             },
             timings={
                 "prompt_s": round(known_s + stats.prompt_s, 4),

@@ -61,16 +61,18 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
 
 
 def turn_stats(record: TurnRecord, sep: str = " · ") -> str:
-    """`prompt 812 tok · generated 64 tok · 1.9 s · 33.1 tok/s`, from whatever was recorded."""
+    """`prompt 812 tok · generated 64 tok · 1.9 s · 33.1 tok/s`, from whatever was recorded
+    (`~812`: awl's estimate, where a server did not report the count)."""
     parts = []
     prompt, thinking, generated = (record.token_count(key) for key in ("prompt_total", "thinking", "generated"))
     seconds, speed = record.timing("total_s"), record.timing("tokens_per_s")
+    about = {key: "~" if record.estimated(key) else "" for key in ("prompt_total", "thinking", "generated")}
     if prompt is not None:
-        parts.append(f"prompt {prompt} tok")
+        parts.append(f"prompt {about['prompt_total']}{prompt} tok")
     if thinking:
-        parts.append(f"thinking {thinking} tok")
+        parts.append(f"thinking {about['thinking']}{thinking} tok")
     if generated is not None:
-        parts.append(f"generated {generated} tok")
+        parts.append(f"generated {about['generated']}{generated} tok")
     if seconds is not None:
         parts.append(f"{seconds:.1f} s")
     if speed:

@@ -250,7 +250,9 @@ class TurnRecord:
     raw_output: str = ""
     thinking: str = ""
     parse_method: str = ""
-    tokens: dict[str, Any] = field(default_factory=dict)  # prompt_evaluated, prompt_total, thinking, generated, [drafted, accepted]
+    # prompt_evaluated, prompt_total, thinking, generated, [drafted, accepted], [estimated: the
+    # names of the counts that are awl's estimates, where a server did not report them]
+    tokens: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)  # prompt_s, generate_s, total_s, tokens_per_s
     finish: str = "stop"  # "stop" | "length" | "cancelled"
     created: str = field(default_factory=utc_now)
@@ -271,6 +273,11 @@ class TurnRecord:
     # wrote, "decision": "auto" | "approved" | "edited" | "replaced", "asks": 1 or 2, "thinking"}.
     agent: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def estimated(self, key: str) -> bool:
+        """Whether the recorded count `key` is awl's estimate (a server that did not report it)."""
+        named = self.tokens.get("estimated")
+        return isinstance(named, list) and key in named
 
     def token_count(self, key: str) -> int | None:
         """A recorded token count (`generated`, `prompt_total`, ...), or None when it is

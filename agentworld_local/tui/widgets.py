@@ -60,7 +60,7 @@ def turn_label(record: TurnRecord, *, current: bool, timings: bool) -> Text:
     label.append(first_line(record.observation) or "(empty)", style="" if current else "dim strike")
     tokens = record.token_count("generated")
     if tokens is not None:
-        label.append(f"  {tokens} tok", style="dim")
+        label.append(f"  {'~' if record.estimated('generated') else ''}{tokens} tok", style="dim")  # ~: awl's estimate
     seconds = record.timing("total_s")
     if timings and seconds is not None:
         label.append(f" {seconds:.1f}s", style="dim")

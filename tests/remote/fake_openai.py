@@ -75,6 +75,11 @@ class FakeOpenAI:
     most_at_once: int = 0
     #: Seconds before an answer starts (a server thinking over the prompt).
     delay: float = 0.0
+    #: Whether it reports its token counts at all (`usage`, `timings`), and the prompt tokens
+    #: it says it took from its cache (None: it does not say, as vLLM without
+    #: --enable-prompt-tokens-details). It counts a prompt as its characters // 4.
+    reports_usage: bool = True
+    cached_tokens: int | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -217,11 +222,25 @@ class FakeOpenAI:
         handler.send_header("Connection", "close")
         handler.end_headers()
 
-        def event(delta: dict[str, Any], finish_reason: str | None = None, usage: Any = None) -> None:
+        options = body.get("stream_options") or {}
+        prompt = sum(len(m.get("content") or "") for m in body["messages"]) // 4
+        cached = self.cached_tokens
+
+        def counts(generated: int) -> dict[str, Any]:
+            usage = {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}
+            if cached is not None:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            return usage
+
+        def event(delta: dict[str, Any], finish_reason: str | None = None, usage: Any = None, sent: int = 0) -> None:
             chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
                      "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
             if usage:
                 chunk["usage"] = usage
+            elif self.reports_usage and options.get("continuous_usage_stats"):  # vLLM, SGLang
+                chunk["usage"] = counts(sent)
+            if self.reports_usage and body.get("timings_per_token"):  # llama-server
+                chunk["timings"] = {"prompt_n": prompt - (cached or 0), "cache_n": cached or 0, "predicted_n": sent}
             handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             handler.wfile.flush()
 
@@ -233,11 +252,10 @@ class FakeOpenAI:
                     return
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                event({name: text})
-            event({}, finish)
-            if (body.get("stream_options") or {}).get("include_usage"):
-                prompt = sum(len(m.get("content") or "") for m in body["messages"]) // 4
-                event({}, usage={"prompt_tokens": prompt, "completion_tokens": len(pieces), "total_tokens": prompt + len(pieces)})
+                event({name: text}, sent=number + 1)
+            event({}, finish, sent=len(pieces))
+            if self.reports_usage and options.get("include_usage"):
+                event({}, usage=counts(len(pieces)))
             handler.wfile.write(b"data: [DONE]\n\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -73,6 +73,9 @@ class LlamaBackend(Prefetching, SampleLoop):
     #: system prompts of thousands of tokens). A backend with a `state_cache` keeps it too
     #: (the state saved to disk is the one at that checkpoint).
     checkpoint_system_prompt = False
+    #: count_tokens is the model's tokenizer; awl reads the raw text itself.
+    counts_exactly = True
+    server_separates = None
     #: A runner evaluates the next turn's known start while the user types (`prefetch`);
     #: `--no-prefetch` (OffloadOptions.prefetch) turns it off.
     idle_prefetch = True

@@ -40,6 +40,7 @@ from agentworld_local.engine.remote.client import (
 )
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.engine.remote.stream import AnswerStream
+from agentworld_local.engine.remote.usage import ServedCounts, usage_request
 from agentworld_local.engine.thinking import FORCED_THINK_END
 from agentworld_local.engine.types import (
     GenerationDone,
@@ -111,7 +112,8 @@ class OpenAIBackend:
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # the backend's: closing it stops every view
         self._view_closed: threading.Event | None = None  # a view's own
-        self._server_separates = False  # learnt from the first answer that carries a reasoning field
+        self.server_separates = False  # learnt from the first answer that carries a reasoning field
+        self._usage_options, self._usage_extra = usage_request(self.facts.kind)
 
     def _notice(self, text: str) -> None:
         self.notices.append(text)
@@ -135,6 +137,8 @@ class OpenAIBackend:
     #: Nothing to evaluate ahead (Backend.prefetch), no checkpoints.
     idle_prefetch = False
     checkpoint_system_prompt = False
+    #: The server has the tokenizer: count_tokens estimates (its answers' counts are the server's).
+    counts_exactly = False
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
                  waits: bool = False) -> int:
@@ -181,6 +185,7 @@ class OpenAIBackend:
     def _request(self, messages: list[dict[str, str]], sampling: SamplingConfig, think: ThinkBudget,
                  seed: int, *, max_tokens: int | None, continuing: bool = False) -> dict[str, Any]:
         extra: dict[str, Any] = {
+            **self._usage_extra,
             "top_k": sampling.top_k, "min_p": sampling.min_p,
             # Qwen3.5-family templates turn thinking off with this flag (vLLM, SGLang, llama-server).
             "chat_template_kwargs": {"enable_thinking": think.mode != "off"},
@@ -189,7 +194,7 @@ class OpenAIBackend:
             extra.update(continue_final_message=True, add_generation_prompt=False)
         request: dict[str, Any] = dict(
             model=self.options.api_model, messages=messages, stream=True, temperature=sampling.temperature,
-            top_p=sampling.top_p, seed=seed, stream_options={"include_usage": True}, extra_body=extra,
+            top_p=sampling.top_p, seed=seed, stream_options=self._usage_options, extra_body=extra,
         )
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
@@ -213,24 +218,27 @@ class OpenAIBackend:
             think = ThinkBudget("full")  # said once at load: this server cannot stop and continue
         stats = GenerationStats(prompt_tokens_total=estimate_tokens(messages))
         stats.prompt_tokens_evaluated = stats.prompt_tokens_total
-        answer = AnswerStream(think=think, sampling=sampling, stats=stats, server_separates=self._server_separates)
+        served = ServedCounts()
+        answer = AnswerStream(think=think, sampling=sampling, stats=stats, server_separates=self.server_separates)
         request = self._request(messages, sampling, think, seed, max_tokens=self._max_tokens(sampling, think))
-        finish = yield from self._stream(request, answer, stats, cancel)
+        finish = yield from self._stream(request, answer, stats, served, cancel)
         if finish == "budget":
             yield from answer.end_thinking()
             assistant = {"role": "assistant", "content": THINK_OPEN + "\n" + answer.thinking_text + FORCED_THINK_END}
             request = self._request([*messages, assistant], sampling, think, seed,
                                     max_tokens=sampling.max_tokens + _SLACK_TOKENS, continuing=True)
-            finish = yield from self._stream(request, answer, stats, cancel, continuation=True)
-        self._server_separates = answer.server_separates
+            served.next_request()
+            finish = yield from self._stream(request, answer, stats, served, cancel, continuation=True)
+        self.server_separates = answer.server_separates
         yield from answer.finish(finish)
+        served.apply(stats)
         stats.finish = finish
         stats.prompt_s = stats.prompt_s or (time.perf_counter() - started)
         stats.generate_s = max(time.perf_counter() - started - stats.prompt_s, 1e-6)
         yield GenerationDone(raw_output=answer.raw, think_open=answer.think_open, stats=stats)
 
-    def _stream(self, request: dict[str, Any], answer: AnswerStream, stats: GenerationStats, cancel: Any,
-                *, continuation: bool = False) -> Iterator[GenerationEvent]:
+    def _stream(self, request: dict[str, Any], answer: AnswerStream, stats: GenerationStats, served: ServedCounts,
+                cancel: Any, *, continuation: bool = False) -> Iterator[GenerationEvent]:
         """Stream one request into `answer`; returns how it ended: stop, length, cancelled,
         repetition, or budget (the thinking budget is spent: a continuation follows)."""
         if cancel.is_set():
@@ -271,7 +279,7 @@ class OpenAIBackend:
                 first = False
                 if cancel.is_set():
                     return "cancelled"
-                counted = _count_usage(chunk, stats, continuation)
+                counted = served.read(chunk)
                 for choice in chunk.choices[:1]:
                     room -= yield from self._take(choice.delta, answer, room)
                     if room < 0:
@@ -284,7 +292,7 @@ class OpenAIBackend:
                     rules = answer.rules
                     if rules is not None and rules.finish:
                         if not counted:
-                            _read_usage(chunks, stats, continuation, cancel)
+                            _read_usage(chunks, served, cancel)
                         return rules.finish
                     if rules is not None and rules.budget_spent and not continuation:
                         return "budget"
@@ -337,28 +345,12 @@ class OpenAIBackend:
         )
 
 
-def _count_usage(chunk: Any, stats: GenerationStats, continuation: bool) -> bool:
-    """The server's own counts, when it sends them (`stream_options.include_usage`): True
-    when `chunk` carried them."""
-    usage = getattr(chunk, "usage", None)
-    if usage is None:
-        return False
-    if not continuation and usage.prompt_tokens:
-        stats.prompt_tokens_total = usage.prompt_tokens
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = getattr(details, "cached_tokens", None) or 0
-        stats.prompt_tokens_evaluated = max(usage.prompt_tokens - cached, 0)
-    if not continuation and usage.completion_tokens:
-        stats.generated_tokens = usage.completion_tokens
-    return True
-
-
-def _read_usage(chunks: Iterator[Any], stats: GenerationStats, continuation: bool, cancel: Any) -> None:
+def _read_usage(chunks: Iterator[Any], served: ServedCounts, cancel: Any) -> None:
     """Read on past the answer's end for the usage chunk servers send last (its text is
     past the observation and not part of the answer); a failure here loses only the counts."""
     with contextlib.suppress(Exception):
         for _ in range(_TAIL_CHUNKS):
-            if cancel.is_set() or _count_usage(next(chunks), stats, continuation):
+            if cancel.is_set() or served.read(next(chunks)):
                 return
 
 

@@ -43,6 +43,10 @@ class ServerFacts:
     parallel: int | None
     #: It continues an assistant message while thinking is on (False: llama-server refuses to).
     continues_answers: bool = True
+    #: Which server it is, where it shows (llama-server's /props, SGLang's /get_server_info,
+    #: vLLM's `max_model_len` in /v1/models), else "openai": what each reports of its counts
+    #: differs (remote/usage.py).
+    kind: str = "openai"
 
 
 def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
@@ -57,10 +61,12 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
         raise describe_error(error, options) from None
     models = [entry.id for entry in entries]
     n_ctx = trained = parallel = None
+    vllm = False
     for entry in entries:
         if entry.id == options.api_model:
             extra = entry.model_extra or {}
             meta = extra.get("meta") or {}
+            vllm = _positive(extra.get("max_model_len")) is not None
             n_ctx = _positive(extra.get("max_model_len")) or _positive(meta.get("n_ctx"))
             trained = _positive(meta.get("n_ctx_train"))
     props = _get_json(options, "/props") or {}  # llama-server
@@ -69,6 +75,7 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     # planning with 32k where a slot holds 4k overflows the server mid-session.
     n_ctx = n_ctx or _positive(settings.get("n_ctx"))
     parallel = _positive(props.get("total_slots"))
+    info: dict[str, Any] = {}
     if n_ctx is None or parallel is None:
         info = _get_json(options, "/get_server_info") or {}  # SGLang
         n_ctx = n_ctx or _positive(info.get("context_length"))
@@ -77,7 +84,8 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     # Only llama-server answers /props with generation settings; it refuses an assistant
     # prefill while thinking is on, so a thinking budget cannot stop and continue there.
     llama_server = bool(props.get("default_generation_settings"))
-    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server)
+    kind = "llama-server" if llama_server else "sglang" if info else "vllm" if vllm else "openai"
+    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server, kind=kind)
 
 
 def _positive(value: Any) -> int | None:
