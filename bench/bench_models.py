@@ -62,6 +62,13 @@ def gemma_model() -> Path | None:
     return target
 
 
+def gpu_layers() -> str | int:
+    """Layers the speed sections put on a GPU: none (the CPU) unless AWL_BENCH_GPU_LAYERS says
+    (`all`, a count: bench/gpu_check.sh runs them with `all`)."""
+    value = os.environ.get("AWL_BENCH_GPU_LAYERS", "0").strip().lower()
+    return int(value) if value.isdigit() else value
+
+
 def model(kind: str) -> Path | None:
     """The model file of `kind` (big, tiny, gemma); None when it is not available here."""
     if kind == "big":

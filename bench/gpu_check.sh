@@ -11,7 +11,9 @@
 #   6. bench/offload_speed.py on a wide qwen35moe fixture and on Gemma 3 270M (when a copy is
 #      here: $GEMMA, tests/.cache/gguf/, or the Hugging Face cache): tokens per second for the CPU,
 #      a layer split, experts in RAM (--cpu-moe, --n-cpu-moe) and full offload, with and without
-#      flash attention; checks that llama.cpp placed the experts in RAM as asked.
+#      flash attention; checks that llama.cpp placed the experts in RAM as asked;
+#   7. bench/speculation.py and bench/session_loop.py with every layer on the GPU: whether
+#      `--speculate auto` pays there, and awl's Python work per token at GPU speeds.
 # Everything it prints and writes lands in $OUT_DIR; the last line is PASS or FAIL.
 #
 # Usage, from the repository root:
@@ -179,6 +181,13 @@ print(write_qwen35moe_fixture(Path(sys.argv[1]) / 'bench-qwen35moe-moe.gguf', **
 # The fixture's "experts in RAM" row: every layer on the GPU, 3 expert tensors per layer placed in RAM.
 grep -E "^  experts in RAM +[0-9]+/[0-9]+ +24 " "$OUT_DIR/offload_speed.txt" >/dev/null \
     || fail "--cpu-moe: llama.cpp did not keep the fixture's 24 expert tensors in RAM with every layer on the GPU"
+
+step "speed where users wait, on the GPU: prompt-lookup drafting (auto against off and on), a whole session against an ideal loop"
+# Ratios to read (docs/PERFORMANCE.md has the CPU's); only a crash fails the check.
+AWL_BENCH_GPU_LAYERS=all "$VPY" bench/speculation.py | tee "$OUT_DIR/speculation.md"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "speculation benchmark"
+AWL_BENCH_GPU_LAYERS=all "$VPY" bench/session_loop.py | tee "$OUT_DIR/session_loop.md"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "session loop benchmark"
 
 echo
 echo "PASS in $((SECONDS - started))s: qwen35moe fixture $line"

@@ -28,13 +28,17 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-#: The report's sections in order: bench/<name>.py each (state_cache, prefetch, speculation,
-#: serve_throughput, serve_parallel, serve_load, serve_remote_overhead and rl_step_cost are written with the
-#: features they measure).
+#: The report's sections in order: bench/<name>.py each (prefill, first_turn, session_loop, state_cache,
+#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, serve_remote_overhead and
+#: rl_step_cost are written with the features they measure). prefill and first_turn measure
+#: against llama.cpp's llama-server where one is found (`--llama-server PATH`, AWL_LLAMA_SERVER, PATH).
 SECTIONS = (
     "turn_cost",
     "restore_time",
     "decode_speed",
+    "prefill",
+    "first_turn",
+    "session_loop",
     "context_cost",
     "memory_growth",
     "checkpoint_copy",
@@ -167,7 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="these sections at small sizes, the others full (the contents table says which)")
     parser.add_argument("--only", nargs="+", metavar="NAME", choices=SECTIONS, help="these sections only")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "PERFORMANCE.md")
+    parser.add_argument("--llama-server", metavar="PATH", help="llama.cpp's llama-server for the prefill and first-turn "
+                        "sections to measure against (default: $AWL_LLAMA_SERVER, else llama-server on PATH)")
     args = parser.parse_args(argv)
+    if args.llama_server:
+        os.environ["AWL_LLAMA_SERVER"] = args.llama_server  # where bench/llama_server_binary.py looks
     command = "python bench/performance.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
     def write(text: str) -> None:  # after every section: a run stopped half-way leaves a whole report

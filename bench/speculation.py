@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402 - the rollback setting the section reports
 
-from bench_models import LABELS, model, table  # noqa: E402
+from bench_models import LABELS, gpu_layers, model, table  # noqa: E402
 
 from agentworld_local.engine.llama import LlamaBackend, checkpoints  # noqa: E402  (a module, not a name in __all__)
 from agentworld_local.engine.llama.speculation import MISS_RUN  # noqa: E402
@@ -55,10 +55,10 @@ def turn(backend: LlamaBackend, messages: list[dict[str, str]], tokens: int) -> 
 
 
 def measure(path: Path, tokens: int, repeats: int) -> tuple[list[list[object]], str]:
-    off = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="off"))
-    on = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="on"))
+    off = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=gpu_layers(), offload=OffloadOptions(speculate="off"))
+    on = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=gpu_layers(), offload=OffloadOptions(speculate="on"))
     # What `auto` decided for this model here, and drafting with its pause after misses.
-    auto = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
+    auto = LlamaBackend(path, n_ctx=N_CTX, gpu_layers=gpu_layers(), offload=OffloadOptions(speculate="auto"))
     rows = []
     try:
         for name, messages in SESSIONS.items():

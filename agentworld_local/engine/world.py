@@ -159,9 +159,16 @@ class World:
 
     def turn_start(self) -> str:
         """The next turn prompt's fixed start: all of it that does not depend on the action
-        (the text two different actions' prompts share)."""
-        one, two = (self.turn_prompt(Action(text, None, text)) for text in ("A", "B"))
+        (the text the prompts of two different typed actions share, so the wrapper a domain
+        puts around what is typed, as the terminal's keystrokes JSON, is part of it)."""
+        one, two = (self.turn_prompt(self._typed(text)) for text in ("A", "B"))
         return one[: len(os.path.commonprefix([one, two]))]
+
+    def _typed(self, text: str) -> Action:
+        try:
+            return self.domain.parse_action(text)
+        except InputError:  # a domain that takes only structured actions: the bare text
+            return Action(text, None, text)
 
     def next_turn_prefix(self) -> list[dict[str, str]]:
         """The next turn's messages up to where its action starts (the last one holds the

@@ -11,6 +11,7 @@ prompts have none.)
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import llama_cpp
@@ -234,3 +235,37 @@ def test_auto_drafts_for_attention_only_models_with_the_same_answers_and_not_for
     finally:
         auto.close()
         hybrid.close()
+
+
+@pytest.mark.parametrize("speculate", ["off", "on"])
+def test_the_first_token_streams_before_any_decode_after_the_prompt(llama_gguf, speculate):
+    """Issue 27: a sampled token's text goes out before its own decode (and a draft's verify):
+    the reader's first token waits for the prompt alone, not for one more decode."""
+    backend = LlamaBackend(llama_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate=speculate))
+    decoded: list[int] = []
+    run = backend._batcher._run
+
+    def counted(parts):
+        decoded.append(sum(count for _, _, count in parts))
+        return run(parts)
+
+    backend._batcher._run = counted
+    try:
+        messages = [{"role": "user", "content": "say ok ok ok ok ok ok ok ok"}]
+        sampling = SamplingConfig(temperature=0, max_tokens=12, stop_at_observation=False, repetition_guard=False)
+        before_first = None
+        for event in backend.generate(messages, sampling=sampling, think=ThinkBudget.parse("off"), seed=1):
+            if before_first is None and not isinstance(event, GenerationDone):
+                before_first = sum(decoded)
+            if isinstance(event, GenerationDone):
+                done = event
+        assert done.stats.generated_tokens > 1
+        # Tokens before the first that completes a character (random weights write byte pieces).
+        answer = backend.evaluated_tokens[done.stats.prompt_tokens_total:]
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        silent = next(i for i, token in enumerate(answer) if decoder.decode(backend._llm.detokenize([token], special=True)))
+        # The prompt's decodes and those of the silent tokens: not the decode of the one shown.
+        assert before_first == done.stats.prompt_tokens_evaluated + silent
+    finally:
+        del backend._batcher._run
+        backend.close()

@@ -173,3 +173,51 @@ def test_a_cache_that_cannot_be_written_is_said_once_and_the_session_goes_on(lla
     next_process.close()
     assert third.stats.prompt_tokens_evaluated == third.stats.prompt_tokens_total
     assert third.raw_output == second.raw_output
+
+
+def _first_turn(backend: LlamaBackend, action: str, task: str = ""):
+    from agentworld_local.domains import get_domain
+    from agentworld_local.engine.settings import SessionSettings
+    from agentworld_local.engine.world import World
+
+    backend.reset()  # a new session on the loaded model, as the runner starts one
+    settings = SessionSettings(sampling=GREEDY, think=ThinkBudget.parse("off"), seed=1, task=task)
+    world = World(backend, get_domain("terminal"), settings)
+    known = len(backend._known_prefix(world.next_turn_prefix())[0])
+    return world.run_turn(action), known
+
+
+@pytest.mark.parametrize("name", ["qwen_gguf", "llama_gguf"])
+def test_a_first_turns_start_is_held_for_the_next_session_and_written_once_a_second_starts_with_it(name, request, tmp_path):
+    model = request.getfixturevalue(name)
+    cold = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=StateCache(tmp_path / "cold"))
+    expected = {action: _first_turn(cold, action)[0].raw_output for action in ("pwd", "cat notes.txt")}
+    cold.close()
+    cache = StateCache(tmp_path / "warm")
+    backend = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
+    first, known = _first_turn(backend, "ls -la")
+    assert first.tokens["prompt_evaluated"] == first.tokens["prompt_total"]
+    assert cache.info().entries == 1  # the system prompt's state: a first sight of the start is held in memory
+    second, _ = _first_turn(backend, "pwd")
+    third, _ = _first_turn(backend, "cat notes.txt")
+    # The start (system prompt, task, the action's wrapper) came from memory: only the action's own text is new.
+    for record in (second, third):
+        assert record.tokens["prompt_evaluated"] == record.tokens["prompt_total"] - known
+    assert [second.raw_output, third.raw_output] == [expected["pwd"], expected["cat notes.txt"]]
+    assert cache.info().entries == 2  # seen twice: on disk for the next process
+    backend.close()
+    again = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
+    fourth, _ = _first_turn(again, "cat notes.txt")
+    assert fourth.tokens["prompt_evaluated"] == fourth.tokens["prompt_total"] - known
+    assert fourth.raw_output == expected["cat notes.txt"]
+    again.close()
+
+
+def test_episodes_of_distinct_tasks_write_no_state_each(qwen_gguf, tmp_path):
+    cache = StateCache(tmp_path)
+    backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, state_cache=cache)
+    for number in range(4):
+        record, known = _first_turn(backend, "ls", task=f"Find the file number {number}.")
+        assert record.tokens["prompt_evaluated"] > record.tokens["prompt_total"] - known  # the task was new
+    assert cache.info().entries == 1  # the system prompt's alone
+    backend.close()

@@ -12,7 +12,6 @@ it; undo and fork are the same restore.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import threading
 import time
@@ -35,6 +34,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
+from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
@@ -125,6 +125,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         self.offload = offload
         self.idle_prefetch = offload.prefetch
         self._known_memo: tuple[list[dict[str, str]], tuple[list[int], int]] | None = None
+        self._prompt_memo: tuple[list[dict[str, str]], bool, str] | None = None
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
@@ -205,7 +206,9 @@ class LlamaBackend(Prefetching, SampleLoop):
         #: The system-prompt states this process stored or loaded, for its next sessions.
         self.prompt_states = PromptStates(self.prompt_state_budget if state_cache is not None else 0)
         self._store_failed = False
-        self._tokens_of = functools.lru_cache(maxsize=32)(lambda text: tuple(vocab.tokenize(llm, text)))
+        special = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+        self._tokens_of = PrefixTokenizer(lambda text: vocab.tokenize(llm, text), lambda token: vocab.token_text(llm, token),
+                                          lambda token: bool(llama_cpp.llama_vocab_get_attr(self._vocab, token) & special)).tokens
         llama_build = llama_cpp.__version__
         flash = {True: "on", False: "off"}.get(self.flash_attention, offload.flash_attn)
         # n_seq: a context with several sequences lays out its KV cache in as many streams.
@@ -225,8 +228,9 @@ class LlamaBackend(Prefetching, SampleLoop):
     def tokenize(self, text: str) -> list[int]:
         """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it).
 
-        The last texts' tokens are kept: a turn's prompt is counted (World._fit), prefetched and
-        generated from the same renders, each a long history's tokenization otherwise."""
+        The last texts' tokens are kept, and a text that starts like one of them is tokenized only
+        after the last special token they share (prefix_tokens.py): a turn counts (World._fit),
+        prefetches and generates from renders of one long history."""
         return list(self._tokens_of(text))
 
     @property
@@ -274,11 +278,22 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
         """(text up to the turn boundary, full prompt text with the generation prompt)."""
-        return self.template.render(messages, add_generation_prompt=False), vocab.render_prompt(self.template, messages, think)
+        return self.template.render(messages, add_generation_prompt=False), self._prompt_text(messages, think)
 
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
-        return len(self._tokens_of(vocab.render_prompt(self.template, messages, think)))
+        return len(self._tokens_of(self._prompt_text(messages, think)))
+
+    def _prompt_text(self, messages: list[dict[str, str]], think: ThinkBudget) -> str:
+        """vocab.render_prompt, the last answer kept: a turn is counted (World._fit), then
+        generated, from the same messages (a long history's render takes milliseconds)."""
+        thinking = think.mode != "off"
+        memo = self._prompt_memo
+        if memo is not None and memo[1] == thinking and memo[0] == messages:
+            return memo[2]
+        text = vocab.render_prompt(self.template, messages, think)
+        self._prompt_memo = ([dict(message) for message in messages], thinking, text)
+        return text
 
     # -- checkpoints ----------------------------------------------------------------
 
@@ -461,11 +476,14 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     def _evaluate_prompt(self, seq: Sequence, full: list[int], stops: list[int], system: int,
                          cancel: threading.Event | None, stats: GenerationStats, *, leave_one: bool = True,
-                         known: int = 0) -> bool:
+                         known: int = 0, first_turn: bool = False) -> bool:
         """Make `seq` hold `full`: restore the longest prefix it can reuse, evaluate the
         rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
         at least the last token (a generation samples from its logits). `known`: the stop that
-        is a turn's known start (its checkpoint is dropped once a later turn's is made)."""
+        is a turn's known start (its checkpoint is dropped once a later turn's is made);
+        `first_turn`: it is a first turn's, whose state the state cache keeps too (the system
+        prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
+        session starts with it."""
         common = 0
         limit = min(len(seq.tokens), len(full) - 1 if leave_one else len(full))
         while common < limit and seq.tokens[common] == full[common]:
@@ -474,7 +492,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         cache_at = 0  # where a turn that evaluates the system prompt stores its state
         if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):
             # A new session, or one lent a slot another system prompt's session held.
-            stats.restore_s += self._load_cached_prefix(seq, full)
+            stats.restore_s += self._load_cached_prefix(seq, full, limit=len(full) - 1 if leave_one else len(full))
             cache_at = system
         stats.prompt_tokens_total = len(full)
         stats.prompt_tokens_evaluated = len(full) - len(seq.tokens)
@@ -485,6 +503,10 @@ class LlamaBackend(Prefetching, SampleLoop):
                 self._save_checkpoint(seq, known=stop == known)
                 if stop == cache_at:
                     self._store_cached_prefix(seq)
+                elif cache_at and first_turn and stop == known:
+                    # Held for this process's next sessions; on disk once one of them uses it
+                    # (RL episodes of distinct tasks write no file each).
+                    self._store_cached_prefix(seq, disk=False)
         return self._evaluate(seq, full[len(seq.tokens) :], cancel)
 
     def close(self, timeout: float = 30.0) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentworld_local.engine.guard import EitherEvent
 from agentworld_local.engine.llama import checkpoints
+from agentworld_local.engine.llama.prefix_tokens import shared_length
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.types import GenerationStats
@@ -57,8 +58,9 @@ class Prefetching:
         # The positions a turn pins (see _generate), made here when the prefetch passes them.
         seq.pinned = {system, self._turn_one_end(messages, tokens)} - {0}
         stats = GenerationStats()
+        first_turn = sum(message.get("role") == "user" for message in messages) == 1
         self._evaluate_prompt(seq, tokens, sorted(seq.pinned | {len(tokens)}), system, stop, stats, leave_one=False,
-                              known=len(tokens))
+                              known=len(tokens), first_turn=first_turn)
         return stats.prompt_tokens_evaluated - (len(tokens) - len(seq.tokens))
 
     def _known_prefix(self, messages: list[dict[str, str]]) -> tuple[list[int], int]:
@@ -74,7 +76,7 @@ class Prefetching:
         last = messages[-1]
         one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
                                          add_generation_prompt=False) for tail in KNOWN_TAILS)
-        shared = one[: len(os.path.commonprefix([one, two]))]
+        shared = one[: shared_length(one, two)]
         tokens = self.tokenize(shared)
         # Where the tokens could merge with what follows is decided near the end: tokenize
         # the last characters alone with each continuation (all of it if the ends disagree).
@@ -87,14 +89,14 @@ class Prefetching:
         self._known_memo = ([dict(message) for message in messages], known)
         return known
 
-    def _load_cached_prefix(self, seq: Sequence, full: list[int]) -> float:
+    def _load_cached_prefix(self, seq: Sequence, full: list[int], limit: int) -> float:
         """Into `seq`, load the longest cached state that starts `full` and holds more of it
-        than `seq` does now (a system prompt this model evaluated before; at least one token
-        is left to evaluate): the one held in memory, else the disk's, which is then held too.
+        than `seq` does now, at most `limit` tokens (a system prompt or first turn's start this
+        model evaluated before): the one held in memory, else the disk's, which is then held too.
         The seconds it took. A file llama.cpp refuses is removed and the prompt is evaluated."""
         started = time.perf_counter()
         assert self.state_cache is not None
-        have, limit = len(seq.tokens), len(full) - 1
+        have = len(seq.tokens)
         held = self.prompt_states.lookup(full, longer_than=have, limit=limit)
         if held is None:
             entry = self.state_cache.lookup(self._state_key, full, limit=limit)
@@ -106,6 +108,9 @@ class Prefetching:
                     self.prompt_states.keep(full[: entry.n_tokens], buffer)
         elif not self._set_sequence(seq, held.buffer, held.tokens):
             self.prompt_states.discard(held)
+        elif not held.on_disk:  # a first turn's start a second session uses: worth a file now
+            self._write_state(list(held.tokens), held.buffer)
+            self.prompt_states.keep(held.tokens, held.buffer)  # written (or tried): once
         return time.perf_counter() - started
 
     def _set_sequence(self, seq: Sequence, buffer: Any, tokens: Any) -> bool:
@@ -123,16 +128,22 @@ class Prefetching:
         self._save_checkpoint(seq)
         return True
 
-    def _store_cached_prefix(self, seq: Sequence) -> None:
-        """Cache the whole state of `seq` (a system prompt just evaluated): held in memory for
-        this process's next sessions, on disk for the next process's."""
+    def _store_cached_prefix(self, seq: Sequence, *, disk: bool = True) -> None:
+        """Cache the whole state of `seq` (a system prompt or a first turn's start just
+        evaluated): held in memory for this process's next sessions, on disk (`disk`) for the
+        next process's."""
         assert self.state_cache is not None
         tokens = list(seq.tokens)
         with self._batcher.exclusive():
             buffer = checkpoints.copy_sequence(self._ctx, seq.id)
         if buffer is None:
             return
-        self.prompt_states.keep(tokens, buffer)
+        self.prompt_states.keep(tokens, buffer, on_disk=disk)
+        if disk:
+            self._write_state(tokens, buffer)
+
+    def _write_state(self, tokens: list[int], buffer: Any) -> None:
+        assert self.state_cache is not None
         stored = self.state_cache.store(self._state_key, tokens, lambda path: checkpoints.write_state(path, buffer))
         if stored is None and not self._store_failed:
             self._store_failed = True  # said once: the session goes on evaluating its prompts
@@ -162,7 +173,7 @@ class Prefetching:
         first = messages[1]
         one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
         two = self.template.render([messages[0], {**first, "content": "B"}], add_generation_prompt=False)
-        shared = len(os.path.commonprefix([one, two]))
+        shared = shared_length(one, two)
         if not full_text.startswith(one[:shared]):
             return 0
         tokens = self.tokenize(one[:shared])

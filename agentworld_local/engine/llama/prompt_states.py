@@ -28,6 +28,8 @@ DEFAULT_BUDGET = PROMPT_STATE_BUDGET
 class HeldState:
     tokens: tuple[int, ...]
     buffer: Any  # a ctypes array: llama.cpp's whole-sequence state after `tokens`
+    #: Whether the disk cache has it too (a first turn's start is written once a second session uses it).
+    on_disk: bool = True
 
     @property
     def n_tokens(self) -> int:
@@ -60,13 +62,13 @@ class PromptStates:
                 self._held.move_to_end(best.tokens)
             return best
 
-    def keep(self, tokens: Sequence[int], buffer: Any) -> None:
+    def keep(self, tokens: Sequence[int], buffer: Any, *, on_disk: bool = True) -> None:
         """Hold `buffer` as the state after `tokens`; older states go until the budget holds."""
         if buffer is None or len(buffer) > self.budget:
             return
         key = tuple(tokens)
         with self._lock:
-            self._held[key] = HeldState(key, buffer)
+            self._held[key] = HeldState(key, buffer, on_disk)
             self._held.move_to_end(key)
             while sum(held.size for held in self._held.values()) > self.budget:
                 self._held.popitem(last=False)

@@ -63,7 +63,11 @@ class SampleLoop:
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.finish = "stop"
                     break
-                draft = self._draft(seq, lookup, token, rules) if self.speculate else []
+                # The sampled token's text goes out before its decode (and a draft's verify): the
+                # reader sees each token one decode sooner; the context gets the same batches.
+                yield from rules.feed(decoder.decode(self._llm.detokenize([token], special=True)))
+                ended = bool(rules.finish or rules.budget_spent)
+                draft = self._draft(seq, lookup, token, rules) if self.speculate and not ended else []
                 base = len(seq.tokens)
                 if draft:
                     step, token, snapshot = self._verify(seq, sampler, [token, *draft], stats)
@@ -72,8 +76,8 @@ class SampleLoop:
                 else:
                     self._decode(seq, [token])
                     step, token, snapshot = [token], None, None
-                kept = 0
-                for piece in step:
+                kept = 1
+                for piece in step[1:] if not ended else ():
                     kept += 1
                     yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
                     if rules.finish or rules.budget_spent:
@@ -107,9 +111,9 @@ class SampleLoop:
         context or of the batch, past the point where a thinking budget or max_tokens ends
         (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
         limit = min(self.room(seq) - 1, self.n_batch - 1)
-        left = rules.tokens_left()
+        left = rules.tokens_left()  # `token` was fed already
         if left is not None:
-            limit = min(limit, left - 1)  # `token` is fed first
+            limit = min(limit, left)
         if limit < 1:
             return []
         if lookup is None:

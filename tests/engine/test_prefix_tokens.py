@@ -1,0 +1,68 @@
+"""Prompts tokenized from an earlier prompt's tokens up to their last shared special token
+(prefix_tokens.py) are exactly what llama.cpp makes of the whole text: on the real tokenizers
+of the fixtures (a ChatML template, the hybrid's) and Gemma's, over growing conversations
+whose texts hold special-token look-alikes, broken markup and any Unicode."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentworld_local.engine.llama import LlamaBackend, vocab
+from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_length
+from agentworld_local.engine.types import ThinkBudget
+
+PIECES = ["<|im_start|>", "<|im_end|>", "<|im_start", "im_end|>", "<start_of_turn>", "<end_of_turn>", "<think>",
+          "</think>", "```json\n", "\n\n", " ", "\t", "ls -la", "é", "日本語", "🙂", "\ufffd", "<", ">", "|"]
+TEXT = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=12)), max_size=12).map("".join)
+
+
+@pytest.fixture(scope="module", params=["qwen_gguf", "llama_gguf"])
+def backend(request):
+    loaded = LlamaBackend(request.getfixturevalue(request.param), n_ctx=512, gpu_layers=0)
+    yield loaded
+    loaded.close()
+
+
+def conversation(system: str, turns: list[tuple[str, str]], last: str) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}]
+    for user, assistant in turns:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    return [*messages, {"role": "user", "content": last}]
+
+
+@given(system=TEXT, turns=st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=4), last=TEXT)
+def test_a_growing_conversation_tokenizes_as_llama_cpp_does_whole(backend, system, turns, last):
+    fresh = PrefixTokenizer(lambda text: vocab.tokenize(backend._llm, text), lambda t: vocab.token_text(backend._llm, t),
+                            backend._tokens_of.__self__._is_special)
+    think = ThinkBudget.parse("off")
+    for n in range(len(turns) + 1):
+        messages = conversation(system, turns[:n], last if n == len(turns) else turns[n][0])
+        for text in (backend.template.render(messages, add_generation_prompt=False),
+                     vocab.render_prompt(backend.template, messages, think)):
+            assert fresh.tokens(text) == tuple(vocab.tokenize(backend._llm, text))
+
+
+def test_a_text_that_shares_a_long_history_is_tokenized_only_after_it(backend):
+    calls = []
+
+    def counted(text: str) -> list[int]:
+        calls.append(len(text))
+        return vocab.tokenize(backend._llm, text)
+
+    tokens = PrefixTokenizer(counted, lambda t: vocab.token_text(backend._llm, t), backend._tokens_of.__self__._is_special)
+    history = conversation("You simulate a terminal. " * 40, [("ls", "a b c " * 30)] * 6, "pwd")
+    first = backend.template.render(history, add_generation_prompt=True)
+    longer = backend.template.render([*history, {"role": "assistant", "content": "x"}, {"role": "user", "content": "ls"}],
+                                     add_generation_prompt=True)
+    assert tokens.tokens(first) == tuple(vocab.tokenize(backend._llm, first))
+    assert tokens.tokens(longer) == tuple(vocab.tokenize(backend._llm, longer))
+    assert calls[0] == len(first) and calls[1] < len(longer) // 10  # only the new turn's text
+
+
+def test_shared_length_is_the_common_prefix():
+    for one, two in [("", ""), ("abc", ""), ("abc", "abd"), ("abc", "abc"), ("日本語x", "日本語y"), ("a" * 5000 + "b", "a" * 5000)]:
+        assert shared_length(one, two) == len(os.path.commonprefix([one, two]))
