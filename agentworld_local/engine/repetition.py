@@ -15,6 +15,8 @@ from __future__ import annotations
 MAX_SPAN = 32
 MIN_REPEATS = 100
 MIN_CHARS = 1000
+#: Texts up to this long take the sliced path (a token's; a server's chunks may be longer).
+_SHORT = 64
 
 
 def loop_length_needed(span: int) -> int:
@@ -35,6 +37,40 @@ class RepetitionDetector:
         """Add generated text; True once the text ends in a degenerate loop."""
         if self.looping:
             return True
+        if len(self._recent) == MAX_SPAN and len(text) <= _SHORT:
+            return self._feed_short(text)
+        return self._feed_chars(text)
+
+    def _feed_short(self, text: str) -> bool:
+        """`_feed_chars` for a token's text once MAX_SPAN characters came: each period compares
+        the new characters with those p before them as one slice (in C), not one at a time.
+        A run cannot reach a loop's length after a mismatch inside text this short, so only
+        the run the text continues can end in a loop, at a character found by arithmetic."""
+        recent, run, needed = self._recent, self._run, self._needed
+        combined, n = recent + text, len(text)
+        first: tuple[int, int] | None = None  # (character of the text, period) that makes a loop
+        for p in range(1, MAX_SPAN + 1):
+            older = combined[MAX_SPAN - p : MAX_SPAN - p + n]
+            if older == text:
+                leading, after = n, run[p] + n
+            else:
+                leading = next(i for i in range(n) if text[i] != older[i])
+                trailing = next(i for i in range(n) if text[n - 1 - i] != older[n - 1 - i])
+                after = trailing
+            if run[p] + leading + p >= needed[p]:
+                at = needed[p] - p - run[p] - 1  # the character whose run is long enough
+                if first is None or at < first[0]:
+                    first = (at, p)
+            run[p] = after
+        if first is not None:
+            at, p = first
+            seen = combined[: MAX_SPAN + at + 1]
+            self.looping, self.span, self._recent = True, seen[-p:], seen[-MAX_SPAN:]
+            return True
+        self._recent = combined[-MAX_SPAN:]
+        return False
+
+    def _feed_chars(self, text: str) -> bool:
         recent, run, needed = self._recent, self._run, self._needed
         for char in text:
             size = len(recent)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentworld_local.engine.llama import LlamaBackend, vocab
-from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_length
+from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_length, shared_tokens
 from agentworld_local.engine.types import ThinkBudget
 
 PIECES = ["<|im_start|>", "<|im_end|>", "<|im_start", "im_end|>", "<start_of_turn>", "<end_of_turn>", "<think>",
@@ -66,3 +66,22 @@ def test_a_text_that_shares_a_long_history_is_tokenized_only_after_it(backend):
 def test_shared_length_is_the_common_prefix():
     for one, two in [("", ""), ("abc", ""), ("abc", "abd"), ("abc", "abc"), ("日本語x", "日本語y"), ("a" * 5000 + "b", "a" * 5000)]:
         assert shared_length(one, two) == len(os.path.commonprefix([one, two]))
+
+
+@given(system=TEXT, turns=st.lists(st.tuples(TEXT, TEXT), max_size=3), last=TEXT, thinking=st.booleans())
+def test_the_turn_boundary_from_one_render_is_the_templates_own(backend, system, turns, last, thinking):
+    """The boundary text is the full prompt less the generation prompt (one render of a long
+    history): exactly what the template renders without the generation prompt."""
+    messages = conversation(system, turns, last)
+    think = ThinkBudget.parse("full" if thinking else "off")
+    assert backend.render(messages, think=think) == (backend.template.render(messages, add_generation_prompt=False),
+                                                     vocab.render_prompt(backend.template, messages, think))
+
+
+@given(st.lists(st.integers(0, 3), max_size=40), st.lists(st.integers(0, 3), max_size=40), st.integers(0, 40))
+def test_shared_tokens_is_the_common_prefix_up_to_the_limit(one, two, limit):
+    limit = min(limit, len(one), len(two))
+    expected = 0
+    while expected < limit and one[expected] == two[expected]:
+        expected += 1
+    assert shared_tokens(one, two, limit) == expected

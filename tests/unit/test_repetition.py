@@ -50,3 +50,20 @@ def test_normal_terminal_output_is_not_cut():
 @given(st.text(max_size=300), st.integers(min_value=1, max_value=50))
 def test_chunking_does_not_change_the_verdict(text, chunk):
     assert feed_all(text, chunk).looping == feed_all(text, 1).looping
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "ab", "\n", " ", "abc", "x\n", "é", "日本", "-" * 5]),
+                          st.integers(1, 600)), min_size=1, max_size=12),
+       st.lists(st.integers(1, 70), min_size=1, max_size=8))
+def test_the_sliced_path_finds_what_the_character_loop_finds(pieces, sizes):
+    """Issue 27: token texts take a sliced path; the same loops, at the same point, same span."""
+    text = "".join(span * times for span, times in pieces)
+    fast, slow = RepetitionDetector(), RepetitionDetector()
+    start, index = 0, 0
+    while start < len(text):
+        chunk = text[start : start + sizes[index % len(sizes)]]
+        start, index = start + len(chunk), index + 1
+        assert fast.feed(chunk) == slow._feed_chars(chunk)
+        assert (fast.looping, fast.span) == (slow.looping, slow.span)
+        if fast.looping:
+            break

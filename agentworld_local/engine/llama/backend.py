@@ -34,7 +34,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
-from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer
+from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_tokens
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
@@ -126,6 +126,8 @@ class LlamaBackend(Prefetching, SampleLoop):
         self.idle_prefetch = offload.prefetch
         self._known_memo: tuple[list[dict[str, str]], tuple[list[int], int]] | None = None
         self._prompt_memo: tuple[list[dict[str, str]], bool, str] | None = None
+        self._pieces: dict[int, bytes] = {}  # token -> its bytes (sample_loop._piece)
+        self._suffixes: dict[bool, str | None] = {}  # thinking -> the generation prompt (render)
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
@@ -277,8 +279,24 @@ class LlamaBackend(Prefetching, SampleLoop):
                     self._running_changed.notify_all()
 
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
-        """(text up to the turn boundary, full prompt text with the generation prompt)."""
-        return self.template.render(messages, add_generation_prompt=False), self._prompt_text(messages, think)
+        """(text up to the turn boundary, full prompt text with the generation prompt). The
+        boundary is the full text less the generation prompt where the template only appends
+        one (seen on a one-message conversation): one render of a long history, not two."""
+        full = self._prompt_text(messages, think)
+        suffix = self._generation_suffix(think.mode != "off")
+        if suffix and full.endswith(suffix):
+            return full[: len(full) - len(suffix)], full
+        return self.template.render(messages, add_generation_prompt=False), full
+
+    def _generation_suffix(self, thinking: bool) -> str | None:
+        """What the generation prompt appends to a conversation, or None where the template does
+        more than append it."""
+        if thinking not in self._suffixes:
+            probe = [{"role": "user", "content": "A"}]
+            base = self.template.render(probe, add_generation_prompt=False)
+            full = vocab.render_prompt(self.template, probe, ThinkBudget("full" if thinking else "off"))
+            self._suffixes[thinking] = full[len(base):] if full.startswith(base) and len(full) > len(base) else None
+        return self._suffixes[thinking]
 
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
@@ -484,10 +502,8 @@ class LlamaBackend(Prefetching, SampleLoop):
         `first_turn`: it is a first turn's, whose state the state cache keeps too (the system
         prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
         session starts with it."""
-        common = 0
         limit = min(len(seq.tokens), len(full) - 1 if leave_one else len(full))
-        while common < limit and seq.tokens[common] == full[common]:
-            common += 1
+        common = shared_tokens(seq.tokens, full, limit)
         stats.restore_s = self._restore(seq, common)
         cache_at = 0  # where a turn that evaluates the system prompt stores its state
         if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):

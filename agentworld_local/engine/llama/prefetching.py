@@ -67,16 +67,23 @@ class Prefetching:
         """The tokens of `messages` up to the end of the last message's text, kept only as far
         as any continuation of that text tokenizes alike; and the system prompt's end (or 0).
 
-        Found as the text two renders share when only the text after it differs (as
-        `_system_boundary` does), so it holds no assumption about the template. The turn asks
-        again for what was prefetched: the answer is kept (a long history's render and
-        tokenization cost tens of milliseconds each)."""
+        Found where the rendered text holds the last message's text followed by a mark, when
+        it holds that once; else as the text two renders share when only the text after it
+        differs (as `_system_boundary` does): no assumption about the template either way (a
+        wrong guess would only cost a re-evaluation: the turn checks that its prompt starts
+        with these tokens). The turn asks again for what was prefetched: the answer is kept
+        (a long history's render costs milliseconds)."""
         if self._known_memo is not None and self._known_memo[0] == messages:
             return self._known_memo[1]
         last = messages[-1]
-        one, two = (self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
-                                         add_generation_prompt=False) for tail in KNOWN_TAILS)
-        shared = one[: shared_length(one, two)]
+        marked = last["content"] + KNOWN_TAILS[0]
+        one = self.template.render([*messages[:-1], {**last, "content": marked}], add_generation_prompt=False)
+        if one.count(marked) == 1:  # the template wrote the text as it is: it ends there
+            shared = one[: one.index(marked) + len(last["content"])]
+        else:  # it changed the text: where two renders that differ only after it part
+            two = self.template.render([*messages[:-1], {**last, "content": last["content"] + KNOWN_TAILS[1]}],
+                                       add_generation_prompt=False)
+            shared = one[: shared_length(one, two)]
         tokens = self.tokenize(shared)
         # Where the tokens could merge with what follows is decided near the end: tokenize
         # the last characters alone with each continuation (all of it if the ends disagree).

@@ -119,6 +119,21 @@ def shared_length(one: str, two: str) -> int:
     return low
 
 
+def shared_tokens(one: list[int], two: list[int], limit: int) -> int:
+    """How many tokens `one` and `two` start with alike, at most `limit`: compared as slices
+    (in C), the whole first (a context is usually a prefix of the next prompt)."""
+    if one[:limit] == two[:limit]:
+        return limit
+    low, high = 0, limit - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if one[:middle] == two[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _last_shared_mark(done: _Tokenized, text: str, piece: Callable[[int], str]) -> tuple[int, int] | None:
     """The last mark of `done` whose control token `text` shares with it, text before included:
     found by bisection (a shared prefix is shared up to any point before its end)."""

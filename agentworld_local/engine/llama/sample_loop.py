@@ -27,6 +27,8 @@ from agentworld_local.errors import GenerationError
 class SampleLoop:
     """LlamaBackend's token loop (see the module's doc)."""
 
+    _pieces: dict[int, bytes]
+
     def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
         """Cancelled while the prompt was evaluated: nothing was generated yet."""
         stats.finish = "cancelled"
@@ -65,7 +67,7 @@ class SampleLoop:
                     break
                 # The sampled token's text goes out before its decode (and a draft's verify): the
                 # reader sees each token one decode sooner; the context gets the same batches.
-                yield from rules.feed(decoder.decode(self._llm.detokenize([token], special=True)))
+                yield from rules.feed(decoder.decode(self._piece(token)))
                 ended = bool(rules.finish or rules.budget_spent)
                 draft = self._draft(seq, lookup, token, rules) if self.speculate and not ended else []
                 base = len(seq.tokens)
@@ -79,7 +81,7 @@ class SampleLoop:
                 kept = 1
                 for piece in step[1:] if not ended else ():
                     kept += 1
-                    yield from rules.feed(decoder.decode(self._llm.detokenize([piece], special=True)))
+                    yield from rules.feed(decoder.decode(self._piece(piece)))
                     if rules.finish or rules.budget_spent:
                         break
                 if base + kept < len(seq.tokens):  # rejected draft tokens, or a rule ended the step early
@@ -104,6 +106,14 @@ class SampleLoop:
         stats.generate_s = time.perf_counter() - started
         raw = "".join(rules.raw) + decoder.decode(b"", final=True)
         yield GenerationDone(raw_output=raw, think_open=think_open, stats=stats)
+
+    def _piece(self, token: int) -> bytes:
+        """A token's bytes as llama.cpp writes them (special tokens too), kept per token: the
+        vocabulary does not change, and every generated token asks."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self._llm.detokenize([token], special=True)
+        return piece
 
     def _draft(self, seq: Sequence, lookup: PromptLookup | None, token: int, rules: AnswerRules) -> list[int]:
         """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
