@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -38,6 +39,16 @@ def binary_from_args(argv: list[str] | None = None) -> Path | None:
     parser.add_argument("--llama-server")
     known, _ = parser.parse_known_args(argv)
     return find_binary(known.llama_server)
+
+
+def print_section_with_server(section, doc: str) -> None:
+    """A section that measures against llama-server, run alone: `--llama-server PATH` taken
+    here, the rest (`--quick`) as print_section parses it."""
+    from bench_models import print_section
+
+    binary = binary_from_args()
+    sys.argv = [a for i, a in enumerate(sys.argv) if a != "--llama-server" and sys.argv[i - 1] != "--llama-server"]
+    print_section(lambda quick: section(quick, binary), doc)
 
 
 def _free_port() -> int:

@@ -42,8 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import LABELS, evaluated, model, print_section, table  # noqa: E402
-from llama_server_binary import LlamaServer, binary_from_args  # noqa: E402
+from bench_models import LABELS, evaluated, model, table  # noqa: E402
+from llama_server_binary import LlamaServer, binary_from_args, print_section_with_server  # noqa: E402
 
 from agentworld_local.domains import get_domain  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend, loading  # noqa: E402
@@ -345,11 +345,5 @@ def section(quick: bool, binary: Path | None = None) -> str:
     ])
 
 
-def main() -> None:
-    binary = binary_from_args()
-    sys.argv = [a for i, a in enumerate(sys.argv) if a != "--llama-server" and sys.argv[i - 1] != "--llama-server"]
-    print_section(lambda quick: section(quick, binary), __doc__)
-
-
 if __name__ == "__main__":
-    main()
+    print_section_with_server(section, __doc__)
