@@ -37,7 +37,7 @@ def conversation(system: str, turns: list[tuple[str, str]], last: str) -> list[d
 @given(system=TEXT, turns=st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=4), last=TEXT)
 def test_a_growing_conversation_tokenizes_as_llama_cpp_does_whole(backend, system, turns, last):
     fresh = PrefixTokenizer(lambda text: vocab.tokenize(backend._llm, text), lambda t: vocab.token_text(backend._llm, t),
-                            backend._tokens_of.__self__._is_special)
+                            backend._texts.tokenizer._is_special)
     think = ThinkBudget.parse("off")
     for n in range(len(turns) + 1):
         messages = conversation(system, turns[:n], last if n == len(turns) else turns[n][0])
@@ -53,7 +53,7 @@ def test_a_text_that_shares_a_long_history_is_tokenized_only_after_it(backend):
         calls.append(len(text))
         return vocab.tokenize(backend._llm, text)
 
-    tokens = PrefixTokenizer(counted, lambda t: vocab.token_text(backend._llm, t), backend._tokens_of.__self__._is_special)
+    tokens = PrefixTokenizer(counted, lambda t: vocab.token_text(backend._llm, t), backend._texts.tokenizer._is_special)
     history = conversation("You simulate a terminal. " * 40, [("ls", "a b c " * 30)] * 6, "pwd")
     first = backend.template.render(history, add_generation_prompt=True)
     longer = backend.template.render([*history, {"role": "assistant", "content": "x"}, {"role": "user", "content": "ls"}],

@@ -34,7 +34,8 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
-from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_tokens
+from agentworld_local.engine.llama.prefix_tokens import shared_tokens
+from agentworld_local.engine.llama.prompt_texts import PromptTexts
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
@@ -125,9 +126,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         self.offload = offload
         self.idle_prefetch = offload.prefetch
         self._known_memo: tuple[list[dict[str, str]], tuple[list[int], int]] | None = None
-        self._prompt_memo: tuple[list[dict[str, str]], bool, str] | None = None
         self._pieces: dict[int, bytes] = {}  # token -> its bytes (sample_loop._piece)
-        self._suffixes: dict[bool, str | None] = {}  # thinking -> the generation prompt (render)
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
@@ -208,9 +207,8 @@ class LlamaBackend(Prefetching, SampleLoop):
         #: The system-prompt states this process stored or loaded, for its next sessions.
         self.prompt_states = PromptStates(self.prompt_state_budget if state_cache is not None else 0)
         self._store_failed = False
-        special = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-        self._tokens_of = PrefixTokenizer(lambda text: vocab.tokenize(llm, text), lambda token: vocab.token_text(llm, token),
-                                          lambda token: bool(llama_cpp.llama_vocab_get_attr(self._vocab, token) & special)).tokens
+        #: The prompt texts and their tokens (prompt_texts.py): each made once per turn.
+        self._texts = PromptTexts(llm, self._vocab, self.template)
         llama_build = llama_cpp.__version__
         flash = {True: "on", False: "off"}.get(self.flash_attention, offload.flash_attn)
         # n_seq: a context with several sequences lays out its KV cache in as many streams.
@@ -233,7 +231,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         The last texts' tokens are kept, and a text that starts like one of them is tokenized only
         after the last special token they share (prefix_tokens.py): a turn counts (World._fit),
         prefetches and generates from renders of one long history."""
-        return list(self._tokens_of(text))
+        return list(self._texts.tokens(text))
 
     @property
     def sequence(self) -> Sequence:
@@ -279,39 +277,12 @@ class LlamaBackend(Prefetching, SampleLoop):
                     self._running_changed.notify_all()
 
     def render(self, messages: list[dict[str, str]], *, think: ThinkBudget) -> tuple[str, str]:
-        """(text up to the turn boundary, full prompt text with the generation prompt). The
-        boundary is the full text less the generation prompt where the template only appends
-        one (seen on a one-message conversation): one render of a long history, not two."""
-        full = self._prompt_text(messages, think)
-        suffix = self._generation_suffix(think.mode != "off")
-        if suffix and full.endswith(suffix):
-            return full[: len(full) - len(suffix)], full
-        return self.template.render(messages, add_generation_prompt=False), full
-
-    def _generation_suffix(self, thinking: bool) -> str | None:
-        """What the generation prompt appends to a conversation, or None where the template does
-        more than append it."""
-        if thinking not in self._suffixes:
-            probe = [{"role": "user", "content": "A"}]
-            base = self.template.render(probe, add_generation_prompt=False)
-            full = vocab.render_prompt(self.template, probe, ThinkBudget("full" if thinking else "off"))
-            self._suffixes[thinking] = full[len(base):] if full.startswith(base) and len(full) > len(base) else None
-        return self._suffixes[thinking]
+        """(text up to the turn boundary, full prompt text with the generation prompt)."""
+        return self._texts.with_boundary(messages, think)
 
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
-        return len(self._tokens_of(self._prompt_text(messages, think)))
-
-    def _prompt_text(self, messages: list[dict[str, str]], think: ThinkBudget) -> str:
-        """vocab.render_prompt, the last answer kept: a turn is counted (World._fit), then
-        generated, from the same messages (a long history's render takes milliseconds)."""
-        thinking = think.mode != "off"
-        memo = self._prompt_memo
-        if memo is not None and memo[1] == thinking and memo[0] == messages:
-            return memo[2]
-        text = vocab.render_prompt(self.template, messages, think)
-        self._prompt_memo = ([dict(message) for message in messages], thinking, text)
-        return text
+        return len(self._texts.tokens(self._texts.prompt(messages, think)))
 
     # -- checkpoints ----------------------------------------------------------------
 
