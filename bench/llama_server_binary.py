@@ -38,7 +38,11 @@ def binary_from_args(argv: list[str] | None = None) -> Path | None:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--llama-server")
     known, _ = parser.parse_known_args(argv)
-    return find_binary(known.llama_server)
+    found = find_binary(known.llama_server)
+    if known.llama_server and found != Path(known.llama_server):
+        print(f"bench: --llama-server {known.llama_server} is not an executable file; "
+              f"{'using ' + str(found) if found else 'measuring without llama-server'}.", file=sys.stderr)
+    return found
 
 
 def print_section_with_server(section, doc: str) -> None:

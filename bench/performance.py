@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                         "sections to measure against (default: $AWL_LLAMA_SERVER, else llama-server on PATH)")
     args = parser.parse_args(argv)
     if args.llama_server:
+        if not (Path(args.llama_server).is_file() and os.access(args.llama_server, os.X_OK)):
+            parser.error(f"--llama-server {args.llama_server} is not an executable file (build llama.cpp's llama-server, "
+                         "or leave the option out to measure without it)")
         os.environ["AWL_LLAMA_SERVER"] = args.llama_server  # where bench/llama_server_binary.py looks
     command = "python bench/performance.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
