@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentworld_local.engine.llama import LlamaBackend, vocab
-from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_length, shared_tokens
+from agentworld_local.engine.llama.prefix_tokens import PrefixTokenizer, shared_length
 from agentworld_local.engine.types import ThinkBudget
 
 PIECES = ["<|im_start|>", "<|im_end|>", "<|im_start", "im_end|>", "<start_of_turn>", "<end_of_turn>", "<think>",
@@ -79,9 +79,9 @@ def test_the_turn_boundary_from_one_render_is_the_templates_own(backend, system,
 
 
 @given(st.lists(st.integers(0, 3), max_size=40), st.lists(st.integers(0, 3), max_size=40), st.integers(0, 40))
-def test_shared_tokens_is_the_common_prefix_up_to_the_limit(one, two, limit):
+def test_shared_length_of_tokens_is_the_common_prefix_up_to_the_limit(one, two, limit):
     limit = min(limit, len(one), len(two))
     expected = 0
     while expected < limit and one[expected] == two[expected]:
         expected += 1
-    assert shared_tokens(one, two, limit) == expected
+    assert shared_length(one, two, limit) == expected

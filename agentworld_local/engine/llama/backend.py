@@ -34,7 +34,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
-from agentworld_local.engine.llama.prefix_tokens import shared_tokens
+from agentworld_local.engine.llama.prefix_tokens import shared_length
 from agentworld_local.engine.llama.prompt_texts import PromptTexts
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
@@ -473,13 +473,12 @@ class LlamaBackend(Prefetching, SampleLoop):
         `first_turn`: it is a first turn's, whose state the state cache keeps too (the system
         prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
         session starts with it."""
-        limit = min(len(seq.tokens), len(full) - 1 if leave_one else len(full))
-        common = shared_tokens(seq.tokens, full, limit)
-        stats.restore_s = self._restore(seq, common)
+        reach = len(full) - 1 if leave_one else len(full)  # what may come from the context or a cache
+        stats.restore_s = self._restore(seq, shared_length(seq.tokens, full, min(len(seq.tokens), reach)))
         cache_at = 0  # where a turn that evaluates the system prompt stores its state
         if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):
             # A new session, or one lent a slot another system prompt's session held.
-            stats.restore_s += self._load_cached_prefix(seq, full, limit=len(full) - 1 if leave_one else len(full))
+            stats.restore_s += self._load_cached_prefix(seq, full, limit=reach)
             cache_at = system
         stats.prompt_tokens_total = len(full)
         stats.prompt_tokens_evaluated = len(full) - len(seq.tokens)

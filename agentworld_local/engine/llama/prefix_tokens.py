@@ -12,9 +12,10 @@ text that shares none is tokenized whole.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -106,22 +107,11 @@ class PrefixTokenizer:
                 self._done.popitem(last=False)
 
 
-def shared_length(one: str, two: str) -> int:
-    """How many characters `one` and `two` start with alike (os.path.commonprefix compares a
-    character at a time in Python: milliseconds on a long history; this compares in C)."""
-    low, high = 0, min(len(one), len(two))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if one.startswith(two[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def shared_tokens(one: list[int], two: list[int], limit: int) -> int:
-    """How many tokens `one` and `two` start with alike, at most `limit`: compared as slices
-    (in C), the whole first (a context is usually a prefix of the next prompt)."""
+def shared_length(one: Sequence, two: Sequence, limit: int | None = None) -> int:
+    """How many items (characters, tokens) `one` and `two` start with alike, at most `limit`:
+    slices compared in C, the whole first (a context is usually a prefix of the next prompt);
+    os.path.commonprefix or a loop compares one at a time in Python, milliseconds on a history."""
+    limit = min(len(one), len(two)) if limit is None else limit
     if one[:limit] == two[:limit]:
         return limit
     low, high = 0, limit - 1
@@ -135,21 +125,8 @@ def shared_tokens(one: list[int], two: list[int], limit: int) -> int:
 
 
 def _last_shared_mark(done: _Tokenized, text: str, piece: Callable[[int], str]) -> tuple[int, int] | None:
-    """The last mark of `done` whose control token `text` shares with it, text before included:
-    found by bisection (a shared prefix is shared up to any point before its end)."""
-    marks = done.marks
-
-    def shared(i: int) -> bool:
-        offset, index = marks[i]
-        end = offset + len(piece(done.tokens[index]))
-        return end <= len(text) and text.startswith(done.text[:end])
-
-    low, high = 0, len(marks) - 1
-    found = None
-    while low <= high:
-        middle = (low + high) // 2
-        if shared(middle):
-            found, low = middle, middle + 1
-        else:
-            high = middle - 1
-    return None if found is None or marks[found][0] == 0 else marks[found]
+    """The last mark of `done` whose special token `text` shares with it, text before included
+    (the marks are in order, so their ends too); None when none but one at the start does."""
+    shared = shared_length(done.text, text)
+    found = bisect.bisect_right(done.marks, shared, key=lambda mark: mark[0] + len(piece(done.tokens[mark[1]]))) - 1
+    return None if found < 0 or done.marks[found][0] == 0 else done.marks[found]

@@ -16,12 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# The default budget (the memory plan counts it): a real model's system-prompt state is a few
+# hundred MB, the fixtures' and Gemma 270M's tens of MB; it keeps the prompts of the domains
+# one process runs together.
 from agentworld_local.models.memory import PROMPT_STATE_BUDGET
-
-#: Default budget (the memory plan counts it): a real model's system-prompt state is a few
-#: hundred MB, the fixtures' and Gemma 270M's tens of MB; this keeps the prompts of the
-#: domains one process runs together.
-DEFAULT_BUDGET = PROMPT_STATE_BUDGET
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class HeldState:
 class PromptStates:
     """The states held, by their tokens, within `budget` bytes (0: none are kept)."""
 
-    def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
+    def __init__(self, budget: int = PROMPT_STATE_BUDGET) -> None:
         self.budget = budget
         self._held: OrderedDict[tuple[int, ...], HeldState] = OrderedDict()
         self._lock = threading.Lock()
