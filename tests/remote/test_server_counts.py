@@ -129,3 +129,25 @@ def test_bench_predict_says_which_prompt_figures_are_estimates(fake, tmp_path):
     silent = awl(*args, "--out", str(tmp_path / "b.jsonl"), home=tmp_path)
     assert silent.returncode == 0, silent.stderr
     assert "prompt tokens evaluated: ~" in silent.stderr and "awl's estimate for 1 row" in silent.stderr
+
+
+def test_an_answer_counts_as_the_servers_only_when_each_of_its_requests_said():
+    """A continuation after a spent thinking budget is a second request: a count that misses
+    one of them is not the server's (it would leave that request's tokens out)."""
+    from types import SimpleNamespace
+
+    from agentworld_local.engine.remote.usage import ServedCounts
+    from agentworld_local.engine.types import GenerationStats
+
+    def chunk(completion):
+        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=40, completion_tokens=completion), model_extra={})
+
+    both, first_only = ServedCounts(), ServedCounts()
+    for counts, second in ((both, chunk(7)), (first_only, SimpleNamespace(usage=None, model_extra={}))):
+        counts.read(chunk(30))
+        counts.next_request()
+        counts.read(second)
+    assert both.generated == 37
+    stats = GenerationStats(generated_tokens=35)  # what awl counted of the stream
+    first_only.apply(stats)
+    assert first_only.generated is None and stats.generated_tokens == 35 and "generated" in stats.estimated

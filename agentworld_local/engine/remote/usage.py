@@ -52,15 +52,17 @@ class ServedCounts:
     prompt_total: int | None = None
     prompt_evaluated: int | None = None
     thinking: int | None = None
-    #: Tokens the earlier requests of this answer generated, and the current one so far.
-    _generated_before: int = 0
+    #: Tokens the earlier requests of this answer generated (None once one did not say), and
+    #: the current one so far.
+    _generated_before: int | None = 0
     _generated: int | None = None
     _continuation: bool = False
 
     def next_request(self) -> None:
         """A continuation follows: its prompt is the first's plus the thinking, so only what it
         generates adds to the answer's counts."""
-        self._generated_before += self._generated or 0
+        before, now = self._generated_before, self._generated
+        self._generated_before = None if before is None or now is None else before + now
         self._generated = None
         self._continuation = True
 
@@ -99,9 +101,10 @@ class ServedCounts:
 
     @property
     def generated(self) -> int | None:
-        if self._generated is None and not self._generated_before:
+        """The answer's tokens, when every request of it said how many it generated."""
+        if self._generated is None or self._generated_before is None:
             return None
-        return self._generated_before + (self._generated or 0)
+        return self._generated_before + self._generated
 
     def apply(self, stats: GenerationStats) -> None:
         """Put the server's counts in `stats`; the rest stay awl's, named as estimates."""
