@@ -45,23 +45,37 @@ class RepetitionDetector:
         """`_feed_chars` for a token's text once MAX_SPAN characters came: each period compares
         the new characters with those p before them as one slice (in C), not one at a time.
         A run cannot reach a loop's length after a mismatch inside text this short, so only
-        the run the text continues can end in a loop, at a character found by arithmetic."""
+        the run the text continues can end in a loop, at a character found by arithmetic.
+        Per token this runs for every period: a mismatch costs one character comparison unless
+        the run it breaks was long enough to matter."""
+        n = len(text)
+        if not n:
+            return False
         recent, run, needed = self._recent, self._run, self._needed
-        combined, n = recent + text, len(text)
+        combined, last = recent + text, text[-1]
         first: tuple[int, int] | None = None  # (character of the text, period) that makes a loop
         for p in range(1, MAX_SPAN + 1):
             older = combined[MAX_SPAN - p : MAX_SPAN - p + n]
+            before = run[p]
             if older == text:
-                leading, after = n, run[p] + n
+                leading, run[p] = n, before + n
             else:
-                leading = next(i for i in range(n) if text[i] != older[i])
-                trailing = next(i for i in range(n) if text[n - 1 - i] != older[n - 1 - i])
-                after = trailing
-            if run[p] + leading + p >= needed[p]:
-                at = needed[p] - p - run[p] - 1  # the character whose run is long enough
+                # The characters that continue the run: only worth finding when they could end a loop.
+                leading = 0
+                if before + n - 1 + p >= needed[p]:
+                    while text[leading] == older[leading]:
+                        leading += 1
+                # The run the text's last characters start (a loop: a generator costs more here).
+                trailing = 0
+                if older[-1] == last:
+                    trailing = 1
+                    while text[-1 - trailing] == older[-1 - trailing]:
+                        trailing += 1
+                run[p] = trailing
+            if before + leading + p >= needed[p]:
+                at = needed[p] - p - before - 1  # the character whose run is long enough
                 if first is None or at < first[0]:
                     first = (at, p)
-            run[p] = after
         if first is not None:
             at, p = first
             seen = combined[: MAX_SPAN + at + 1]

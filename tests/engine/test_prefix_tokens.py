@@ -68,6 +68,17 @@ def test_shared_length_is_the_common_prefix():
         assert shared_length(one, two) == len(os.path.commonprefix([one, two]))
 
 
+@given(st.integers(0, 20_000), st.integers(0, 20_000), st.integers(0, 20_000), st.booleans())
+def test_shared_length_of_long_texts_is_the_common_prefix_wherever_they_part(length, differ_at, limit, as_tokens):
+    """Texts of a long history part anywhere: inside a block, at its edge, past the limit."""
+    one = "".join(chr(97 + (i * 7) % 26) for i in range(length))
+    two = one[:differ_at] + "#" + one[differ_at + 1 :] if differ_at < length else one + "tail"
+    if as_tokens:
+        one, two = [ord(c) for c in one], [ord(c) for c in two]
+    limit = min(limit, len(one), len(two))
+    assert shared_length(one, two, limit) == min(limit, len(os.path.commonprefix([one, two])))
+
+
 @given(system=TEXT, turns=st.lists(st.tuples(TEXT, TEXT), max_size=3), last=TEXT, thinking=st.booleans())
 def test_the_turn_boundary_from_one_render_is_the_templates_own(backend, system, turns, last, thinking):
     """The boundary text is the full prompt less the generation prompt (one render of a long

@@ -286,10 +286,11 @@ class LlamaBackend(Prefetching, SampleLoop):
 
     # -- checkpoints ----------------------------------------------------------------
 
-    def _save_checkpoint(self, seq: Sequence, *, known: bool = False) -> None:
-        """A checkpoint where `seq` ends now; `known`: at a turn's known start (prefetch)."""
-        n = len(seq.tokens)
-        if seq.checkpoints[-1].n_tokens == n:
+    def _save_checkpoint(self, seq: Sequence, *, known: bool = False, at: int | None = None) -> None:
+        """A checkpoint where `seq` ends now, or `at` a position it passed (an attention-only
+        model's: a position, no state); `known`: at a turn's known start (prefetch)."""
+        n = len(seq.tokens) if at is None else at
+        if seq.checkpoints[-1].n_tokens >= n:
             return
         with self._batcher.exclusive():
             state = checkpoints.copy_state(self._ctx, seq.id) if self._stateful else None
@@ -337,10 +338,11 @@ class LlamaBackend(Prefetching, SampleLoop):
         """Tokens `seq` can still take."""
         return self.n_ctx - len(seq.tokens)
 
-    def _decode(self, seq: Sequence, tokens: list[int], *, all_logits: bool = False) -> None:
+    def _decode(self, seq: Sequence, tokens: list[int], *, all_logits: bool = False, output: bool = True) -> None:
         """Evaluate `tokens` after `seq`'s (with `all_logits`, logits at every position:
-        the sampler reads position i at index i). Callers check `room(seq)` first: a full context
-        makes llama.cpp fail; anything it raises becomes one clear GenerationError."""
+        the sampler reads position i at index i; without `output`, none: nothing samples next).
+        Callers check `room(seq)` first: a full context makes llama.cpp fail; anything it raises
+        becomes one clear GenerationError."""
         if len(tokens) > self.room(seq):
             raise GenerationError(
                 f"The context is full: {len(tokens)} more tokens do not fit in {self.n_ctx:,}.",
@@ -349,7 +351,7 @@ class LlamaBackend(Prefetching, SampleLoop):
         try:
             # Copied out when other sequences decode too: their rounds may come before the sample.
             seq.logits = self._batcher.decode(seq.id, len(seq.tokens), tokens, all_logits=all_logits,
-                                              keep=self.parallel > 1)
+                                              keep=self.parallel > 1, output=output or self._mtp is not None)
         except DecodeFailed as error:
             seq.live = False  # a failed batch may have changed the recurrent state: restore before reuse
             raise GenerationError(
@@ -371,12 +373,16 @@ class LlamaBackend(Prefetching, SampleLoop):
         with self._batcher.exclusive():
             return checkpoints.copy_state(self._ctx, seq.id)
 
-    def _evaluate(self, seq: Sequence, tokens: list[int], cancel: threading.Event | None) -> bool:
-        """Decode `tokens` after `seq`'s, in n_batch chunks; False when cancelled."""
+    def _evaluate(self, seq: Sequence, tokens: list[int], cancel: threading.Event | None, *,
+                  output: bool = False) -> bool:
+        """Decode `tokens` after `seq`'s, in n_batch chunks, with logits after the last one only
+        when `output` (a generation samples there; a prompt chunk's would be a wasted product over
+        the whole vocabulary); False when cancelled."""
         for start in range(0, len(tokens), self.n_batch):
             if cancel is not None and cancel.is_set():
                 return False
-            self._decode(seq, tokens[start : start + self.n_batch])
+            self._decode(seq, tokens[start : start + self.n_batch],
+                         output=output and start + self.n_batch >= len(tokens))
         return True
 
     def reset(self) -> None:
@@ -482,18 +488,36 @@ class LlamaBackend(Prefetching, SampleLoop):
             cache_at = system
         stats.prompt_tokens_total = len(full)
         stats.prompt_tokens_evaluated = len(full) - len(seq.tokens)
+        # An attention-only model's checkpoint is a position (a restore trims the cache there), so
+        # only the known start splits the prompt's decodes (prefetched or not, a turn's prompt goes
+        # in the same chunks) and a state the cache stores; each split costs a small decode more.
+        passed: list[int] = []
         for stop in stops:
-            if stop > len(seq.tokens):
-                if not self._evaluate(seq, full[len(seq.tokens) : stop], cancel):
-                    return False
-                self._save_checkpoint(seq, known=stop == known)
-                if stop == cache_at:
-                    self._store_cached_prefix(seq)
-                elif cache_at and first_turn and stop == known:
-                    # Held for this process's next sessions; on disk once one of them uses it
-                    # (RL episodes of distinct tasks write no file each).
-                    self._store_cached_prefix(seq, disk=False)
-        return self._evaluate(seq, full[len(seq.tokens) :], cancel)
+            if stop <= len(seq.tokens):
+                continue
+            if not self._stateful and stop != known and stop != cache_at:
+                passed.append(stop)
+                continue
+            if not self._evaluate(seq, full[len(seq.tokens) : stop], cancel):
+                return False
+            self._save_passed(seq, passed)
+            self._save_checkpoint(seq, known=stop == known)
+            if stop == cache_at:
+                self._store_cached_prefix(seq)
+            elif cache_at and first_turn and stop == known:
+                # Held for this process's next sessions; on disk once one of them uses it
+                # (RL episodes of distinct tasks write no file each).
+                self._store_cached_prefix(seq, disk=False)
+        if not self._evaluate(seq, full[len(seq.tokens) :], cancel, output=leave_one):
+            return False
+        self._save_passed(seq, passed)
+        return True
+
+    def _save_passed(self, seq: Sequence, passed: list[int]) -> None:
+        """The checkpoints of positions an attention-only model's decode went through (emptied)."""
+        for position in passed:
+            self._save_checkpoint(seq, at=position)
+        passed.clear()
 
     def close(self, timeout: float = 30.0) -> None:
         """Free the model; a second close does nothing. Safe from any thread: a generation in

@@ -44,6 +44,9 @@ class _Request:
     tokens: list[int]
     all_logits: bool  # logits at every position (a draft's verify), else at the last one
     keep: bool  # copy the logits out (other sequences' rounds may come before the sample)
+    #: Logits at the last position at all: a prompt chunk that nothing samples after asks for none
+    #: (the output row costs a matrix product over the whole vocabulary: 262k rows on Gemma).
+    output: bool = True
     sent: int = 0  # tokens already put in a round
     finished: bool = False
     logits: Any = None  # the copied rows, one per position asked
@@ -68,6 +71,7 @@ class BatchDecoder:
         self._n_vocab = n_vocab
         self._n_batch = n_batch
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._rows = _BatchRows(self._batch, n_batch)
         self._cond = threading.Condition()
         self._waiting: list[_Request] = []
         self._busy = False
@@ -110,17 +114,18 @@ class BatchDecoder:
                 self._cond.notify_all()
 
     def decode(self, seq: int, pos: int, tokens: list[int], *, all_logits: bool = False,
-               keep: bool = False) -> Any:
+               keep: bool = False, output: bool = True) -> Any:
         """Evaluate `tokens` in sequence `seq` from position `pos` (at most n_batch of them),
-        with logits at the last position (every position with `all_logits`); with `keep`,
-        those logits copied out (a float32 array, one row per position asked), else None and
-        they are the context's until the next round. Raises DecodeFailed."""
+        with logits at the last position (every position with `all_logits`; none without
+        `output`); with `keep`, those logits copied out (a float32 array, one row per position
+        asked), else None and they are the context's until the next round. Raises DecodeFailed."""
         if not tokens or len(tokens) > self._n_batch:
             raise ValueError(f"a request takes 1..{self._n_batch} tokens, not {len(tokens)}")
-        request = _Request(seq, pos, list(tokens), all_logits, keep)
+        request = _Request(seq, pos, list(tokens), all_logits, keep, output or all_logits)
         with self._cond:
             self._waiting.append(request)
-            self._cond.notify_all()
+            if len(self._waiting) > 1:
+                self._cond.notify_all()  # a round being gathered may be complete now (alone, none is)
             while not request.finished:
                 if self._busy or not self._gathered():
                     self._cond.wait(self._gather_left())
@@ -168,17 +173,14 @@ class BatchDecoder:
         return parts
 
     def _run(self, parts: list[tuple[_Request, int, int]]) -> None:
-        batch = self._batch
+        batch, rows = self._batch, self._rows
         i = 0
         for request, start, count in parts:
             request.index = i
-            for k in range(start, start + count):
-                batch.token[i] = request.tokens[k]
-                batch.pos[i] = request.pos + k
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = request.seq
-                batch.logits[i] = request.all_logits or k == len(request.tokens) - 1
-                i += 1
+            # A request is always taken whole (_take): its last token is the request's last.
+            rows.put(i, request.tokens[start : start + count], request.pos + start, request.seq,
+                     request.all_logits, request.output)
+            i += count
         batch.n_tokens = i
         code = llama_cpp.llama_decode(self._context.ctx, batch)
         self.stats.rounds += 1
@@ -190,7 +192,7 @@ class BatchDecoder:
                 request.finished = True
                 self._waiting = [r for r in self._waiting if r is not request]
             else:
-                if request.keep:
+                if request.keep and request.output:
                     request.logits = self._copy_logits(request)
                 request.finished = True
 
@@ -207,6 +209,38 @@ class BatchDecoder:
             if self._batch is not None:
                 llama_cpp.llama_batch_free(self._batch)
                 self._batch = None
+
+
+class _BatchRows:
+    """Writes rows of a llama_batch: a generated token's one row through ctypes pointers taken
+    once (reading `batch.token` builds a new pointer object each time), a prompt chunk's
+    hundreds through numpy views in C. Each row belongs to one sequence (n_seq_id is 1)."""
+
+    def __init__(self, batch: Any, n_batch: int) -> None:
+        self._token, self._pos, self._logits = batch.token, batch.pos, batch.logits
+        self._tokens = np.ctypeslib.as_array(batch.token, shape=(n_batch,))
+        self._positions = np.ctypeslib.as_array(batch.pos, shape=(n_batch,))
+        self._outputs = np.ctypeslib.as_array(batch.logits, shape=(n_batch,))
+        np.ctypeslib.as_array(batch.n_seq_id, shape=(n_batch,))[:] = 1
+        self._seq_ids = [batch.seq_id[row] for row in range(n_batch)]  # each row's own array
+        self._seq_of = [-1] * n_batch  # what each row's seq_id[0] holds (written only when it changes)
+
+    def put(self, at: int, tokens: list[int], pos: int, seq: int, all_logits: bool, output: bool) -> None:
+        """Rows at.. for `tokens` at positions pos.. of `seq`, with logits at every row
+        (`all_logits`), at the last (`output`) or at none."""
+        count = len(tokens)
+        if count == 1:
+            self._token[at], self._pos[at] = tokens[0], pos
+            self._logits[at] = all_logits or output
+        else:
+            self._tokens[at : at + count] = tokens
+            self._positions[at : at + count] = np.arange(pos, pos + count, dtype=np.int32)
+            self._outputs[at : at + count] = all_logits
+            self._outputs[at + count - 1] = all_logits or output
+        seq_of = self._seq_of
+        for row in range(at, at + count):
+            if seq_of[row] != seq:
+                self._seq_ids[row][0] = seq_of[row] = seq
 
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data

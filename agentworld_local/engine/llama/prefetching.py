@@ -76,21 +76,23 @@ class Prefetching:
         if self._known_memo is not None and self._known_memo[0] == messages:
             return self._known_memo[1]
         last = messages[-1]
-        marked = last["content"] + KNOWN_TAILS[0]
-        one = self.template.render([*messages[:-1], {**last, "content": marked}], add_generation_prompt=False)
-        if one.count(marked) == 1:  # the template wrote the text as it is: it ends there
-            shared = one[: one.index(marked) + len(last["content"])]
+
+        def continued_by(tail: str) -> str:
+            return self.template.render([*messages[:-1], {**last, "content": last["content"] + tail}],
+                                        add_generation_prompt=False)
+
+        first, marked = continued_by(KNOWN_TAILS[0]), last["content"] + KNOWN_TAILS[0]
+        if first.count(marked) == 1:  # the template wrote the text as it is: it ends there
+            shared = first[: first.index(marked) + len(last["content"])]
         else:  # it changed the text: where two renders that differ only after it part
-            two = self.template.render([*messages[:-1], {**last, "content": last["content"] + KNOWN_TAILS[1]}],
-                                       add_generation_prompt=False)
-            shared = one[: shared_length(one, two)]
+            shared = first[: shared_length(first, continued_by(KNOWN_TAILS[1]))]
         tokens = self.tokenize(shared)
         # Where the tokens could merge with what follows is decided near the end: tokenize
         # the last characters alone with each continuation (all of it if the ends disagree).
         tail = shared[-256:]
         alone, *continued = (self.tokenize(tail + text) for text in ("", *KNOWN_TAILS))
         if tokens[-16:] != alone[-16:]:
-            alone, *continued = (self.tokenize(text) for text in (shared, one, two))
+            alone, *continued = (self.tokenize(text) for text in (shared, first, continued_by(KNOWN_TAILS[1])))
         unstable = len(alone) - len(os.path.commonprefix([alone, *continued]))
         known = tokens[: len(tokens) - unstable], self._system_boundary(messages, shared, tokens)
         self._known_memo = ([dict(message) for message in messages], known)

@@ -1,0 +1,102 @@
+"""Issue 27: a turn's prompt costs what llama-server's does, on the real llama.cpp path.
+
+Every llama_decode a turn makes is watched (its tokens and the rows it asks logits for):
+- a prompt chunk asks for no logits (the output row is a product over the whole vocabulary,
+  262k rows on Gemma): only the decode a token is sampled after does, at its last row;
+- an attention-only model's checkpoint is a position, so after the known start the rest of
+  the prompt goes in one decode; a hybrid model still stops where it keeps a recurrent state
+  (the turn boundary), and both still stop at the known start (prefetched or not, the same
+  chunks: tests/engine/test_prefetch.py holds the answers equal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import llama_cpp
+import pytest
+
+from agentworld_local.domains import get_domain
+from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.types import SamplingConfig, ThinkBudget
+from agentworld_local.engine.world import World
+
+SETTINGS = SessionSettings(sampling=SamplingConfig(temperature=0, max_tokens=6), think=ThinkBudget.parse("off"),
+                           seed=1, system_prompt="You simulate a Linux terminal.", task="find why the build fails")
+
+
+@contextlib.contextmanager
+def watched_decodes():
+    """(tokens, rows asking for logits) of each llama_decode while inside."""
+    calls: list[tuple[int, list[int]]] = []
+    original = llama_cpp.llama_decode
+
+    def watch(ctx, batch):
+        calls.append((batch.n_tokens, [i for i in range(batch.n_tokens) if batch.logits[i]]))
+        return original(ctx, batch)
+
+    llama_cpp.llama_decode = watch
+    try:
+        yield calls
+    finally:
+        llama_cpp.llama_decode = original
+
+
+def prompt_decodes(calls: list[tuple[int, list[int]]], prompt_tokens: int) -> list[tuple[int, list[int]]]:
+    """The decodes of a turn's prompt: those until the evaluated count is reached."""
+    seen, out = 0, []
+    for n, rows in calls:
+        if seen >= prompt_tokens:
+            break
+        out.append((n, rows))
+        seen += n
+    return out
+
+
+@pytest.mark.parametrize("fixture, hybrid", [("qwen_gguf", True), ("llama_gguf", False)])
+def test_only_the_decode_sampled_after_asks_for_logits_and_attention_only_models_split_once(fixture, hybrid, request):
+    backend = LlamaBackend(request.getfixturevalue(fixture), n_ctx=4096, gpu_layers=0, notice=lambda text: None)
+    try:
+        world = World(backend, get_domain("terminal"), SETTINGS)
+        world.run_turn("ls -la")
+        for action in ("cat README.md", "git status"):
+            prefix = world.next_turn_prefix()
+            with watched_decodes() as prefetched:
+                known = backend.prefetch(prefix)
+            assert known > 0 and prefetched
+            # The prefetch samples nothing: none of its decodes computes a logits row.
+            assert all(rows == [] for _, rows in prefetched)
+            with watched_decodes() as calls:
+                record = world.run_turn(action)
+            evaluated = record.tokens["prompt_evaluated"]
+            prompt = prompt_decodes(calls, evaluated)
+            assert sum(n for n, _ in prompt) == evaluated
+            # Logits at the prompt's last row only (the first answer token is sampled there).
+            assert [rows for _, rows in prompt[:-1]] == [[] for _ in prompt[:-1]]
+            assert prompt[-1][1] == [prompt[-1][0] - 1]
+            # After the known start: a hybrid model stops at the turn boundary to keep its
+            # recurrent state there; an attention-only model evaluates the rest at once.
+            assert len(prompt) == (2 if hybrid else 1)
+    finally:
+        backend.close()
+
+
+def test_a_cold_first_turn_splits_an_attention_only_prompt_only_at_its_known_start(llama_gguf):
+    """The system prompt's and turn 1's ends are positions, not splits (the state cache off):
+    n_batch chunks up to the known start, then the rest in one decode."""
+    backend = LlamaBackend(llama_gguf, n_ctx=4096, n_batch=64, gpu_layers=0, notice=lambda text: None)
+    backend.checkpoint_system_prompt = True  # a system-prompt checkpoint is a position here too
+    try:
+        world = World(backend, get_domain("terminal"), SETTINGS)
+        known = len(backend._known_prefix(world.next_turn_prefix())[0])
+        with watched_decodes() as calls:
+            record = world.run_turn("ls -la")
+        prompt = prompt_decodes(calls, record.tokens["prompt_evaluated"])
+        sizes = [n for n, _ in prompt]
+        expected = [64] * (known // 64) + ([known % 64] if known % 64 else [])
+        assert sizes[:-1] == expected and sum(sizes) == record.tokens["prompt_total"]
+        # The checkpoints are still where a restore goes: the system prompt's end kept, pinned.
+        assert min(backend.sequence.pinned) in {c.n_tokens for c in backend.sequence.checkpoints}
+    finally:
+        backend.close()
