@@ -3,7 +3,10 @@
 awl: one model loaded once (a LlamaBackend with the state cache on, in a temporary
 directory). Session 1 of the terminal domain (its own system prompt, `--think off`, greedy)
 evaluates the prompt and stores the system prompt's state; sessions 2..N are new sessions on
-the same loaded model (a reset, as the runner does), each a first turn with another action.
+the same loaded model, each a first turn with another action, after a reset (the sequence
+emptied, as when a session lands in a slot another system prompt's session held: its start
+comes from the state held in memory; a runner's next session in the same slot restores the
+prefix the slot still holds, which copies less).
 Timed: from the action to the first answer token it streams (and to the first observation
 text); counted: the prompt tokens the turn evaluated (only those after the cached system
 prompt, when the cache hits).

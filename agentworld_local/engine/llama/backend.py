@@ -34,7 +34,7 @@ from agentworld_local.engine.llama.loading import OutOfMemory, load_progress, op
 from agentworld_local.engine.llama.logs import LOAD_LOCK, LOGS
 from agentworld_local.engine.llama.mtp import MtpDrafter
 from agentworld_local.engine.llama.prefetching import Prefetching
-from agentworld_local.engine.llama.prefix_tokens import shared_length
+from agentworld_local.engine.llama.prompt_evaluation import PromptEvaluation
 from agentworld_local.engine.llama.prompt_texts import PromptTexts
 from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
@@ -62,7 +62,7 @@ def template_handles_thinking(source: str) -> bool:
     return THINK_OPEN in source or "enable_thinking" in source
 
 
-class LlamaBackend(Prefetching, SampleLoop):
+class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
     #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
@@ -373,18 +373,6 @@ class LlamaBackend(Prefetching, SampleLoop):
         with self._batcher.exclusive():
             return checkpoints.copy_state(self._ctx, seq.id)
 
-    def _evaluate(self, seq: Sequence, tokens: list[int], cancel: threading.Event | None, *,
-                  output: bool = False) -> bool:
-        """Decode `tokens` after `seq`'s, in n_batch chunks, with logits after the last one only
-        when `output` (a generation samples there; a prompt chunk's would be a wasted product over
-        the whole vocabulary); False when cancelled."""
-        for start in range(0, len(tokens), self.n_batch):
-            if cancel is not None and cancel.is_set():
-                return False
-            self._decode(seq, tokens[start : start + self.n_batch],
-                         output=output and start + self.n_batch >= len(tokens))
-        return True
-
     def reset(self) -> None:
         """Forget the context of this backend's own callers (a new session on the same loaded
         model); BackendBusy while a generation holds the slot it would take."""
@@ -468,56 +456,6 @@ class LlamaBackend(Prefetching, SampleLoop):
         stats.prompt_s = time.perf_counter() - started
         think_open = full_text.rstrip().endswith(THINK_OPEN)
         yield from self._sample_loop(seq, sampling, think, seed, cancel, think_open, stats)
-
-    def _evaluate_prompt(self, seq: Sequence, full: list[int], stops: list[int], system: int,
-                         cancel: threading.Event | None, stats: GenerationStats, *, leave_one: bool = True,
-                         known: int = 0, first_turn: bool = False) -> bool:
-        """Make `seq` hold `full`: restore the longest prefix it can reuse, evaluate the
-        rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
-        at least the last token (a generation samples from its logits). `known`: the stop that
-        is a turn's known start (its checkpoint is dropped once a later turn's is made);
-        `first_turn`: it is a first turn's, whose state the state cache keeps too (the system
-        prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
-        session starts with it."""
-        reach = len(full) - 1 if leave_one else len(full)  # what may come from the context or a cache
-        stats.restore_s = self._restore(seq, shared_length(seq.tokens, full, min(len(seq.tokens), reach)))
-        cache_at = 0  # where a turn that evaluates the system prompt stores its state
-        if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):
-            # A new session, or one lent a slot another system prompt's session held.
-            stats.restore_s += self._load_cached_prefix(seq, full, limit=reach)
-            cache_at = system
-        stats.prompt_tokens_total = len(full)
-        stats.prompt_tokens_evaluated = len(full) - len(seq.tokens)
-        # An attention-only model's checkpoint is a position (a restore trims the cache there), so
-        # only the known start splits the prompt's decodes (prefetched or not, a turn's prompt goes
-        # in the same chunks) and a state the cache stores; each split costs a small decode more.
-        passed: list[int] = []
-        for stop in stops:
-            if stop <= len(seq.tokens):
-                continue
-            if not self._stateful and stop != known and stop != cache_at:
-                passed.append(stop)
-                continue
-            if not self._evaluate(seq, full[len(seq.tokens) : stop], cancel):
-                return False
-            self._save_passed(seq, passed)
-            self._save_checkpoint(seq, known=stop == known)
-            if stop == cache_at:
-                self._store_cached_prefix(seq)
-            elif cache_at and first_turn and stop == known:
-                # Held for this process's next sessions; on disk once one of them uses it
-                # (RL episodes of distinct tasks write no file each).
-                self._store_cached_prefix(seq, disk=False)
-        if not self._evaluate(seq, full[len(seq.tokens) :], cancel, output=leave_one):
-            return False
-        self._save_passed(seq, passed)
-        return True
-
-    def _save_passed(self, seq: Sequence, passed: list[int]) -> None:
-        """The checkpoints of positions an attention-only model's decode went through (emptied)."""
-        for position in passed:
-            self._save_checkpoint(seq, at=position)
-        passed.clear()
 
     def close(self, timeout: float = 30.0) -> None:
         """Free the model; a second close does nothing. Safe from any thread: a generation in

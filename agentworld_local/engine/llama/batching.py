@@ -123,25 +123,40 @@ class BatchDecoder:
             raise ValueError(f"a request takes 1..{self._n_batch} tokens, not {len(tokens)}")
         request = _Request(seq, pos, list(tokens), all_logits, keep, output or all_logits)
         with self._cond:
-            self._waiting.append(request)
-            if len(self._waiting) > 1:
-                self._cond.notify_all()  # a round being gathered may be complete now (alone, none is)
-            while not request.finished:
-                if self._busy or not self._gathered():
-                    self._cond.wait(self._gather_left())
-                    continue
-                parts = self._take()
+            alone = not (self._busy or self._waiting or self._active > 1)
+            if alone:  # nothing to gather: this request is the round (a lone session's every token)
                 self._busy = True
-                self._cond.release()
-                try:
-                    self._run(parts)
-                finally:
-                    self._cond.acquire()
+            else:
+                self._lead_or_wait(request)
+        if alone:
+            try:
+                self._run([(request, 0, len(request.tokens))])
+            finally:
+                with self._cond:
                     self._busy = False
                     self._cond.notify_all()
         if request.error is not None:
             raise request.error
         return request.logits
+
+    def _lead_or_wait(self, request: _Request) -> None:
+        """With the lock held: queue `request`, then lead rounds or wait until it is decoded."""
+        self._waiting.append(request)
+        if len(self._waiting) > 1:
+            self._cond.notify_all()  # a round being gathered may be complete now
+        while not request.finished:
+            if self._busy or not self._gathered():
+                self._cond.wait(self._gather_left())
+                continue
+            parts = self._take()
+            self._busy = True
+            self._cond.release()
+            try:
+                self._run(parts)
+            finally:
+                self._cond.acquire()
+                self._busy = False
+                self._cond.notify_all()
 
     # -- rounds (the leader holds _busy) ------------------------------------------------
 
