@@ -12,10 +12,12 @@ renamed, so two benchmarks started together never read half a file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentworld_local.fixtures.tiny_gguf import FIXTURE_VERSION, ensure_fixture, write_qwen35moe_fixture
@@ -60,6 +62,30 @@ def gemma_model() -> Path | None:
         CACHE.mkdir(parents=True, exist_ok=True)
         package.assemble(target)
     return target
+
+
+@contextlib.contextmanager
+def repacking_as_awl() -> Iterator[None]:
+    """While a baseline's own `llama_cpp.Llama()` loads: weight repacking (llama.cpp's extra CPU
+    buffer types) as awl loads it, off on AMX CPUs where it crashes some models (Gemma 3 270M:
+    engine/llama/loading.py), so both sides compute alike and the baseline survives."""
+    import llama_cpp
+
+    from agentworld_local.engine.llama import loading
+
+    bindings = llama_cpp.llama_cpp
+    original = bindings.llama_model_default_params
+
+    def params():
+        value = original()
+        value.use_extra_bufts = loading._extra_buffers_safe()
+        return value
+
+    bindings.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = original
 
 
 def gpu_layers() -> str | int:

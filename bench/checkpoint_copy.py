@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402 - a benchmark of the llama.cpp path itself
 
-from bench_models import bench_model, table  # noqa: E402
+from bench_models import bench_model, repacking_as_awl, table  # noqa: E402
 
 
 def per_call_ms(copy: Callable[[], bytes], repeats: int) -> float:
@@ -69,7 +69,8 @@ def section(quick: bool) -> str:
 
 
 def fixture_state(model: Path) -> tuple[ctypes.Array, int]:
-    llm = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_gpu_layers=0, verbose=False)
+    with repacking_as_awl():
+        llm = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_gpu_layers=0, verbose=False)
     llm.eval(llm.tokenize(b"<|im_start|>user\nls -la<|im_end|>\n" * 8, add_bos=False, special=True))
     flags = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
     size = llama_cpp.llama_state_seq_get_size_ext(llm.ctx, 0, flags)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import llama_cpp  # noqa: E402 - the baseline is llama.cpp's own loop
 
-from bench_models import evaluated, LABELS, model, print_section, table  # noqa: E402
+from bench_models import evaluated, LABELS, model, print_section, repacking_as_awl, table  # noqa: E402
 
 from agentworld_local.domains import get_domain  # noqa: E402
 from agentworld_local.engine.llama import LlamaBackend  # noqa: E402
@@ -47,8 +47,9 @@ def awl_turn(path: Path, tokens: int) -> tuple[list[int], list[int], float, bool
 def bare_loop(path: Path, prompt: list[int], n: int, flash_attn: bool) -> tuple[list[int], float]:
     """(generated tokens, seconds) of llama.cpp's greedy loop after evaluating `prompt`, in a
     context set up as awl's (flash attention as it ran, full sliding-window cache)."""
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_gpu_layers=0, n_batch=512, n_ubatch=512,
-                          flash_attn=flash_attn, swa_full=True, verbose=False)
+    with repacking_as_awl():
+        llm = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, n_gpu_layers=0, n_batch=512, n_ubatch=512,
+                              flash_attn=flash_attn, swa_full=True, verbose=False)
     sampler = llama_cpp.llama_sampler_init_greedy()
     try:
         llm.eval(prompt)

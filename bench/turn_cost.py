@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_models import LABELS, bench_model, model, table  # noqa: E402
+from bench_models import LABELS, bench_model, model, repacking_as_awl, table  # noqa: E402
 
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.llama import LlamaBackend
@@ -66,7 +66,8 @@ def chat_completion_session(
     prefix cache as warm as a whole session would."""
     from llama_cpp import Llama  # the baseline only; the package itself imports llama_cpp in engine/llama/
 
-    llm = Llama(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
+    with repacking_as_awl():
+        llm = Llama(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0, n_threads=threads, verbose=False, seed=1)
     # Same prompts as awl sends, so only the context handling differs.
     shadow = World(None, get_domain("terminal"), SessionSettings())
     times, sent = {}, 0

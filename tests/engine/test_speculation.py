@@ -12,13 +12,14 @@ prompts have none.)
 from __future__ import annotations
 
 import codecs
+import dataclasses
 from pathlib import Path
 
 import llama_cpp
 import pytest
 
 from agentworld_local.engine.llama import LlamaBackend
-from agentworld_local.engine.llama.speculation import MAX_DRAFT, PromptLookup
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, DraftPacing, PromptLookup
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget
 
@@ -235,6 +236,33 @@ def test_auto_drafts_for_attention_only_models_with_the_same_answers_and_not_for
     finally:
         auto.close()
         hybrid.close()
+
+
+def test_a_sessions_turns_share_their_drafting_pace_and_another_session_starts_afresh(llama_gguf, monkeypatch):
+    """`--speculate auto` pauses after runs of misses; the pause and the run outlast a turn (the
+    sequence keeps them), and a session lent the slot next does not inherit them."""
+    from agentworld_local.engine.llama import sample_loop
+
+    paces = []
+    real = sample_loop.PromptLookup
+
+    def recording(*args, **options):
+        lookup = real(*args, **options)
+        paces.append((lookup.pacing, dataclasses.replace(lookup.pacing)))  # the object, and what it held then
+        return lookup
+
+    monkeypatch.setattr(sample_loop, "PromptLookup", recording)
+    model = LlamaBackend(llama_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
+    try:
+        first, second = model.for_session(), model.for_session()
+        for view in (first, first, second):
+            for _ in view.generate(MESSAGES, sampling=GREEDY, think=ThinkBudget.parse("off"), seed=3):
+                pass
+        (one, _), (again, _), (other, at_start) = paces
+        assert one is again and other is not one
+        assert at_start == DraftPacing()  # nothing carried over from the first session's turns
+    finally:
+        model.close()
 
 
 @pytest.mark.parametrize("speculate", ["off", "on"])

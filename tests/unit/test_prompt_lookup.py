@@ -87,3 +87,16 @@ def test_an_accepted_draft_ends_the_run_of_misses_and_on_never_pauses() -> None:
     always = PromptLookup([7] * 12)
     _missing(always, 4 * MISS_RUN)
     assert not always.paused and always.draft()
+
+
+def test_the_pause_outlasts_a_turn_when_the_next_lookup_takes_its_pacing() -> None:
+    """A turn builds its lookup anew from the context; with the session's pacing the runs of
+    misses go on doubling the pause instead of starting again at FIRST_PAUSE every turn."""
+    first = PromptLookup([7] * 12, patience=MISS_RUN)
+    _missing(first, MISS_RUN)  # one run of misses: the next pause is twice the first
+    assert first.pacing.pause == 2 * FIRST_PAUSE
+    context = first.tokens() + [7] * (FIRST_PAUSE + 1)  # the pause ran out before the next turn
+    resumed = _missing(PromptLookup(context, patience=MISS_RUN, pacing=first.pacing), MISS_RUN + 1)
+    afresh = _missing(PromptLookup(context, patience=MISS_RUN), MISS_RUN + 1)
+    assert resumed[-1] - resumed[-2] >= 2 * FIRST_PAUSE > afresh[-1] - afresh[-2] >= FIRST_PAUSE
+

@@ -49,7 +49,8 @@ class SampleLoop:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
-        lookup = PromptLookup(seq.tokens, patience=self.draft_patience) if self.speculate and self._mtp is None else None
+        lookup = (PromptLookup(seq.tokens, patience=self.draft_patience, pacing=seq.pacing)
+                  if self.speculate and self._mtp is None else None)
         started = time.perf_counter()
         token: int | None = None  # the next token, when a draft's verify already sampled it
         try:

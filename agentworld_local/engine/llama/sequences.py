@@ -20,6 +20,7 @@ from typing import Any
 
 from agentworld_local.engine.guard import GenerationGuard
 from agentworld_local.engine.llama.checkpoints import Checkpoint
+from agentworld_local.engine.llama.speculation import DraftPacing
 from agentworld_local.errors import BackendBusy
 
 
@@ -40,6 +41,8 @@ class Sequence:
     reserved: bool = False  # its owner's turn evaluated its start here and generates next: not lent
     live: bool = True  # its live state holds exactly `tokens` (False after a failed decode)
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
+    #: `--speculate auto`'s run of rejected drafts and pause, across its owner's turns.
+    pacing: DraftPacing = field(default_factory=DraftPacing)
 
 
 class SequencePool:
@@ -73,6 +76,7 @@ class SequencePool:
                     self._freed.wait(0.05)  # wakes on a release; the timeout only rechecks `wait`
                 sequence = min(idle, key=lambda s: s.used)
                 sequence.owner = owner
+                sequence.pacing = DraftPacing()  # another session's answers: drafting starts afresh
             elif sequence.busy:
                 raise BackendBusy("This session is already generating a turn.", "Wait until it finishes or cancel it.")
             sequence.busy, sequence.yields = True, yields

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 _WIDTH = array("i").itemsize  # bytes per token id
 
@@ -37,6 +38,18 @@ FIRST_PAUSE = 16
 MAX_PAUSE = 1024
 
 
+@dataclass
+class DraftPacing:
+    """Where `--speculate auto`'s drafting stands: drafts rejected in a row, the next pause and
+    the context length the current one lasts to. A sequence keeps one across its session's
+    turns (a turn builds its PromptLookup anew), so a session whose answers copy nothing pauses
+    longer each turn instead of paying a run of misses at every turn's start."""
+
+    misses: int = 0
+    pause: int = FIRST_PAUSE
+    paused_until: int = 0  # context length before which no draft is offered
+
+
 class PromptLookup:
     """The context's tokens, and drafts looked up in them.
 
@@ -45,16 +58,15 @@ class PromptLookup:
     """
 
     def __init__(self, tokens: Iterable[int] = (), *, min_ngram: int = 2, max_ngram: int = 4, max_draft: int = MAX_DRAFT,
-                 patience: int | None = None) -> None:
+                 patience: int | None = None, pacing: DraftPacing | None = None) -> None:
         if not 1 <= min_ngram <= max_ngram or max_draft < 1 or (patience is not None and patience < 1):
             raise ValueError("need 1 <= min_ngram <= max_ngram, max_draft >= 1 and patience >= 1")
         self.min_ngram, self.max_ngram, self.max_draft = min_ngram, max_ngram, max_draft
         self._buffer = bytearray(_encode(tokens))
         #: None: draft wherever a match is found (`--speculate on`); N: pause after N misses (auto).
         self.patience = patience
-        self._misses = 0
-        self._pause = FIRST_PAUSE
-        self._paused_until = 0  # context length before which no draft is offered
+        #: The run of misses and the pause (`pacing`: one that outlasts this lookup, a session's).
+        self.pacing = DraftPacing() if pacing is None else pacing
 
     def __len__(self) -> int:
         return len(self._buffer) // _WIDTH
@@ -71,17 +83,18 @@ class PromptLookup:
         With `patience`, a run of drafts that kept nothing pauses drafting (MISS_RUN)."""
         if self.patience is None or not drafted:
             return
+        pacing = self.pacing
         if accepted:
-            self._misses, self._pause = 0, FIRST_PAUSE
+            pacing.misses, pacing.pause = 0, FIRST_PAUSE
             return
-        self._misses += 1
-        if self._misses >= self.patience:
-            self._paused_until = len(self) + self._pause
-            self._misses, self._pause = 0, min(self._pause * 2, MAX_PAUSE)
+        pacing.misses += 1
+        if pacing.misses >= self.patience:
+            pacing.paused_until = len(self) + pacing.pause
+            pacing.misses, pacing.pause = 0, min(pacing.pause * 2, MAX_PAUSE)
 
     @property
     def paused(self) -> bool:
-        return len(self) < self._paused_until
+        return len(self) < self.pacing.paused_until
 
     def tokens(self) -> list[int]:
         return _decode(self._buffer)
@@ -90,7 +103,7 @@ class PromptLookup:
         """Up to `limit` (default max_draft) tokens that followed the longest matching tail; [] if none."""
         limit = self.max_draft if limit is None else min(limit, self.max_draft)
         n_tokens = len(self)
-        if limit < 1 or n_tokens < self._paused_until:
+        if limit < 1 or n_tokens < self.pacing.paused_until:
             return []
         buffer = self._buffer
         for n in range(min(self.max_ngram, n_tokens - 1), self.min_ngram - 1, -1):
