@@ -10,7 +10,7 @@ flash attention and full sliding-window cache, and weight repacking as awl loads
   then the rest; the turn's `prompt_s`. "storing": the same with an empty state cache, so the
   turn also copies the system prompt's state and writes its file (what a first-ever turn does).
 * awl decode path: the same tokens through the engine's `_evaluate` in one pass (n_batch
-  chunks through the BatchDecoder, logits of each chunk's last token): no render, no split.
+  chunks through the BatchDecoder, no logits row: nothing is sampled after them): no render, no split.
 * bare: llama_cpp.Llama in a child process, `llama_decode` of n_batch chunks, KV cleared between runs.
 * llama-server: POST /completion with the token ids, n_predict 0, cache_prompt false; its own
   `timings.prompt_per_second` and the client's wall time.

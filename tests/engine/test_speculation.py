@@ -261,6 +261,10 @@ def test_a_sessions_turns_share_their_drafting_pace_and_another_session_starts_a
         (one, _), (again, _), (other, at_start) = paces
         assert one is again and other is not one
         assert at_start == DraftPacing()  # nothing carried over from the first session's turns
+        model.reset()  # the backend's own caller takes the slot...
+        model.sequence.pacing.misses = 2
+        model.reset()  # ... and each reset of it is a new session too
+        assert model.sequence.pacing == DraftPacing()
     finally:
         model.close()
 

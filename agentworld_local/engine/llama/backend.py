@@ -40,7 +40,7 @@ from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool
-from agentworld_local.engine.llama.speculation import MAX_DRAFT, MISS_RUN, speculation_default
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, MISS_RUN, DraftPacing, speculation_default
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
 from agentworld_local.engine.types import (
     GenerationEvent,
@@ -378,6 +378,7 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         model); BackendBusy while a generation holds the slot it would take."""
         with self._occupy(None) as sequence:
             self._restore(sequence, 0)
+            sequence.pacing = DraftPacing()  # the new session's drafts start afresh
 
     # -- generation -----------------------------------------------------------------
 
