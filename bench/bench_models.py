@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from agentworld_local.fixtures.tiny_gguf import FIXTURE_VERSION, ensure_fixture, write_qwen35moe_fixture
@@ -64,28 +63,14 @@ def gemma_model() -> Path | None:
     return target
 
 
-@contextlib.contextmanager
-def repacking_as_awl() -> Iterator[None]:
+def repacking_as_awl() -> contextlib.AbstractContextManager[None]:
     """While a baseline's own `llama_cpp.Llama()` loads: weight repacking (llama.cpp's extra CPU
-    buffer types) as awl loads it, off on AMX CPUs where it crashes some models (Gemma 3 270M:
-    engine/llama/loading.py), so both sides compute alike and the baseline survives."""
-    import llama_cpp
-
+    buffer types) as awl loads it, off on AMX CPUs where it crashes some models (Gemma 3 270M):
+    awl's own load wrapper (engine/llama/loading.load_progress), so both sides compute alike and
+    the baseline survives."""
     from agentworld_local.engine.llama import loading
 
-    bindings = llama_cpp.llama_cpp
-    original = bindings.llama_model_default_params
-
-    def params():
-        value = original()
-        value.use_extra_bufts = loading._extra_buffers_safe()
-        return value
-
-    bindings.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        bindings.llama_model_default_params = original
+    return loading.load_progress(None)
 
 
 def gpu_layers() -> str | int:

@@ -242,16 +242,16 @@ class _BatchRows:
 
     def put(self, at: int, tokens: list[int], pos: int, seq: int, all_logits: bool, output: bool) -> None:
         """Rows at.. for `tokens` at positions pos.. of `seq`, with logits at every row
-        (`all_logits`), at the last (`output`) or at none."""
+        (`all_logits`), at the last (`output`, which `all_logits` implies) or at none."""
         count = len(tokens)
         if count == 1:
             self._token[at], self._pos[at] = tokens[0], pos
-            self._logits[at] = all_logits or output
+            self._logits[at] = output
         else:
             self._tokens[at : at + count] = tokens
             self._positions[at : at + count] = np.arange(pos, pos + count, dtype=np.int32)
             self._outputs[at : at + count] = all_logits
-            self._outputs[at + count - 1] = all_logits or output
+            self._outputs[at + count - 1] = output
         seq_of = self._seq_of
         for row in range(at, at + count):
             if seq_of[row] != seq:
