@@ -339,7 +339,13 @@ def section(quick: bool, binary: Path | None = None) -> str:
         "turn 1 at 10.1 s against 3.2 s for `create_chat_completion`) is not in these parts: a cold turn is its "
         "prompt's decodes, as fast as bare llama.cpp's within the run-to-run spread, plus milliseconds; run 1 "
         "(the first decode after a load) is the only cold cost left, and the per-turn section above measures "
-        "turn 1 again in the same run.",
+        "turn 1 again in the same run. What is left between awl's turn and one pass of the same tokens is the "
+        "split at the known start (`awl decode path, the turn's chunks` against `awl decode path`). It stays: a "
+        "turn's chunks must be the same whether or not its start was prefetched while the user typed, or the "
+        "answers differ in their last bits, and once prefetched only the decode after it is waited for. On a "
+        "dense model it costs a small decode; on a mixture of experts (the hybrid fixture, the real model) a "
+        "decode of a few dozen tokens reads nearly every expert's weights, as a whole chunk does. A hybrid "
+        "turn keeps its recurrent state at that known start, so it makes no split at its boundary.",
         table(["model", "side", "prompt s", "decode s in calls (tokens each)", "checkpoints s", "store s", "other s"],
               breakdown),
     ])

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from agentworld_local.contract.parse import observation_so_far, parse_output, partial_tag_length
+from agentworld_local.contract.parse import OBS_OPEN, observation_so_far, parse_output, partial_tag_length
 from agentworld_local.contract.turns import TurnPrompt, build_messages
 from agentworld_local.domains.base import Action, Domain
 from agentworld_local.engine.base import Backend
@@ -52,23 +52,28 @@ class ObservationStream:
         self._block: int | None = None
         self._stopped = False
         self.emitted = ""
-        self.untagged = ""  # answer text shown before any block opened
+        self._untagged_end = 0  # how much of the answer went out as untagged text
 
     def untagged_text(self) -> str:
         """New answer text while no block has opened, short of what may grow into a tag."""
         if self._block is not None:
             return ""
-        shown = self._answer[: len(self._answer) - partial_tag_length(self._answer)]
-        if not shown.startswith(self.untagged):
+        end = len(self._answer) - partial_tag_length(self._answer)
+        if end <= self._untagged_end:
             return ""
-        out = shown[len(self.untagged):]
-        self.untagged = shown
+        out = self._answer[self._untagged_end : end]
+        self._untagged_end = end
         return out
 
     def feed(self, text: str) -> str:
         if self._stopped or not text:
             return ""
+        # Per token, so no work that grows with the answer until a block opens: the answer
+        # before this text held no tag, so only its end can start one.
+        searched = max(0, len(self._answer) - len(OBS_OPEN) + 1)
         self._answer += text
+        if self._block is None and self._answer.find(OBS_OPEN, searched) == -1:
+            return ""
         so_far = observation_so_far(self._answer)
         if so_far.block_start == -1:
             return ""

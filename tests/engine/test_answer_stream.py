@@ -7,14 +7,14 @@ tokens would; the observation shown while streaming must equal the observation s
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentworld_local.contract.parse import OBS_OPEN, split_thinking
+from agentworld_local.contract.parse import OBS_OPEN, observation_so_far, partial_tag_length, split_thinking
 from agentworld_local.domains import get_domain
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
-from agentworld_local.engine.world import World
+from agentworld_local.engine.world import ObservationStream, World
 from agentworld_local.engine.events import ObservationDelta, ObservationReplaced, TurnFinished
 from agentworld_local.testing.answers import ANSWERS, RealisticAnswer
 from agentworld_local.engine.scripted import ScriptedAnswer, ScriptedBackend
@@ -107,3 +107,44 @@ def test_any_answer_in_any_chunks_streams_what_is_recorded(raw, cuts, think):
         thinking_open = think == "full" and raw.lstrip().startswith("<think>")
         answer = split_thinking(record.raw_output, think_open=thinking_open)[1]
         assert answer.count(OBS_OPEN) >= 2
+
+
+def _streamed_by_the_rule(chunks: list[str]) -> list[tuple[str, str]]:
+    """What each chunk shows by the parser's rule read on the whole answer so far: the
+    observation's new stable text while the first block streams, else the untagged text
+    short of a possible tag (the stream must give this without rereading the answer)."""
+    answer, emitted, untagged, block, stopped, out = "", "", "", None, False, []
+    for chunk in chunks:
+        observed = ""
+        if not stopped and chunk:
+            answer += chunk
+            so_far = observation_so_far(answer)
+            if so_far.block_start != -1:
+                block = so_far.block_start if block is None else block
+                if so_far.block_start != block or not so_far.stable.startswith(emitted):
+                    stopped = True
+                else:
+                    observed, emitted = so_far.stable[len(emitted):], so_far.stable
+        shown = ""
+        if not observed and block is None:
+            candidate = answer[: len(answer) - partial_tag_length(answer)]
+            if candidate.startswith(untagged):
+                shown, untagged = candidate[len(untagged):], candidate
+        out.append((observed, shown))
+    return out
+
+
+_TAGGED = "ok\n" + OBS_OPEN + "\n$ ls\nREADME.md\n</predicted_observation>"
+
+
+@example(raw=_TAGGED, cuts=[len("ok\n") + 5])  # the tag in two chunks
+@example(raw=_TAGGED, cuts=list(range(len(_TAGGED))))  # a character at a time
+@given(raw=answers | st.just(_TAGGED), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=16))
+def test_the_stream_shows_per_chunk_what_the_rule_gives_on_the_whole_answer(raw, cuts):
+    bounds = [0, *sorted(cut for cut in cuts if cut <= len(raw)), len(raw)]
+    chunks = [raw[start:end] for start, end in zip(bounds, bounds[1:])]
+    stream, got = ObservationStream(), []
+    for chunk in chunks:
+        observed = stream.feed(chunk)
+        got.append((observed, "" if observed else stream.untagged_text()))
+    assert got == _streamed_by_the_rule(chunks)

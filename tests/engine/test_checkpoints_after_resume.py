@@ -1,4 +1,4 @@
-"""Checkpoint thinning keeps the checkpoint after turn 1's prompt by its position, on the real
+"""Checkpoint thinning keeps the checkpoint after turn 1 (its prompt and answer) by its position, on the real
 llama.cpp path (tiny hybrid `qwen35moe` fixture). After a resume the model reads the saved
 history in one go, so the second checkpoint in the list is not "after turn 1": keyed by list
 index, thinning kept a useless one and a context cut re-read the whole conversation."""
@@ -9,7 +9,7 @@ from agentworld_local.domains import get_domain
 from agentworld_local.engine.events import ContextTrimmed, TurnFinished
 from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.world import World
-from tests.engine.test_context_window_llama import ACTIONS, N_CTX, small_turns
+from tests.engine.test_context_window_llama import ACTIONS, N_CTX, small_turns, turn_one_parting
 
 
 def test_after_a_resume_a_context_cut_restores_the_turn_one_checkpoint(qwen_gguf):
@@ -19,8 +19,7 @@ def test_after_a_resume_a_context_cut_restores_the_turn_one_checkpoint(qwen_gguf
         saved = World(backend, get_domain("terminal"), settings)
         for action in ACTIONS[:3]:
             saved.run_turn(action)
-        turn_one = saved.fork(0).messages_for(saved.history[0].prompt)
-        turn_one_end = len(backend.tokenize(backend.template.render(turn_one, add_generation_prompt=False)))
+        turn_one_end = turn_one_parting(backend, saved.fork(1).messages_for(saved.history[1].prompt))
 
         backend.reset()  # a new process: the resumed session's first turn reads the history at once
         world = World(backend, get_domain("terminal"), settings, history=list(saved.history), next_id=4)
@@ -38,7 +37,8 @@ def test_after_a_resume_a_context_cut_restores_the_turn_one_checkpoint(qwen_gguf
                 cut_record = record
                 break
         assert cut_record is not None, "36 turns of this size must outgrow a 1,024-token context"
-        # The cut re-reads the kept history from the checkpoint after turn 1's prompt, not from 0.
+        # The cut re-reads the kept history from the checkpoint after turn 1's prompt and answer,
+        # not from 0.
         assert cut_record.tokens["prompt_evaluated"] == cut_record.tokens["prompt_total"] - turn_one_end
     finally:
         backend.close()

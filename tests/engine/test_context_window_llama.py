@@ -28,7 +28,7 @@ def test_a_session_runs_past_the_context_size_and_the_turn_after_the_cut_is_incr
     backend = LlamaBackend(qwen_gguf, n_ctx=N_CTX, gpu_layers=0, notice=lambda text: None)
     try:
         world = World(backend, get_domain("terminal"), small_turns(seed=1))
-        cuts, bases = [], {}
+        cuts, bases, after_turn_one = [], {}, 0
         for number in range(1, 31):
             for event in world.step(ACTIONS[number % len(ACTIONS)]):
                 if isinstance(event, ContextTrimmed):
@@ -41,7 +41,9 @@ def test_a_session_runs_past_the_context_size_and_the_turn_after_the_cut_is_incr
             base = backend.template.render(messages, add_generation_prompt=False)
             full = backend.tokenize(backend.template.render(messages, add_generation_prompt=True, enable_thinking=True))
             assert backend.evaluated_tokens[: len(full)] == full and record.tokens["prompt_total"] == len(full)
-            bases[number] = len(backend.tokenize(base))
+            bases[number] = backend.sequence.checkpoints[-1].n_tokens  # the turn's (where its action began)
+            if number == 2:
+                after_turn_one = turn_one_parting(backend, messages)
             if number == 1:  # room for five turns of state: older checkpoints get thinned
                 backend.checkpoint_budget = 5 * len(backend.sequence.checkpoints[-1].state)
         assert len(world.history) == 30, "the session must go on past the context size"
@@ -51,13 +53,21 @@ def test_a_session_runs_past_the_context_size_and_the_turn_after_the_cut_is_incr
             at_cut, after = world.history[cut.turn - 1], world.history[cut.turn]
             assert at_cut.context["omitted_turns"] == {"first": 2, "last": cut.last}
             # The cut re-reads the kept history once, from the checkpoint after turn 1's prompt
-            # (kept even when older checkpoints are thinned) ...
-            assert at_cut.tokens["prompt_evaluated"] == at_cut.tokens["prompt_total"] - bases[1]
-            # ... and the next turn evaluates only what is new since the cut turn's boundary.
+            # and answer (kept even when older checkpoints are thinned) ...
+            assert at_cut.tokens["prompt_evaluated"] == at_cut.tokens["prompt_total"] - after_turn_one
+            # ... and the next turn evaluates only what is new since the cut turn's checkpoint
+            # (where its action began).
             new_tokens = after.tokens["prompt_total"] - bases[cut.turn]
             assert after.tokens["prompt_evaluated"] <= new_tokens + SMALL_CONSTANT, cut
     finally:
         backend.close()
+
+
+def turn_one_parting(backend, messages: list[dict[str, str]]) -> int:
+    """Tokens up to where the text of the message after turn 1's answer begins: what every
+    prompt after a cut (turn 1 kept, then a later turn) shares with the uncut history."""
+    text = backend.template.render(messages, add_generation_prompt=False)
+    return len(backend.tokenize(text[: text.index(messages[3]["content"].strip())]))
 
 
 def _kept_from(record) -> int:

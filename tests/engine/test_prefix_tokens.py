@@ -46,6 +46,14 @@ def test_a_growing_conversation_tokenizes_as_llama_cpp_does_whole(backend, syste
             assert fresh.tokens(text) == tuple(vocab.tokenize(backend._llm, text))
 
 
+@given(text=st.one_of(TEXT, st.text(), TEXT.map(lambda text: text * 400)))
+def test_tokenize_is_llama_cpp_pythons_own(backend, text):
+    """vocab.tokenize sizes its buffer by the text (not the training context, per call): the
+    tokens are the same, short or long, any Unicode, special tokens and damaged surrogates."""
+    data = vocab._LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
+    assert vocab.tokenize(backend._llm, text) == backend._llm.tokenize(data, add_bos=False, special=True)
+
+
 def test_a_text_that_shares_a_long_history_is_tokenized_only_after_it(backend):
     calls = []
 

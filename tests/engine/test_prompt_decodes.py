@@ -3,10 +3,10 @@
 Every llama_decode a turn makes is watched (its tokens and the rows it asks logits for):
 - a prompt chunk asks for no logits (the output row is a product over the whole vocabulary,
   262k rows on Gemma): only the decode a token is sampled after does, at its last row;
-- an attention-only model's checkpoint is a position, so after the known start the rest of
-  the prompt goes in one decode; a hybrid model still stops where it keeps a recurrent state
-  (the turn boundary), and both still stop at the known start (prefetched or not, the same
-  chunks: tests/engine/test_prefetch.py holds the answers equal).
+- after the known start the rest of the prompt goes in one decode: an attention-only model's
+  checkpoint is a position, and a hybrid model keeps its turn's recurrent state at the known
+  start; both stop there (prefetched or not, the same chunks: tests/engine/test_prefetch.py
+  holds the answers equal).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def prompt_decodes(calls: list[tuple[int, list[int]]], prompt_tokens: int) -> li
     return out
 
 
-@pytest.mark.parametrize("fixture, hybrid", [("qwen_gguf", True), ("llama_gguf", False)])
-def test_only_the_decode_sampled_after_asks_for_logits_and_attention_only_models_split_once(fixture, hybrid, request):
+@pytest.mark.parametrize("fixture", ["qwen_gguf", "llama_gguf"])
+def test_only_the_decode_sampled_after_asks_for_logits_and_the_action_goes_in_one_decode(fixture, request):
     backend = LlamaBackend(request.getfixturevalue(fixture), n_ctx=4096, gpu_layers=0, notice=lambda text: None)
     try:
         world = World(backend, get_domain("terminal"), SETTINGS)
@@ -75,18 +75,21 @@ def test_only_the_decode_sampled_after_asks_for_logits_and_attention_only_models
             # Logits at the prompt's last row only (the first answer token is sampled there).
             assert [rows for _, rows in prompt[:-1]] == [[] for _ in prompt[:-1]]
             assert prompt[-1][1] == [prompt[-1][0] - 1]
-            # After the known start: a hybrid model stops at the turn boundary to keep its
-            # recurrent state there; an attention-only model evaluates the rest at once.
-            assert len(prompt) == (2 if hybrid else 1)
+            # After the known start (prefetched) the rest goes at once: no split at the boundary.
+            assert len(prompt) == 1
     finally:
         backend.close()
 
 
-def test_a_cold_first_turn_splits_an_attention_only_prompt_only_at_its_known_start(llama_gguf):
-    """The system prompt's and turn 1's ends are positions, not splits (the state cache off):
-    n_batch chunks up to the known start, then the rest in one decode."""
-    backend = LlamaBackend(llama_gguf, n_ctx=4096, n_batch=64, gpu_layers=0, notice=lambda text: None)
-    backend.checkpoint_system_prompt = True  # a system-prompt checkpoint is a position here too
+@pytest.mark.parametrize("fixture", ["qwen_gguf", "llama_gguf"])
+def test_a_cold_first_turn_splits_its_prompt_only_at_its_known_start(fixture, request):
+    """n_batch chunks up to the known start, then the rest in one decode, as llama-server's one
+    prompt would go but for that split (the state cache off). An attention-only model's system
+    prompt checkpoint is a position, not a split; a hybrid model's turn keeps its state at the
+    known start."""
+    hybrid = fixture == "qwen_gguf"
+    backend = LlamaBackend(request.getfixturevalue(fixture), n_ctx=4096, n_batch=64, gpu_layers=0, notice=lambda text: None)
+    backend.checkpoint_system_prompt = not hybrid  # a system-prompt checkpoint is a position here
     try:
         world = World(backend, get_domain("terminal"), SETTINGS)
         known = len(backend._known_prefix(world.next_turn_prefix())[0])
@@ -96,7 +99,12 @@ def test_a_cold_first_turn_splits_an_attention_only_prompt_only_at_its_known_sta
         sizes = [n for n, _ in prompt]
         expected = [64] * (known // 64) + ([known % 64] if known % 64 else [])
         assert sizes[:-1] == expected and sum(sizes) == record.tokens["prompt_total"]
-        # The checkpoints are still where a restore goes: the system prompt's end kept, pinned.
-        assert min(backend.sequence.pinned) in {c.n_tokens for c in backend.sequence.checkpoints}
+        # The checkpoints are still where a restore goes: the system prompt's end kept, pinned;
+        # a hybrid model's state where the action began.
+        kept = {c.n_tokens: c.state for c in backend.sequence.checkpoints}
+        if hybrid:
+            assert kept.get(known) and not backend.sequence.pinned
+        else:
+            assert min(backend.sequence.pinned) in kept
     finally:
         backend.close()

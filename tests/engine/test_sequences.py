@@ -110,14 +110,18 @@ def test_sessions_in_flight_at_once_share_each_decode_and_give_what_each_gives_a
 
 def test_more_sessions_than_slots_the_least_recently_used_gives_its_slot_up(models, alone_runs):
     """Three sessions, two slots: the one that waited longest loses its place, and its next
-    turn evaluates its history again (the other two go on evaluating only new tokens)."""
+    turn evaluates its history again (the others go on evaluating only new tokens)."""
     _, shared = models
     worlds = [make_world(shared, seed, 0.0) for seed in (11, 22, 33)]
-    first = [world.run_turn(action) for world, action in zip(worlds, ["ls", "id", "env"])]  # the third took the first's slot
+    first = [worlds[0].run_turn("ls"), worlds[1].run_turn("id")]
+    first += [worlds[0].run_turn("pwd"), worlds[1].run_turn("whoami")]
     assert all(record.tokens["prompt_evaluated"] > 0 for record in first)
+    worlds[2].run_turn("env")  # takes the first session's slot (the least recently used)
     second_of_third = worlds[2].run_turn("date")
-    second_of_first = worlds[0].run_turn("date")  # takes the second's slot (now the least recently used)
+    third_of_first = worlds[0].run_turn("date")  # takes the second's slot (now the least recently used)
     assert second_of_third.tokens["prompt_evaluated"] < second_of_third.tokens["prompt_total"] // 2
-    system_prompt_shared = second_of_first.tokens["prompt_total"] - second_of_first.tokens["prompt_evaluated"]
-    assert second_of_first.tokens["prompt_evaluated"] > second_of_third.tokens["prompt_evaluated"]
+    # In its own slot the first session would restore where its second turn's action began,
+    # past all of turn 1's prompt; in another's, it reads its history again from before it.
+    assert third_of_first.tokens["prompt_evaluated"] > third_of_first.tokens["prompt_total"] - first[0].tokens["prompt_total"]
+    system_prompt_shared = third_of_first.tokens["prompt_total"] - third_of_first.tokens["prompt_evaluated"]
     assert system_prompt_shared > 0, "the slot's previous owner shares the system prompt: it is kept"

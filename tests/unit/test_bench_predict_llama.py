@@ -2,9 +2,9 @@
 consecutive rows of one trajectory reuse the context, so each evaluates only its new tokens.
 
 The expected counts come from the GGUF's own template, rendered here independently: row k+1
-of a trajectory starts with row k's conversation up to the end of its last user message
-(the turn boundary, where the backend keeps a checkpoint), so it evaluates exactly its
-prompt's tokens minus those.
+of a trajectory starts with row k's conversation, and evaluates exactly its prompt's tokens
+after row k's checkpoint, which a hybrid model keeps inside row k's last user message, where
+its action began (the known start: the action and the rest go in one decode).
 """
 
 from __future__ import annotations
@@ -48,20 +48,32 @@ def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path,
     # Shuffled on purpose: the work order puts each trajectory's rows together, by turn.
     jobs = [bench_job("terminal", 3), bench_job("mcp", 1), bench_job("terminal", 1), bench_job("mcp", 3),
             bench_job("terminal", 2), bench_job("mcp", 2)]
-    events = predict_file(tmp_path, backend, jobs)
+    checkpoints = {}  # each row's checkpoint, recorded as it is made
+    original = backend._generate
+
+    def recorded(seq, messages, **settings):
+        yield from original(seq, messages, **settings)
+        checkpoints[len(checkpoints)] = seq.checkpoints[-1].n_tokens
+
+    backend._generate = recorded
+    try:
+        events = predict_file(tmp_path, backend, jobs)
+    finally:
+        del backend._generate
     assert [(e.row.domain, e.row.turn_idx) for e in events] == [("terminal", 1), ("terminal", 2), ("terminal", 3),
                                                                  ("mcp", 1), ("mcp", 2), ("mcp", 3)]
-    previous = None
-    for event in events:
+    for index, event in enumerate(events):
         messages = bench_messages(event.row)
         tokens = event.side["tokens"]
         assert tokens["prompt_total"] == len(backend.tokenize(independent_render(qwen_gguf, messages, add_generation_prompt=True)))
+        # The row's checkpoint lies in its last user message's text, before the turn boundary.
+        text = independent_render(qwen_gguf, messages, add_generation_prompt=False)
+        before = len(backend.tokenize(text[: text.rindex(messages[-1]["content"].strip())]))
+        assert before < checkpoints[index] < len(backend.tokenize(text))
         if event.row.turn_idx == 1:
             assert tokens["prompt_evaluated"] == tokens["prompt_total"], "a new system prompt: from scratch"
         else:
-            boundary = len(backend.tokenize(independent_render(qwen_gguf, bench_messages(previous.row), add_generation_prompt=False)))
-            assert tokens["prompt_evaluated"] == tokens["prompt_total"] - boundary
-        previous = event
+            assert tokens["prompt_evaluated"] == tokens["prompt_total"] - checkpoints[index - 1]
     evaluated = sum(e.side["tokens"]["prompt_evaluated"] for e in events)
     from_scratch = sum(e.side["tokens"]["prompt_total"] for e in events)
     assert evaluated < from_scratch * 0.7

@@ -1,7 +1,8 @@
 """LlamaBackend: a GGUF model in this process, with an append-only context and turn checkpoints.
 
 Performance core (docs/ARCHITECTURE.md): the session is one token list that only grows,
-with a checkpoint at every turn boundary (the end of the last user message, before the
+with a checkpoint per turn: at its known start (where the action begins) on a hybrid model
+that prefetched it, else at the turn boundary (the end of the last user message, before the
 generation prompt). Hybrid models (recurrent + attention layers) cannot drop tokens from
 the middle of their recurrent state, so a checkpoint stores the recurrent state alone
 (checkpoints.py) and a restore trims the attention cache to match. A turn restores the
@@ -294,6 +295,8 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
             return
         with self._batcher.exclusive():
             state = checkpoints.copy_state(self._ctx, seq.id) if self._stateful else None
+        # A hybrid turn's known-start state is the turn's checkpoint (see _generate): kept.
+        known = known and not self._stateful
         seq.checkpoints.append(Checkpoint(n, state, known))
         if not known:
             checkpoints.drop_superseded(seq.checkpoints, seq.pinned)
@@ -441,11 +444,18 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         # Positions whose checkpoints outlive thinning: what a context cut or a shared system
         # prompt restores. Made even when a turn evaluates past them at once (after a resume).
         system = self._system_boundary(messages, full_text, full)
-        seq.pinned = {system, self._turn_one_end(messages, full)} - {0}
-        # The known start the prefetch found in the context already (an undo, then another
-        # action): if the restore lands before it, it is checkpointed on the way, as a prefetch would.
-        known = len(seq.known_start) if 0 < len(seq.known_start) < boundary and full[: len(seq.known_start)] == seq.known_start else 0
-        stops = sorted((seq.pinned | {boundary, known}) - {0})
+        seq.pinned = {system, self._after_turn_one(messages, full)} - {0}
+        # The known start this turn's prefetch found (in the context already after an undo, then
+        # another action): if the restore lands before it, it is checkpointed on the way, as a
+        # prefetch would. A turn without a prefetch (bench predict's rows) has none.
+        known_start, seq.known_start = seq.known_start, []
+        known = len(known_start) if 0 < len(known_start) < boundary and full[: len(known_start)] == known_start else 0
+        # A hybrid model's turn keeps one state, at its known start when it has one: the next
+        # turn, an undo or a regenerate restores there and evaluates the action again inside its
+        # first decode, where a boundary checkpoint would cost a split (a decode) and a copy.
+        # An attention-only model's checkpoints are positions (no split): both.
+        turn_end = 0 if self._stateful and known else boundary
+        stops = sorted((seq.pinned | {turn_end, known}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",

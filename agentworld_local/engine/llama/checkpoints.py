@@ -28,8 +28,9 @@ SEQ = 0  # the sequence of a backend with one slot (the CLI, the TUI); a server 
 class Checkpoint:
     n_tokens: int
     state: bytes | None  # recurrent state for hybrid models; None for attention-only ones
-    #: Made at a turn's known start (the prefetch before its action): only an undo of that
-    #: turn followed by another action restores it, so it is dropped once a later one is made.
+    #: Made at a turn's known start (the prefetch before its action) on an attention-only model
+    #: (a position): only an undo of that turn followed by another action restores it, so it is
+    #: dropped once a later one is made. A hybrid model's is its turn's one checkpoint: kept.
     known: bool = False
 
 
@@ -44,7 +45,8 @@ def copy_state(ctx: Any, seq: int = SEQ) -> bytes:
 
 def set_state(ctx: Any, state: bytes, seq: int = SEQ) -> bool:
     """Put a copied state back; False when llama.cpp refused it."""
-    buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+    # Read where it lies: llama.cpp only reads it (const), and a copy of tens of MB costs ms.
+    buffer = ctypes.cast(ctypes.c_char_p(state), ctypes.POINTER(ctypes.c_uint8))
     return llama_cpp.llama_state_seq_set_data_ext(ctx, buffer, len(state), seq, _PARTIAL) != 0
 
 
@@ -147,9 +149,9 @@ def thin(checkpoints: list[Checkpoint], budget: int, *, keep_recent: int = 4, pi
     """Drop checkpoints (in place) until they fit the memory budget (a real model's state is tens of MB).
 
     Kept by position, never by place in the list (after a resume the second checkpoint is not
-    "after turn 1"): the empty context, the `pinned` positions (the backend pins the end of
-    turn 1's prompt, which a context cut restores: engine/context_window.py) and the recent
-    turns stay. Older ones are dropped where their neighbours are closest, so undo to any turn
+    "after turn 1"): the empty context, the `pinned` positions (the backend pins where the
+    message after turn 1's answer starts its text, which a context cut restores:
+    engine/context_window.py) and the recent turns stay. Older ones are dropped where their neighbours are closest, so undo to any turn
     stays cheap-ish (re-evaluates at most one widened gap).
     """
     total = total_bytes(checkpoints)

@@ -15,6 +15,7 @@ from agentworld_local.engine.guard import EitherEvent
 from agentworld_local.engine.llama import checkpoints
 from agentworld_local.engine.llama.prefix_tokens import shared_length
 from agentworld_local.engine.llama.prompt_states import PromptStates
+from agentworld_local.engine.llama.prompt_texts import PromptTexts
 from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.types import GenerationStats
 
@@ -26,6 +27,7 @@ class Prefetching:
     """LlamaBackend's prefetch and prefix-state cache (see the module's doc)."""
 
     _known_memo: Any
+    _texts: PromptTexts
     prompt_states: PromptStates
 
     def prefetch(self, messages: list[dict[str, str]], *, cancel: threading.Event | None = None,
@@ -56,7 +58,7 @@ class Prefetching:
             # follows checkpoints it if it has to evaluate through it: _generate).
             return 0
         # The positions a turn pins (see _generate), made here when the prefetch passes them.
-        seq.pinned = {system, self._turn_one_end(messages, tokens)} - {0}
+        seq.pinned = {system, self._after_turn_one(messages, tokens)} - {0}
         stats = GenerationStats()
         first_turn = sum(message.get("role") == "user" for message in messages) == 1
         self._evaluate_prompt(seq, tokens, sorted(seq.pinned | {len(tokens)}), system, stop, stats, leave_one=False,
@@ -90,7 +92,7 @@ class Prefetching:
         # Where the tokens could merge with what follows is decided near the end: tokenize
         # the last characters alone with each continuation (all of it if the ends disagree).
         tail = shared[-256:]
-        alone, *continued = (self.tokenize(tail + text) for text in ("", *KNOWN_TAILS))
+        alone, *continued = (self._texts.tokens_alone(tail + text) for text in ("", *KNOWN_TAILS))
         if tokens[-16:] != alone[-16:]:
             alone, *continued = (self.tokenize(text) for text in (shared, first, continued_by(KNOWN_TAILS[1])))
         unstable = len(alone) - len(os.path.commonprefix([alone, *continued]))
@@ -159,14 +161,23 @@ class Prefetching:
             self._notice(f"Could not write the system prompt's state to {self.state_cache.directory}; "
                          "the next processes evaluate it again (`awl cache info` shows the cache).")
 
-    def _turn_one_end(self, messages: list[dict[str, str]], full: list[int]) -> int:
-        """Tokens up to the end of turn 1's prompt (the first user message), when they are a
-        prefix of the prompt; else 0. A context cut keeps turn 1 and goes on from there."""
+    def _after_turn_one(self, messages: list[dict[str, str]], full: list[int]) -> int:
+        """Tokens up to where the text of the message after turn 1's answer starts (turn 1's
+        prompt and answer, that message's header), when they are a prefix of the prompt; else 0
+        (turn 1 has no answer yet). A context cut keeps turn 1 and goes on from there with
+        another turn's message: where every cut prompt parts from the history."""
         first_user = next((i for i, message in enumerate(messages) if message.get("role") == "user"), None)
-        if first_user is None:
+        if first_user is None or len(messages) < first_user + 3 or messages[first_user + 1].get("role") != "assistant":
             return 0
-        tokens = self.tokenize(self.template.render(messages[: first_user + 1], add_generation_prompt=False))
+        tokens = self.tokenize(self._parting_text(messages[: first_user + 2], messages[first_user + 2]))
         return len(tokens) if full[: len(tokens)] == tokens else 0
+
+    def _parting_text(self, before: list[dict[str, str]], message: dict[str, str]) -> str:
+        """The text two renders of `before` and `message` share when only that message's text
+        differs: no assumption about the template (kept while the history is, so cheap)."""
+        one, two = (self.template.render([*before, {**message, "content": text}], add_generation_prompt=False)
+                    for text in ("A", "B"))
+        return one[: shared_length(one, two)]
 
     def _system_boundary(self, messages: list[dict[str, str]], full_text: str, full: list[int]) -> int:
         """Tokens up to where the first user message's text starts, when `checkpoint_system_prompt`
@@ -179,11 +190,8 @@ class Prefetching:
         wanted = self.checkpoint_system_prompt or self.state_cache is not None
         if not wanted or len(messages) < 2 or messages[0].get("role") != "system":
             return 0
-        first = messages[1]
-        one = self.template.render([messages[0], {**first, "content": "A"}], add_generation_prompt=False)
-        two = self.template.render([messages[0], {**first, "content": "B"}], add_generation_prompt=False)
-        shared = shared_length(one, two)
-        if not full_text.startswith(one[:shared]):
+        shared = self._parting_text(messages[:1], messages[1])
+        if not full_text.startswith(shared):
             return 0
-        tokens = self.tokenize(one[:shared])
+        tokens = self.tokenize(shared)
         return len(tokens) if full[: len(tokens)] == tokens else 0

@@ -23,6 +23,7 @@ _SPECIAL = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_
 class PromptTexts:
     def __init__(self, llm: Any, model_vocab: Any, template: ChatTemplate) -> None:
         self.template = template
+        self._llm = llm
         self.tokenizer = PrefixTokenizer(lambda text: vocab.tokenize(llm, text), lambda token: vocab.token_text(llm, token),
                                          lambda token: bool(llama_cpp.llama_vocab_get_attr(model_vocab, token) & _SPECIAL))
         self._last: tuple[list[dict[str, str]], bool, str] | None = None  # (messages, thinking, prompt)
@@ -30,6 +31,10 @@ class PromptTexts:
 
     def tokens(self, text: str) -> tuple[int, ...]:
         return self.tokenizer.tokens(text)
+
+    def tokens_alone(self, text: str) -> list[int]:
+        """A short text's tokens, neither built from nor kept for a render's (a probe)."""
+        return vocab.tokenize(self._llm, text)
 
     def prompt(self, messages: list[dict[str, str]], think: ThinkBudget) -> str:
         """vocab.render_prompt, the last one kept (counted, then generated, from the same messages)."""

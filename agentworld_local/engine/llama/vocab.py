@@ -38,9 +38,21 @@ def chat_template(llm: Any) -> tuple[ChatTemplate, bool]:
 
 
 def tokenize(llm: Any, text: str) -> list[int]:
-    """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it)."""
+    """Tokens of rendered template text (special tokens parsed, no BOS added: templates write it).
+
+    Into a buffer sized by the text: llama-cpp-python's own allocates (and zeroes) one of the
+    model's training context per call, 1 MB for a 262k-token model, several times a turn."""
     # A lone surrogate (damaged input) cannot be UTF-8: it becomes U+FFFD, not an exception.
-    return llm.tokenize(_LONE_SURROGATE.sub("\ufffd", text).encode("utf-8"), add_bos=False, special=True)
+    data = _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
+    model_vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    # Each token holds at least one byte of the text; the slack is SentencePiece's added space.
+    room = len(data) + 8
+    while True:
+        buffer = (llama_cpp.llama_token * room)()
+        count = llama_cpp.llama_tokenize(model_vocab, data, len(data), buffer, room, False, True)
+        if count >= 0:
+            return buffer[:count]
+        room = -count  # llama.cpp says how many it needs
 
 
 def render_prompt(template: ChatTemplate, messages: list[dict[str, str]], think: ThinkBudget) -> str:
