@@ -128,7 +128,9 @@ def section(quick: bool) -> str:
                "sessions per decode"], rows),
         f"{mixed} sessions interleaved turn by turn ({turns + 1} turns each): median prompt tokens of a later turn, "
         f"and how many it evaluates on the {SLOTS}-slot model and on a one-slot model (`awl run`'s: a session that "
-        "gets the context back evaluates its history again, all but the system prompt the sessions share).",
+        "gets the context back evaluates its history again after the last checkpoint another session left that "
+        "starts its prompt: the system prompt, and on a hybrid model turn 1's prompt up to its action, where that "
+        "turn keeps its state).",
         table(["model", "prompt tokens", f"evaluated ({SLOTS} slots)", "evaluated (1 slot)", "1 slot / 8 slots"],
               spread),
     ])

@@ -151,8 +151,9 @@ def thin(checkpoints: list[Checkpoint], budget: int, *, keep_recent: int = 4, pi
     Kept by position, never by place in the list (after a resume the second checkpoint is not
     "after turn 1"): the empty context, the `pinned` positions (the backend pins where the
     message after turn 1's answer starts its text, which a context cut restores:
-    engine/context_window.py) and the recent turns stay. Older ones are dropped where their neighbours are closest, so undo to any turn
-    stays cheap-ish (re-evaluates at most one widened gap).
+    engine/context_window.py) and the recent turns stay. Older ones are dropped where their
+    neighbours are closest, so undo to any turn stays cheap-ish (re-evaluates at most one
+    widened gap).
     """
     total = total_bytes(checkpoints)
     while total > budget:
