@@ -1,7 +1,8 @@
-"""Checkpoint thinning keeps the checkpoint after turn 1 (its prompt and answer) by its position, on the real
-llama.cpp path (tiny hybrid `qwen35moe` fixture). After a resume the model reads the saved
-history in one go, so the second checkpoint in the list is not "after turn 1": keyed by list
-index, thinning kept a useless one and a context cut re-read the whole conversation."""
+"""Checkpoint thinning keeps the checkpoint after turn 1 (its prompt and answer) by its
+position, on the real llama.cpp path (tiny hybrid `qwen35moe` fixture). After a resume the
+model reads the saved history in one go, so the second checkpoint in the list is not "after
+turn 1": keyed by list index, thinning kept a useless one and a context cut re-read the whole
+conversation."""
 
 from __future__ import annotations
 
