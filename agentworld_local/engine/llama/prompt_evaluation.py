@@ -5,10 +5,11 @@ start of a new session) and evaluates the rest in n_batch chunks, stopping where
 checkpoint. A prompt's decodes ask llama.cpp for logits only where a token is sampled next:
 any other chunk's output row is a product over the whole vocabulary (262k rows on Gemma). A
 hybrid model stops at every checkpoint (its recurrent state can be copied only where a decode
-ends); an attention-only model's checkpoint is a position, so its prompt stops only at the
-known start (prefetched or not, a turn's prompt goes in the same chunks) and where the state
-cache stores a state: a split costs a small decode more, about what llama-server's one decode of
-the same tokens costs.
+ends), so a turn that prefetched keeps its state at the known start, not at its boundary; an
+attention-only model's checkpoint is a position, so its prompt stops only at the known start
+(prefetched or not, a turn's prompt goes in the same chunks) and where the state cache stores a
+state. A split costs a decode more: on a mixture of experts, a few dozen tokens read nearly every
+expert's weights, as a whole chunk does.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class PromptEvaluation:
         """Make `seq` hold `full`: restore the longest prefix it can reuse, evaluate the
         rest with a checkpoint at each of `stops`; False when cancelled. `leave_one`: evaluate
         at least the last token (a generation samples from its logits). `known`: the stop that
-        is a turn's known start (its checkpoint is dropped once a later turn's is made);
+        is a turn's known start (an attention-only model's checkpoint there is dropped once a
+        later turn's is made; a hybrid model's is the turn's one checkpoint);
         `first_turn`: it is a first turn's, whose state the state cache keeps too (the system
         prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
         session starts with it."""
