@@ -21,7 +21,7 @@ from typing import Any
 
 from agentworld_local import paths
 from agentworld_local.errors import InputError, did_you_mean
-from agentworld_local.files import read_text
+from agentworld_local.files import read_text, user_path
 from agentworld_local.safe_parse import SyntaxProblem, load_toml
 
 CONFIG_FILE_NAME = "config.toml"
@@ -96,7 +96,7 @@ def _table(path: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 def _path_near(config: Path, text: str) -> Path:
     """`~` is the home directory; a relative path is read from the config file's folder."""
-    path = Path(text).expanduser()
+    path = user_path(text)
     return path if path.is_absolute() else config.parent / path
 
 

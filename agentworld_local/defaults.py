@@ -61,3 +61,12 @@ THREADS_HELP = "CPU threads (default: llama.cpp's choice; at most this machine's
 #: An episode's most steps when nobody says (`awl run --agent`'s --agent-steps, the Gymnasium
 #: ids' max_episode_steps): the domain's own ending usually comes sooner.
 DEFAULT_EPISODE_STEPS = 10
+
+
+#: How long a reward hook may take for one turn (`--reward-timeout`, `reward_timeout=`): it runs
+#: after the turn is saved, off the model; one that does not answer in time fails the step (the
+#: turn stays saved, without a reward). A judge model far away needs the time.
+DEFAULT_REWARD_TIMEOUT_S = 120.0
+REWARD_TIMEOUT_HELP = (f"Seconds a reward hook may take for one turn (default {DEFAULT_REWARD_TIMEOUT_S:g}); it runs "
+                       "after the turn is saved, off the model, and one that takes longer fails that step (the turn "
+                       "stays saved, without a reward).")

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`), as the session file
+    spells it (trajectory/jsonl.py): text that UTF-8 can always encode, and that says what was sent."""
+    if not isinstance(text, str) or _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -18,9 +30,12 @@ class AwlError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        # An error may quote what a client sent; a lone surrogate in it (a `\ud800` escape that a
+        # parser read) is shown as that escape, so every face can encode the error it answers.
+        message = escape_lone_surrogates(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = escape_lone_surrogates(hint) if hint else hint
 
     def one_line(self) -> str:
         """The message and its next step, on one line."""

@@ -35,6 +35,21 @@ _TEMPORARY = re.compile(r"^\..*\.(\d{1,10})-[0-9a-f]{8}\.part$", re.DOTALL)
 STALE_TEMPORARY_S = 3600.0
 
 
+def user_path(value: str | Path, error: type[AwlError] = InputError) -> Path:
+    """A path a user wrote, in an option or a config file alike: `~` is their home, `~name`
+    that user's home; a user the system does not know is one line (Python raises RuntimeError)."""
+    path = Path(value)
+    text = str(value)
+    if not text.startswith("~"):
+        return path
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        user = text[1:].split("/", 1)[0].split(os.sep, 1)[0]
+        raise error(f"{text}: there is no user `{user}` on this system, so `~{user}` names no home folder.",
+                    "Write the folder out in full, or `~/...` for your own home.") from None
+
+
 def check_name_length(path: str | Path, what: str = "file", error: type[AwlError] = InputError) -> None:
     """Refuse a path with a component no file system holds, before any file call fails on it."""
     for part in Path(path).parts:

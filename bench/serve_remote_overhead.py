@@ -125,7 +125,7 @@ class AwlServe:
         from agentworld_local.engine.remote.options import RemoteOptions
         from agentworld_local.serve.app import make_app
         from agentworld_local.serve.server import bind
-        from agentworld_local.session.loading import load_backend
+        from agentworld_local.engine.loading import load_backend
 
         backend = load_backend(None, remote=RemoteOptions(base_url, SERVED))
         app = make_app(folder=folder, backend=backend)

@@ -1,6 +1,6 @@
 """An agent over any loaded model: an OpenAI-compatible server (`openai:NAME@URL`, through
 engine/remote's backend and the official client), a second GGUF (LlamaBackend) or a scripted
-model (`scripted:FILE`, for tests), all loaded by session/loading.py as a world model is.
+model (`scripted:FILE`, for tests), all loaded by engine/loading.py as a world model is.
 
 The model gets one thread of its own that loads it, generates with it and closes it (one owner
 per loaded model, as the runner is for the world model): `propose` may be called from any
@@ -28,7 +28,7 @@ ASKS = 2
 
 
 def _load(spec: str, options: dict[str, Any], cancel: threading.Event, notice: Callable[[str], None] | None) -> Any:
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     model = None if options.get("remote") is not None else spec  # a server's: its options carry the key variable
     return load_backend(model, progress=lambda fraction: not cancel.is_set(), notice=notice, **options)
@@ -48,7 +48,7 @@ def _remote(spec: str, key_env: str | None) -> Any:
 
 def check_agent_spec(spec: str, key_env: str | None = None) -> None:
     """A mistake in an agent's spec, said before any model loads (a world model takes minutes)."""
-    from agentworld_local.session.loading import SCRIPTED
+    from agentworld_local.engine.loading import SCRIPTED
 
     remote = _remote(spec, key_env)
     if remote is not None:

@@ -26,7 +26,7 @@ from agentworld_local.agentworldbench.judge_wording import Wording, load_wording
 from agentworld_local.agentworldbench.official_parse import model_output, unmarked
 from agentworld_local.agentworldbench.verdict import DIMENSIONS, parse_verdict
 from agentworld_local.errors import AwlError, Cancelled, InputError, ModelError
-from agentworld_local.files import check_name_length, read_bytes
+from agentworld_local.files import check_name_length, read_bytes, user_path
 
 SYSTEM_FILE = "judge_system_prompt.txt"
 #: The official run's words for its two kinds of failed row.
@@ -61,7 +61,7 @@ class JudgePrompts:
 
     @staticmethod
     def checked_pack(pack: str | Path) -> Path:
-        pack = Path(pack).expanduser()
+        pack = user_path(pack)
         check_name_length(pack, "prompt pack")
         if not pack.is_dir():
             raise InputError(f"--prompts {pack} is not a directory.",

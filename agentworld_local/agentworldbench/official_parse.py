@@ -11,6 +11,7 @@ is the official one; contract/parse.py keeps its own rules for sessions.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
 _OPEN = re.compile(r"<think>", re.IGNORECASE)
 _CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -27,26 +28,27 @@ def without_thinking(text: str, stop_tag: str) -> str:
     """
     if not text:
         return text
-    tags = sorted([(m.start(), True) for m in _OPEN.finditer(text)] + [(m.start(), False) for m in _CLOSE.finditer(text)])
-    if not tags:
+    opens = [m.start() for m in _OPEN.finditer(text)]
+    closes = [m.start() for m in _CLOSE.finditer(text)]
+    if not opens and not closes:
         return text
     spans: list[tuple[int, int]] = []
     paired: set[int] = set()
-    for index, (start, opens) in enumerate(tags):
-        if index in paired or not opens:
-            continue
-        close = next((j for j in range(index + 1, len(tags)) if j not in paired and not tags[j][1]), None)
-        if close is not None:
-            spans.append((start, tags[close][0] + _CLOSE_LENGTH))
-            paired.update((index, close))
-    for index, (start, opens) in enumerate(tags):
-        if index not in paired and not opens:
-            spans.append((0, start + _CLOSE_LENGTH))
-            paired.add(index)
-    for index, (start, opens) in enumerate(tags):
-        if index not in paired and opens:
-            stop = re.search(f"<{re.escape(stop_tag)}>", text[start:], re.IGNORECASE) if stop_tag else None
-            spans.append((start, start + stop.start() if stop else len(text)))
+    free = 0  # closes before it are taken: each open takes the first free close after it
+    for start in opens:
+        close = max(free, bisect_right(closes, start))
+        if close < len(closes):
+            spans.append((start, closes[close] + _CLOSE_LENGTH))
+            paired.add(close)
+            free = close + 1
+        else:
+            spans.append((start, -1))  # unpaired: its end is found below
+    spans += [(0, close + _CLOSE_LENGTH) for index, close in enumerate(closes) if index not in paired]
+    stops = [m.start() for m in re.finditer(f"<{re.escape(stop_tag)}>", text, re.IGNORECASE)] if stop_tag else []
+    for index, (start, end) in enumerate(spans):
+        if end == -1:
+            after = bisect_left(stops, start)
+            spans[index] = (start, stops[after] if after < len(stops) else len(text))
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_local.agentworldbench.official_parse import last_block, without_thinking
+from agentworld_local.contract.json_object import balanced_objects, fenced_blocks, object_closed_at
 
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
 VERDICT_TAG = "final_evaluation"
-_FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)\s*```")
 _SCORES_ONLY = re.compile(r'"scores"\s*:\s*\{[^}]+\}')
 _SCORES_KEY = '"scores"'
 
@@ -80,53 +80,22 @@ def _parse(text: str, tag: str, drop_negative: bool) -> Verdict:
 
 def _fenced(text: str) -> str | None:
     """The last fenced object that holds `"scores"`, else the last fenced object."""
-    blocks = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    objects = [b for b in blocks if b.startswith("{") and b.endswith("}")]
+    objects = [b for b in fenced_blocks(text) if b.startswith("{") and b.endswith("}")]
     with_scores = [b for b in objects if _SCORES_KEY in b]
     return (with_scores or objects or [None])[-1]
 
 
 def _best_object(text: str) -> str | None:
     """The last balanced object (scanning on past each one) that holds `"scores"`, else the last."""
-    found, position = [], 0
-    while (start := text.find("{", position)) != -1:
-        obj = _balanced_from(text, start)
-        if obj:
-            found.append(obj)
-            position = start + len(obj)
-        else:
-            position = start + 1
+    found = balanced_objects(text)
     with_scores = [obj for obj in found if _SCORES_KEY in obj]
     return (with_scores or found or [None])[-1]
-
-
-def _balanced_from(text: str, start: int, step: int = 1) -> str | None:
-    """The object that opens (step 1) or closes (step -1) at `start`. Strings are passed over,
-    by the official parser's two rules: forward a backslash escapes the next character,
-    backward a quote after a backslash is no quote."""
-    depth, in_string, escaped = 0, False, False
-    opening = "{" if step == 1 else "}"
-    index = start
-    while 0 <= index < len(text):
-        char = text[index]
-        if step == 1 and escaped:
-            escaped = False
-        elif step == 1 and char == "\\" and in_string:
-            escaped = True
-        elif char == '"' and (step == 1 or index == 0 or text[index - 1] != "\\"):
-            in_string = not in_string
-        elif not in_string and char in "{}":
-            depth += 1 if char == opening else -1
-            if depth == 0:
-                return text[min(start, index) : max(start, index) + 1]
-        index += step
-    return None
 
 
 def _object_before_last_brace(text: str) -> str | None:
     """Back from the last `}` to the `{` that balances it."""
     end = text.rfind("}")
-    return None if end == -1 else _balanced_from(text, end, -1)
+    return None if end == -1 else object_closed_at(text, end)
 
 
 def _repaired(text: str) -> str:

@@ -16,7 +16,7 @@ from agentworld_local.agentworldbench.judge import JUDGE_FAILED, JudgePrompts, J
 from agentworld_local.agentworldbench.judge_wording import load_wording
 from agentworld_local.agentworldbench.judged import SIDE, JudgedFile, side_record
 from agentworld_local.agentworldbench.rows import BenchFile
-from agentworld_local.agentworldbench.score import COLUMNS, aggregate, has_verdicts
+from agentworld_local.agentworldbench.score import COLUMNS, aggregate, has_verdicts, invalid
 from agentworld_local.cli.agentworldbench import bench_app
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
@@ -100,11 +100,13 @@ def bench_judge(
         failed = _judge_all(rows, todo, judged, pack, remote, judge, concurrency=concurrency, attempts=attempts,
                             temperature=temperature, max_tokens=max_tokens, needs_server=bool(needed),
                             drop_negative=drop_negative)
-    judged_rows = list(_rows(out, "judged").values()) if out.exists() else []
+    judged_by_line = _rows(out, "judged") if out.exists() else {}
+    judged_rows = list(judged_by_line.values())
     kept = sum(row.get("error_message") == JUDGE_FAILED for row in judged_rows)
     if not todo and kept:
         err.print(f"awl: {kept} {'row' if kept == 1 else 'rows'} of {out} failed their judging; --retry-failed judges "
                   f"{'it' if kept == 1 else 'them'} again.", markup=False)
+    _say_invalid(out, judged_by_line)
     _show(aggregate(judged_rows), as_json=as_json)
     if failed:
         raise typer.Exit(1)
@@ -216,7 +218,22 @@ def _show(summary: dict[str, Any], *, as_json: bool) -> None:
     console = Console()
     console.print(table)
     overall = "-" if summary["overall"] is None else f"{summary['overall']:.2f}"
-    console.print(f"Overall: {overall}   rows: {summary['rows']}, valid: {summary['valid']}, failed: {summary['failed']}")
+    unscored = f", invalid: {summary['invalid']}" if summary["invalid"] else ""
+    console.print(f"Overall: {overall}   rows: {summary['rows']}, valid: {summary['valid']}, failed: {summary['failed']}{unscored}")
+
+
+def _say_invalid(path: Path, rows: dict[int, dict[str, Any]]) -> None:
+    """Name the rows left out for a score that is not a finite number (on stderr: --json's stdout stays JSON)."""
+    lines = [line for line, row in rows.items() if invalid(row)]
+    if not lines:
+        return
+    one = len(lines) == 1
+    shown = ", ".join(str(line) for line in lines[:10]) + (" ..." if len(lines) > 10 else "")
+    stderr_console().print(
+        f"awl: {len(lines)} {'row' if one else 'rows'} of {path} {'has' if one else 'have'} a score that is not a finite "
+        f"number (NaN or infinity) and {'is' if one else 'are'} left out of the scores as invalid "
+        f"({'line' if one else 'lines'} {shown}); correct {'its' if one else 'their'} scores in the file, or judge "
+        f"{'it' if one else 'them'} again.", markup=False)
 
 
 @bench_app.command("score")
@@ -230,9 +247,11 @@ def bench_score(
 
     Example: `awl bench score predictions.judged.jsonl --json`
     """
-    rows = list(_rows(judged, "judged").values())
+    by_line = _rows(judged, "judged")
+    rows = list(by_line.values())
     if not has_verdicts(rows):
         raise InputError(f"{judged} holds no verdicts: none of its {len(rows)} rows has been judged (no `failed` field).",
                          f"Run `awl bench judge {judged} --judge-base-url URL --judge-model NAME --prompts DIR` first, "
                          "then score the file it writes.")
+    _say_invalid(judged, by_line)
     _show(aggregate(rows), as_json=as_json)

@@ -68,7 +68,7 @@ class SessionSignals:
     one in the same turn or within `QUIT_WINDOW_S` quits, and so does Ctrl+C at the prompt.
     SIGTERM always quits. Quitting also sets `cancel`, so the turn stops between tokens
     even if the exception is lost, and `check()` raises it again after the turn. Files are
-    written on the runner's thread (session/runner.py), which a signal never interrupts: a
+    written on the runner's thread (session/runner/runner.py), which a signal never interrupts: a
     quit there is `runner.close()`, which lets the line being saved finish.
     """
 

@@ -62,7 +62,7 @@ def _run_command(target: Any, plan: Any, offload: OffloadOptions) -> str:
 
 def collect(spec: str, *, plan: bool, ctx: int | None, offload: OffloadOptions | None = None) -> dict[str, Any]:
     """Everything `awl models info` shows, as plain data (the `--json` output); `ctx` None: the
-    context a load without --ctx would get (session.loading.default_ctx)."""
+    context a load without --ctx would get (engine.loading.default_ctx)."""
     path, choice = _locate(spec)
     facts: dict[str, Any] = {
         "schema": SCHEMA, "version": VERSION, "model": spec,
@@ -93,7 +93,7 @@ def collect(spec: str, *, plan: bool, ctx: int | None, offload: OffloadOptions |
         hardware = llama.machine_hardware()
         ctx_reason = "as asked"
         if ctx is None:
-            from agentworld_local.session.loading import default_ctx
+            from agentworld_local.engine.loading import default_ctx
 
             ctx, ctx_reason = default_ctx(summary, hardware, offload)
         estimate = estimate_memory(summary, ctx, kv_type=offload.kv_type, flash_attn=offload.flash_attn != "off")

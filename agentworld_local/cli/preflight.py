@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 
 from agentworld_local.errors import InputError
-# The checks the session core makes (session/spec.py, session/loading.py), for the commands
+# The checks the session core makes (session/spec.py, engine/loading.py), for the commands
 # that make them early.
-from agentworld_local.session.loading import check_ctx_value  # noqa: F401
+from agentworld_local.engine.loading import check_ctx_value  # noqa: F401
 from agentworld_local.session.spec import check_sampling, check_text as check_text_option  # noqa: F401
 
 

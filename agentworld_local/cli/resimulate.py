@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
-from agentworld_local.session.sent import raise_failure
+from agentworld_local.session.runner.outcome import raise_failure
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import ThinkBudget
@@ -48,7 +48,7 @@ def bench_context(model: str | None, rows: list[BenchRow], settings: SessionSett
     on stderr with why. A remote server (no `model`) has its own context."""
     if ctx is not None or model is None:
         return ctx
-    from agentworld_local.session.loading import ctx_ceiling, prompt_counter
+    from agentworld_local.engine.loading import ctx_ceiling, prompt_counter
 
     # A trajectory's later turns carry its earlier ones: only each trajectory's last selected row can be the longest.
     last = {same_turns(row): row for row in sorted(rows, key=lambda row: row.turn_idx)}

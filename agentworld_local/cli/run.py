@@ -15,6 +15,7 @@ from agentworld_local.cli.agent_run import check_agent_options, load_agent, run_
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.model_options import offload_model_options, remote_model_options
 from agentworld_local.cli import session_options as options
+from agentworld_local.cli.session_options import check_reward_timeout
 from agentworld_local.cli.main import app
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
 from agentworld_local.cli.session_loop import load_display, load_model, play_lines, say_notice, start_runner
@@ -41,7 +42,7 @@ from agentworld_local.session.listing import resolve_session_file
 from agentworld_local.session.resume_rules import ResumeOptions, plan_resume, same_model
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession
-from agentworld_local.session.loading import SCRIPTED, load_backend as load_session_backend, model_limits
+from agentworld_local.engine.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.agentworldbench.rows import read_bench_row
 
@@ -154,6 +155,7 @@ def run(
     agent_key_env: str = typer.Option(None, "--agent-key-env", help="With --agent openai:...: the environment variable that holds the agent server's key (default: OPENAI_API_KEY when set). The key itself is never written.", show_default=False),
     approve: bool = typer.Option(False, "--approve", help="With --agent, at a terminal: ask about each proposal (run it, edit it, replace it, let the agent run, quit)."),
     reward: str = typer.Option(None, "--reward", help="What each turn earns, written beside it: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether the task was achieved). Default: none.", show_default=False),
+    reward_timeout: float = options.REWARD_TIMEOUT,
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
@@ -229,7 +231,7 @@ def run(
         raise typer.Exit(0)
     printer = TurnPrinter(as_json=as_json, show_thinking=show_thinking)
     new = NewSession.from_spec(resolved, out, reward=reward_hook(reward))
-    runner = start_runner()
+    runner = start_runner(reward_timeout=check_reward_timeout(reward_timeout))
     if agent is not None:
         _agent_session(runner, new, agent, load, steps=steps, approve=approve, printer=printer, think=think, model=model,
                        key_env=agent_key_env)

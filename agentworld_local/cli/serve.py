@@ -50,6 +50,7 @@ def serve_command(
     scenario: str = typer.Option(None, "--scenario", "-s", show_default=False, help="With --openenv: a scenario (a bundled name or a .toml file) as the world of a reset that names none."),
     allow_host: list[str] = typer.Option(None, "--allow-host", show_default=False, help="A host name the server also answers to (repeatable), e.g. the machine's name or a proxy's; any Host but the bind address, localhost, 127.0.0.1 and [::1] is refused (421), so a web page cannot reach the server by DNS rebinding."),
     reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
+    reward_timeout: float = opt.REWARD_TIMEOUT,
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -101,7 +102,7 @@ def serve_command(
     load_options = {"ctx": ctx, "remote": remote, "offload": offload, "parallel": parallel}
     if remote is None:
         load_options.update(gpu_layers=gpu_layers, threads=threads, parallel=parallel or DEFAULT_GGUF_PARALLEL)
-    bridge = AsyncRunnerBridge()
+    bridge = AsyncRunnerBridge(reward_timeout=opt.check_reward_timeout(reward_timeout))
     try:
         bridge.call_blocking(lambda runner: runner.load(model, **load_options),
                              on_event=lambda event: _say_load(console, event)).raise_failure()
@@ -124,7 +125,7 @@ def serve_command(
                                       reward=hook)
         else:
             served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook)
-        run(served, sock)
+        run(served, sock, on_exit=lambda: bridge.runner.close(timeout=0))  # turns stop before uvicorn drains
     except KeyboardInterrupt as interrupt:  # uvicorn raises the signal that stopped it again, once sessions closed
         from agentworld_local.cli.interrupts import exit_code
 

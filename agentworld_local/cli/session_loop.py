@@ -1,4 +1,4 @@
-"""`awl run` and `awl demo` drive their session through the runner (session/runner.py).
+"""`awl run` and `awl demo` drive their session through the runner (session/runner/runner.py).
 
 The main thread only sends commands and prints the events that come back, so it stays free
 for Ctrl+C and SIGTERM: the model and the file are touched by the runner's thread alone. A
@@ -23,9 +23,9 @@ from agentworld_local.cli.interrupts import SessionSignals, exit_code
 from agentworld_local.cli.turn_output import TurnPrinter, count
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.session.loading import SCRIPTED
+from agentworld_local.engine.loading import SCRIPTED
 from agentworld_local.session.runner import SessionRunner
-from agentworld_local.session.sent import Sent, raise_failure
+from agentworld_local.session.runner.outcome import Sent, raise_failure
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, ScriptLine
 from agentworld_local.terminal_text import safe_for_terminal
 
@@ -69,9 +69,10 @@ def load_display(model: str, *, quiet: bool, console: Console | None = None, bar
         yield advance, lambda text: say_notice(text, progress.console)
 
 
-def start_runner() -> SessionRunner:
-    """The runner of one CLI command: it waits on each command's own events (its Sent)."""
-    return SessionRunner()
+def start_runner(**options: Any) -> SessionRunner:
+    """The runner of one CLI command: it waits on each command's own events (its Sent).
+    `options`: SessionRunner's (reward_timeout)."""
+    return SessionRunner(**options)
 
 
 def load_model(runner: SessionRunner, model: str | None, *, quiet: bool, bar: bool = True,

@@ -9,12 +9,14 @@ from agentworld_local.defaults import (
     CONTROL_HELP,
     CTX_HELP,
     DEFAULT_MAX_TOKENS,
+    DEFAULT_REWARD_TIMEOUT_S,
     DEFAULT_SEED,
     DEFAULT_TEMPERATURE,
     DOMAIN_HELP,
     GPU_LAYERS_HELP,
     MAX_TOKENS_HELP,
     PROMPTS_HELP,
+    REWARD_TIMEOUT_HELP,
     SCENARIO_HELP,
     SEED_HELP,
     TASK_HELP,
@@ -35,3 +37,13 @@ MAX_TOKENS = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HE
 CTX = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False)
 GPU_LAYERS = typer.Option("auto", "--gpu-layers", help=GPU_LAYERS_HELP)
 THREADS = typer.Option(None, "--threads", help=THREADS_HELP, show_default=False)
+REWARD_TIMEOUT = typer.Option(DEFAULT_REWARD_TIMEOUT_S, "--reward-timeout", help=REWARD_TIMEOUT_HELP)
+
+
+def check_reward_timeout(seconds: float) -> float:
+    """A time limit the runner can keep: more than 0 seconds."""
+    from agentworld_local.errors import InputError
+
+    if not seconds > 0:  # NaN too
+        raise InputError(f"--reward-timeout must be more than 0 seconds, not {seconds:g}.", "E.g. `--reward-timeout 300`.")
+    return seconds

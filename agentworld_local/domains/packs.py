@@ -20,7 +20,7 @@ from typing import Any
 
 from agentworld_local.domains.skeletons import PLACEHOLDERS, placeholders_in
 from agentworld_local.errors import InputError
-from agentworld_local.files import check_name_length, read_bytes
+from agentworld_local.files import check_name_length, read_bytes, user_path
 
 FILE_NAME = "system_prompt.txt"
 #: A system prompt far longer than any real one is a wrong file, not a prompt.
@@ -98,7 +98,7 @@ def load_pack(path: str | Path, domain: str | None = None) -> PromptPack:
     """
     from agentworld_local.domains import domain_names  # the registry imports this package
 
-    root = Path(path).expanduser()
+    root = user_path(path)
     check_name_length(root, "prompt pack")  # a name no file system holds fails every call below
     if not root.is_dir():
         problem = "does not exist" if not root.exists() else "is not a directory"

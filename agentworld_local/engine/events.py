@@ -1,6 +1,6 @@
 """What a session tells its faces, one event type each, and their wire form: the one
 vocabulary of the World (engine/world.py), the session (session/core.py), the runner that
-owns the model (session/runner.py) and every face.
+owns the model (session/runner/runner.py) and every face.
 
 Each event that changes where a session is carries the state it produced (`turns`, the
 current branch's length; `head`, the id of its last turn, 0 when it has none), so a face
@@ -150,12 +150,14 @@ class Rewarded(SessionEvent):
 
 @dataclass(frozen=True)
 class TurnCancelled(SessionEvent):
-    """The turn was stopped; it is not in the history and was not saved."""
+    """The turn was stopped; it is not in the history and was not saved. `by`: who stopped
+    it, "client" (a person, a request) or "closing" (the runner closing: a server stopping)."""
 
     name: ClassVar[str] = "cancelled"
     turn: int
     turns: int = 0
     head: int = 0
+    by: str = local("")
 
 
 @dataclass(frozen=True)
@@ -236,16 +238,23 @@ class Refused(SessionEvent):
     command: str
     message: str
     hint: str = ""
+    #: "closing" when refused because the runner is closing (a server shutting down).
+    by: str = local("")
 
 
 @dataclass(frozen=True)
 class Ready(SessionEvent):
-    """The runner finished a command and takes the next one; for a session, where it is."""
+    """The runner finished a command and takes the next one; for a session, where it is
+    (`view`: the session's view after it, session/runner/types.SessionState, which faces
+    render from instead of keeping a copy of the branch)."""
 
     name: ClassVar[str] = "ready"
     command: str
     turns: int | None = None
     head: int | None = None
+    view: Any = local()
+    #: Who cancelled the command before it ran ("client" or "closing"); "" when it ran.
+    cancelled_by: str = local("")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ Answer file (`awl run --model scripted:FILE`), UTF-8 JSON:
 Per answer: `raw` (required); `chunk`, the chunk size in characters (default 4), or
 `splits`, explicit split points as character offsets into `raw` (ascending); `finish`,
 how the model ended when `raw` runs out: `stop` (default, end of turn) or `length` (it
-ran out of tokens).
+ran out of tokens). At the top, `delay_s` (optional): a pause after each chunk, in seconds,
+for a model as slow as a real one on a CPU (demos, and tests of what a long turn meets).
 """
 
 from __future__ import annotations
@@ -189,6 +190,11 @@ class ScriptedBackend:
                 "Fix the file; its format is described in `agentworld_local/engine/scripted.py`.",
             ) from None
         answers = parse_answer_file(data, str(path))
+        delay = data.get("delay_s", 0.0)
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 60:
+            raise InputError(f"The scripted answer file {path} has delay_s {delay!r}; give seconds from 0 to 60.",
+                             "Fix the file; its format is described in `agentworld_local/engine/scripted.py`.")
+        options.setdefault("delay_s", float(delay))
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         options.setdefault("name", f"scripted:{Path(path).name}")
         # Absolute: the header records it, and a resume finds it from any directory.

@@ -353,8 +353,10 @@ class World:
         Control instructions added with the dropped turns become pending again, so the
         next turn receives them, as the dropped turn did.
         """
+        if not self.history:  # said as it is: "undo to turn -1" means nothing to a user
+            raise InputError("There is no turn to undo yet.", "Run an action first.")
         keep = len(self.history) - 1 if to_turn is None else to_turn
-        if not 0 <= keep <= len(self.history) or not self.history:
+        if not 0 <= keep <= len(self.history):
             raise InputError(
                 f"Cannot undo to turn {keep}: the session has {len(self.history)} turns.",
                 "Give a turn number between 0 and the current turn.",

@@ -11,14 +11,16 @@ The one module that imports gymnasium (with gym_vector.py). The env is Simulated
 (env/simulated.py) with Gymnasium's base class and spaces; the ids are registered as
 nondeterministic, because info carries timings and each episode's file, and a server's
 sampling may ignore the seed. Each id has a step limit (MAX_EPISODE_STEPS) that Gymnasium's
-TimeLimit applies: `truncated` is that limit, as everywhere in Gymnasium; an answer cut at its
-token limit is `info["cut_short"]`. See docs/gym.md.
+TimeLimit applies: `truncated` is that limit, as everywhere in Gymnasium, and the step it cuts
+reaches the session as final (a reward that judges an episode's end is asked then); an answer
+cut at its token limit is `info["cut_short"]`. See docs/gym.md.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import multiprocessing
 import os
 import shutil
@@ -36,12 +38,14 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import UnsupportedMode
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
+from gymnasium.wrappers import TimeLimit
 
 from agentworld_local.defaults import DEFAULT_EPISODE_STEPS
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.factory import make
 from agentworld_local.env.ids import env_ids
 from agentworld_local.paths import sessions_dir
+from agentworld_local.scenarios import scenario_by_name
 
 #: An observation is at most as long as the longest text awl takes in (a scenario's starting
 #: state, an action); a predicted one is far shorter (max_tokens tokens).
@@ -53,6 +57,9 @@ MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 #: Each sub-env's room in AsyncVectorEnv's shared memory, in UTF-8 bytes: a default answer
 #: (4,096 tokens) fits; a longer observation is handed over in a file instead.
 SHARED_TEXT_BYTES = 64 * 1024
+#: How far up the call stack a step looks for its TimeLimit (make's own wrappers put it 2-4
+#: frames up; a user's wrappers in between add one or two each).
+_WRAPPER_FRAMES = 32
 
 
 class AnyText(spaces.Text):
@@ -216,13 +223,38 @@ class AgentWorldEnv(gymnasium.Env):
         super().reset(seed=seed)
         if seed is None:  # the episode's sampling seed follows Gymnasium's generator
             seed = int(self.np_random.integers(2**31))
+        if isinstance(options, dict) and options.get("scenario") is not None:  # by name only, as on every face
+            options = {**options, "scenario": scenario_by_name(options["scenario"]).name}
         observation, info = self.world.reset(seed=seed, options=options)
         return observation, {**info, "run_dir": str(self.run_dir)}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        # truncated is the step limit's (TimeLimit's); a cut answer is info["cut_short"].
-        observation, reward, terminated, truncated, info = self.world.step(action)
+        # truncated is the step limit's (TimeLimit's); a cut answer is info["cut_short"]. The
+        # session still hears of the limit (final=True) so an episode-end reward judges that step.
+        observation, reward, terminated, truncated, info = self.world.step(action, final=self._cut_by_time_limit())
         return observation, reward, terminated, truncated, info
+
+    def _cut_by_time_limit(self) -> bool:
+        """The step about to run is the one a TimeLimit around this env truncates. The limit
+        lives in the wrapper alone (gymnasium.make leaves the env's own spec without it, and a
+        wrapper registered with the ids would make make_vec refuse the vector entry point), so
+        the TimeLimit whose step called this one is found on the call stack, a few frames up;
+        its own counter then says, exactly as it will count."""
+        frame = inspect.currentframe()
+        try:
+            for _ in range(_WRAPPER_FRAMES):
+                frame = frame.f_back if frame is not None else None
+                if frame is None:
+                    return False
+                wrapper = frame.f_locals.get("self")
+                if isinstance(wrapper, TimeLimit) and wrapper.unwrapped is self:
+                    limit = getattr(wrapper, "_max_episode_steps", None)
+                    elapsed = getattr(wrapper, "_elapsed_steps", None)  # None before its first reset
+                    if isinstance(limit, int) and isinstance(elapsed, int) and elapsed + 1 >= limit:
+                        return True
+            return False
+        finally:
+            del frame  # a frame held here would keep every caller's locals alive
 
     def render(self) -> str | None:
         return self.world.observation if self.render_mode == "ansi" else None

@@ -7,7 +7,7 @@ sends is executed: the world model predicts what the environment would answer.
 
 - The observation is text: the starting state after a reset, the predicted observation after
   a step. The reward is what the env's reward hook gives each turn (`reward=`: a Python
-  function, `package.module:function` or `judge:MODEL@URL`; session/rewards.py), written to
+  function, `package.module:function` or `judge:MODEL@URL`; session/rewards/), written to
   the trajectory beside the turn; without one it is 0.0 (a world model predicts what the
   environment shows, not how well the agent did).
 - `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
@@ -38,7 +38,9 @@ from agentworld_local.paths import sessions_dir
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
-from agentworld_local.session.sent import Sent
+from agentworld_local.session.rewards.timed import DEFAULT_REWARD_TIMEOUT_S
+from agentworld_local.session.runner.outcome import Outcome, Sent
+from agentworld_local.session.runner.types import SessionState
 from agentworld_local.session.spec import SessionSpec
 
 #: What `reset(options=...)` may change for one episode (the world stays the env's).
@@ -55,25 +57,27 @@ class SimulatedEnv:
 
     def __init__(self, spec: SessionSpec, *, model: str | None = None, backend: Any = None,
                  load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None,
-                 reward: Any = None) -> None:
+                 reward: Any = None, reward_timeout: float | None = DEFAULT_REWARD_TIMEOUT_S) -> None:
         """`model`: a registry name, a GGUF path, `scripted:FILE` or `openai:NAME@URL` (loaded
         now); `backend`: one loaded already (it then belongs to the env, which closes it);
         `load_options`: load_backend's (ctx, gpu_layers, threads, remote); `out_dir`: where the
         trajectory files go (default: awl's sessions folder); `reward`: what each turn earns
-        (session/rewards.reward_hook's forms; default none: 0.0)."""
+        (session/rewards.reward_hook's forms; default none: 0.0); `reward_timeout`: seconds
+        it may take for one turn (None: no limit)."""
         if model is None and backend is None and not (load_options or {}).get("remote"):
             raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
         self.spec = spec
         self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
         self.reward = reward_hook(reward)
         self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
-        self._runner = SessionRunner(backend=backend)
+        self._runner = SessionRunner(backend=backend, reward_timeout=reward_timeout)
         # A program that ends without close() still closes the runner (an episode without a
         # turn leaves no file; the model is freed before the interpreter tears down).
         self._finalizer = weakref.finalize(self, self._runner.close)
         self._session: str | None = None
         self._path: Path | None = None  # the last session's file, kept after it closes
-        self._observations: list[str] = []
+        #: Where the session is, as the runner said after the last command (never a copy of our own).
+        self._view: SessionState | None = None
         self._rng = random.Random(spec.seed)  # unseeded resets are reproducible from make(seed=...)
         #: What the model loading said (a lowered context, the memory plan...).
         self.notices: list[str] = []
@@ -107,9 +111,8 @@ class SimulatedEnv:
         self.close_session()
         path = self._new_path()
         opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path, reward=self.reward)))
-        view = next(event.view for event in opened if isinstance(event, events.SessionOpened))
-        self._session, self._path = str(view.path), Path(view.path)
-        self._observations = [view.initial_state]
+        view = next(event.view for event in opened.said if isinstance(event, events.SessionOpened))
+        self._session, self._path, self._view = str(view.path), Path(view.path), opened.view
         return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
                                     "task": view.settings.task, "turn": 0, "seed": episode_seed}
 
@@ -120,13 +123,12 @@ class SimulatedEnv:
         if not isinstance(action, str):
             raise InputError(f"An action is text, not {type(action).__name__}.", self.domain.action_help())
         try:
-            said = self._call(lambda: self._runner.step(session, action, final=final))
+            said = self._call(lambda: self._runner.step(session, action, final=final)).said
         except ActionError as error:
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
             return reason, 0.0, False, False, {"invalid_action": reason, "turn": self.turns, "trajectory": session}
         finished = next(event for event in said if isinstance(event, events.TurnFinished))
         record = finished.record
-        self._observations.append(record.observation)
         info = {
             # Copies: what a caller does with info never reaches the session's history.
             "trajectory": session, "turn": finished.turn, "action": copy.deepcopy(record.action_payload),
@@ -147,14 +149,14 @@ class SimulatedEnv:
         is current again comes back (the starting state when no turn is left)."""
         session = self._open_session()
         self._call(lambda: self._runner.undo(session))
-        self._observations.pop()
-        return self._observations[-1]
+        return self.observation
 
     @property
     def observation(self) -> str:
         """The current observation (the starting state before the first turn)."""
         self._open_session()
-        return self._observations[-1]
+        assert self._view is not None  # an open session's view came with its opening
+        return self._view.observation
 
     @property
     def trajectory(self) -> Path | None:
@@ -163,7 +165,19 @@ class SimulatedEnv:
 
     @property
     def turns(self) -> int:
-        return max(len(self._observations) - 1, 0)
+        """Turns on the current branch (the file's, as the runner said after the last command)."""
+        return self._view.turns if self._view is not None else 0
+
+    @property
+    def ended(self) -> bool:
+        """The last action on the branch ended the task (domains/endings.py)."""
+        return self._view is not None and self._view.ended
+
+    def cancel(self) -> None:
+        """Stop this env's command in flight (from another thread): a turn stops at its next
+        token and is not saved, a reward stops at once. Its caller gets Cancelled."""
+        if self._session is not None:
+            self._runner.cancel(self._session)
 
     def close_session(self) -> None:
         """Close the current session: its turns are saved (a session without a turn leaves no file)."""
@@ -192,10 +206,11 @@ class SimulatedEnv:
             raise InputError("No session is open.", "Call reset() first.")
         return self._session
 
-    def _call(self, send: Callable[[], Sent]) -> list[events.SessionEvent]:
+    def _call(self, send: Callable[[], Sent]) -> Outcome:
         """Send one command and wait for its end; a refusal, an error or a cancel is raised as
-        its AwlError (a defect as itself). Ctrl+C cancels what runs (a turn stops at its next
-        token; nothing half-done is saved)."""
+        its AwlError (a defect as itself), after the env has taken the session's view from it
+        (a turn whose reward failed is still a turn of the file). Ctrl+C cancels what runs (a
+        turn stops at its next token; nothing half-done is saved)."""
         sent = send()
         try:
             outcome = sent.wait()
@@ -203,9 +218,14 @@ class SimulatedEnv:
             self._runner.cancel()
             sent.wait()
             raise
+        view = outcome.view
+        # Only the current session's, and only a later one (calls from several threads, as MCP's, end in any order).
+        if view is not None and view.id == self._session and (self._view is None or view.serial > self._view.serial
+                                                              or self._view.id != view.id):
+            self._view = view
         self.notices.extend(event.text for event in outcome.said if isinstance(event, events.Notice))
         outcome.raise_failure(defects=True)
-        return outcome.said
+        return outcome
 
     def _new_path(self) -> Path:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -252,4 +272,4 @@ def control_list(value: Any) -> list[str]:
 
 #: make()'s options that build the session (SessionSpec's fields), and those of the env.
 SPEC_OPTIONS = tuple(item.name for item in fields(SessionSpec) if item.name not in ("domain", "scenario"))
-ENV_OPTIONS = ("backend", "load_options", "out_dir", "reward")
+ENV_OPTIONS = ("backend", "load_options", "out_dir", "reward", "reward_timeout")

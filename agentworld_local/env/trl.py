@@ -44,7 +44,7 @@ from agentworld_local.domains.web import Param, canonical_call
 from agentworld_local.env.client import ServerClient
 from agentworld_local.env.ids import EnvId, resolve_env
 from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
-from agentworld_local.scenarios import load_scenario
+from agentworld_local.scenarios import load_scenario, scenario_by_name, unknown_scenario_name
 
 #: What every session of a class may set (the server's `POST /sessions` fields).
 SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "seed", "temperature", "max_tokens", "reward")
@@ -135,6 +135,7 @@ class AgentWorldEnv:
             return f"Invalid action: {error.message}"
         except AwlError as error:  # TRL shows the policy the error; episode_reward leaves the rollout unscored
             self.failure = error.message
+            self._follow_the_server()  # a turn whose reward failed is saved: the episode is where the file is
             raise
         self.rewards.append(float(done.get("reward") or 0.0))
         self.reward = math.fsum(self.rewards)
@@ -143,6 +144,16 @@ class AgentWorldEnv:
             self.done = True
             self._close()  # frees the server's place at once; the file keeps every turn
         return self.observation
+
+    def _follow_the_server(self) -> None:
+        """Where the session is, as the server says (its runner's view), after a step that failed."""
+        if self.session is None:
+            return
+        try:
+            state = self._client.state(self.session)
+        except AwlError:
+            return  # closed or unreachable: the failure is what the policy is shown
+        self.observation, self.turns = state.get("observation", self.observation), state.get("turns", self.turns)
 
     def _close(self) -> None:
         sid, self.session = self.session, None
@@ -159,11 +170,11 @@ class AgentWorldEnv:
         if "domain" in given and given["domain"] != mine.domain:
             raise _other_world(f"domain `{given['domain']}`", mine)
         if "scenario" in given and given["scenario"] != world.get("scenario"):
-            asked = resolve_env(str(given["scenario"]))
-            tools = get_domain(asked.domain, tools=_scenario_tools(asked)).tools() if asked.domain == mine.domain else None
-            if asked.scenario is None or tools != self._domain.tools():
-                raise _other_world(f"scenario `{given['scenario']}`", mine)
-            world = {"scenario": asked.scenario}
+            asked = scenario_by_name(given["scenario"])  # by name only, as on every face: never a file
+            tools = get_domain(asked.domain, tools=asked.tools).tools() if asked.domain == mine.domain else None
+            if tools != self._domain.tools():
+                raise _other_world(f"scenario `{asked.name}`", mine)
+            world = {"scenario": asked.name}
         episode = {key: given[key] for key in ("task", "initial_state", "controls", "seed") if key in given}
         task = episode.get("task") or self._options.get("task") or (
             load_scenario(world["scenario"]).task if "scenario" in world else "")
@@ -186,10 +197,9 @@ def environment_factory(world: str = "terminal", *, base_url: str | None = None,
         raise InputError("A TRL environment runs its rollouts as sessions of `awl serve`: it needs base_url.",
                          "Start `awl serve --model ... --reward ...` and pass base_url='http://127.0.0.1:8760'.")
     refuse_unknown(session, SESSION_OPTIONS, "a TRL environment")
+    if isinstance(world, str) and world.strip().endswith(".toml"):  # a server opens scenarios by name only
+        raise unknown_scenario_name(world, [])
     chosen = resolve_env(world)
-    if chosen.scenario and chosen.scenario.endswith(".toml"):
-        raise InputError("awl serve opens scenarios by name, not scenario files.",
-                         "Put the file in the server's scenarios folder (`<config dir>/scenarios/`) and give its name.")
     domain = get_domain(chosen.domain, tools=_scenario_tools(chosen))
     owner = re.sub(r"-v\d+$", "", chosen.id.partition("/")[2]) + "Env"  # TRL names an env's reward after its class
     namespace: dict[str, Any] = {

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld_local.errors import ModelError
-from agentworld_local.files import check_name_length, check_regular_file
+from agentworld_local.files import check_name_length, check_regular_file, user_path
 
 GGUF_MAGIC = b"GGUF"
 #: The identity hash covers the header block (metadata + tensor index + first weights):
@@ -27,7 +27,7 @@ def check_gguf_path(path: str | Path) -> Path:
     """Raise a ModelError with a next step unless `path` is a readable GGUF file."""
     if not str(path).strip():
         raise ModelError("The model path is blank.", "Give the path of a .gguf file.")
-    file = Path(path).expanduser()
+    file = user_path(path, ModelError)
     check_name_length(file, "model file", ModelError)
     if not file.exists():
         raise ModelError(

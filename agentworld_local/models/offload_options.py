@@ -26,7 +26,7 @@ class OffloadOptions:
     `flash_attn`: auto (llama.cpp decides per device), on, off. `kv_type`: the KV cache's type.
     `speculate`: how the sampling loop decodes, not a layout, but given wherever these are
     (auto: on for attention-only models, off for hybrid ones: speculation.speculation_default).
-    `prefetch`: evaluate the next turn's known start while the user types (session/runner.py).
+    `prefetch`: evaluate the next turn's known start while the user types (session/runner/runner.py).
     """
 
     cpu_moe: int = 0

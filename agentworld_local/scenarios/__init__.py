@@ -1,5 +1,6 @@
 """Scenarios: ready-made starting worlds (domain, task, initial state, tools, controls)."""
 
+from agentworld_local.scenarios.by_name import scenario_by_name, unknown_scenario_name
 from agentworld_local.scenarios.loader import (
     bundled_dir,
     list_scenarios,
@@ -16,6 +17,8 @@ __all__ = [
     "list_scenarios",
     "load_scenario",
     "read_scenario_file",
+    "scenario_by_name",
     "scenario_from_dict",
+    "unknown_scenario_name",
     "user_dir",
 ]

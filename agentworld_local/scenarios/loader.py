@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import check_name_length, read_text
+from agentworld_local.files import check_name_length, read_text, user_path
 from agentworld_local.paths import config_dir, package_assets
 from agentworld_local.safe_parse import SyntaxProblem, load_toml
 from agentworld_local.scenarios.schema import Scenario, scenario_from_dict
@@ -85,7 +85,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     if not value:
         raise InputError("The scenario name is empty.", "Pick one from `awl scenarios list`, or give a .toml path.")
     if _looks_like_path(value):
-        return read_scenario_file(Path(value).expanduser())
+        return read_scenario_file(user_path(value))
     # Fast path: the file named after the scenario (the bundled convention).
     for directory, origin in reversed(_sources()):
         candidate = directory / f"{value}.toml"

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hmac
 import importlib.util
-import json
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
@@ -31,14 +30,14 @@ from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.env.simulated import CUT_SHORT, control_list
-from agentworld_local.errors import InputError, did_you_mean
-from agentworld_local.scenarios import list_scenarios
+from agentworld_local.errors import InputError
+from agentworld_local.scenarios import list_scenarios, scenario_by_name
 from agentworld_local.serve import errors
 from agentworld_local.serve.bridge import AsyncRunnerBridge
 from agentworld_local.serve.errors import for_http, responses
 from agentworld_local.serve.security import BodyLimit, HostOriginGuard
 from agentworld_local.session.rewards import reward_hook
-from agentworld_local.session.sent import Outcome
+from agentworld_local.session.runner.outcome import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.serve.registry import SessionRegistry, check
 from agentworld_local.session.runner import NewSession
@@ -121,7 +120,7 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     app = FastAPI(title="awl serve", summary="Simulated environments from a language world model, over HTTP.",
                   lifespan=lifespan, dependencies=[Depends(bearer(token))] if token else [],
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, default_response_class=errors.JsonAnswer)
     app.state.registry = registry
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     app.add_middleware(HostOriginGuard, allowed_hosts=limits.allowed_hosts)
@@ -286,13 +285,10 @@ def _scenario_name(value: str | None) -> str | None:
     server's working directory (a name that is one answers as any unknown name does)."""
     if not value:
         return None
-    names = [scenario.name for scenario in list_scenarios(problems=[])]
-    name = value.strip()
-    if name in names and name.strip(".") and not any(mark in name for mark in "/\\:"):
-        return name
-    suggestion = did_you_mean(name.lower(), names)
-    raise HttpProblem(400, f"Unknown scenario `{value}`: a server opens its bundled and user scenarios by name.",
-                      f"{suggestion + ' ' if suggestion else ''}GET /scenarios lists them.")
+    try:
+        return scenario_by_name(value).name
+    except InputError as error:  # the one line every face answers (scenarios/by_name.py)
+        raise HttpProblem(400, error.message, error.hint or "") from None
 
 
 def _answer_within(body: CreateSession, ceiling: int | None) -> dict[str, int]:
@@ -349,7 +345,7 @@ def _cancel_for_client(registry: SessionRegistry, sid: str) -> None:
 
 
 def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[str, Any]:
-    finished = check(outcome, cancelled_by_client=registry.cancelled_by_client(sid)).first(events.TurnFinished)
+    finished = check(outcome).first(events.TurnFinished)
     record = finished.record
     domain = registry.state(sid)["domain"]
     rewarded = outcome.first(events.Rewarded)
@@ -388,7 +384,7 @@ async def _sse(turn: AsyncIterator[events.SessionEvent], registry: SessionRegist
 
 
 def _sse_event(event: events.SessionEvent) -> dict[str, str]:
-    return {"event": event.name, "data": json.dumps(event.to_dict(), ensure_ascii=False, default=str)}
+    return {"event": event.name, "data": errors.safe_json(event.to_dict())}
 
 
 async def _reap(registry: SessionRegistry) -> None:

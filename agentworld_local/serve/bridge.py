@@ -1,30 +1,26 @@
-"""The server's way to the runner (session/runner.py): commands from the event loop, events back.
+"""The server's way to the runner (session/runner/runner.py): commands from the event loop, events back.
 
-Each command's events come back on its own `Sent` (session/sent.py), watched from the event
-loop. The runner refuses what it cannot run beside what runs (a session's second command, a
-second open while one opens); a server has many clients, so here they wait their turn
-instead: a session's commands through its lock (the registry's), commands of no session (an
-open, a resume) one at a time. Turns of different sessions go to the runner at once: it
-schedules them against the model's `parallel` (beyond it they wait there, in order). The
-command runs in a task of its own, so a client that goes away mid-stream never leaves a
+Each command's events come back on its own `Sent` (session/runner/outcome.py), watched from the
+event loop. Every command goes to the runner at once: a session's second command waits in its
+mailbox there (counted by /health and --max-waiting, dropped by a cancel), turns of different
+sessions are scheduled against the model's `parallel`. The server keeps no lock of its own.
+The command runs in a task of its own, so a client that goes away mid-stream never leaves a
 command half-read: it runs to its end and its turn is saved.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentworld_local.engine import events
 from agentworld_local.session.runner import SessionRunner
-from agentworld_local.session.sent import TERMINAL, Outcome, Sent
+from agentworld_local.session.runner.outcome import TERMINAL, Outcome, Sent
 
 #: A command as the server sends it: a call on the runner, which gives back its Sent.
 Send = Callable[[SessionRunner], Sent]
 _END = object()
-_NO_LOCK = contextlib.nullcontext()
 
 
 class AsyncRunnerBridge:
@@ -32,7 +28,6 @@ class AsyncRunnerBridge:
 
     def __init__(self, **runner_options: Any) -> None:
         self.runner = SessionRunner(**runner_options)
-        self._opening: asyncio.Lock | None = None  # made on the server's loop
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- from the event loop -----------------------------------------------------------------
@@ -59,21 +54,14 @@ class AsyncRunnerBridge:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _run(self, send: Send, deliver: Callable[[Any], None], *, session: str | None = None,
-                   lock: asyncio.Lock | None = None, gate: Callable[[], None] | None = None,
+    async def _run(self, send: Send, deliver: Callable[[Any], None], *, gate: Callable[[], None] | None = None,
                    watch: Callable[[events.SessionEvent], None] | None = None) -> None:
-        """`session`: the runner's key of the session the command is for (None: a command of no
-        one session: they run one at a time); `lock`: one more lock held around the command
-        (the session's); `gate` runs under it first and may raise to refuse the command (the
-        error reaches whoever awaits it); `watch` sees every event, whether or not anybody
-        still reads them."""
-        if self._opening is None:
-            self._opening = asyncio.Lock()
+        """`gate` runs first and may raise to refuse the command (the error reaches whoever
+        awaits it); `watch` sees every event, whether or not anybody still reads them."""
         try:
-            async with lock or _NO_LOCK, (self._opening if session is None else _NO_LOCK):
-                if gate is not None:
-                    gate()
-                await self._send(send, deliver, watch)
+            if gate is not None:
+                gate()
+            await self._send(send, deliver, watch)
         finally:
             deliver(_END)
 

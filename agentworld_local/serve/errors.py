@@ -24,6 +24,28 @@ from agentworld_local.errors import AwlError
 from agentworld_local.serve.limits import HttpProblem
 
 
+class JsonAnswer(JSONResponse):
+    """Every JSON answer: one that holds a lone surrogate (a `\\ud800` escape in an action that a
+    domain's parser read, a client's text) is written with ASCII escapes instead, as the session
+    file writes it (trajectory/jsonl.py), so a saved turn is never answered with a server error."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def safe_json(value: Any) -> str:
+    """JSON text of `value` that always encodes as UTF-8 (a server-sent event's data)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, default=str)
+    return text
+
+
 class Problem(BaseModel):
     """Every answer that is not 2xx."""
 
@@ -111,27 +133,27 @@ def install(app: Any, validation_error: type[Exception]) -> None:
     app (`validation_error`: its RequestValidationError; only serve/app imports FastAPI)."""
 
     @app.exception_handler(HttpProblem)
-    async def refused(request: Request, error: HttpProblem) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    async def refused(request: Request, error: HttpProblem) -> JsonAnswer:
+        return JsonAnswer(error.body(), status_code=error.status, headers=error.headers)
 
     @app.exception_handler(AwlError)
-    async def bad_input(request: Request, error: AwlError) -> JSONResponse:
-        return JSONResponse({"error": for_http(error.message), "hint": for_http(error.hint or "")}, status_code=400)
+    async def bad_input(request: Request, error: AwlError) -> JsonAnswer:
+        return JsonAnswer({"error": for_http(error.message), "hint": for_http(error.hint or "")}, status_code=400)
 
     @app.exception_handler(validation_error)
-    async def malformed(request: Request, error: Any) -> JSONResponse:
+    async def malformed(request: Request, error: Any) -> JsonAnswer:
         first = error.errors()[0] if error.errors() else {}
         if first.get("type") == "json_invalid":
             reason = (first.get("ctx") or {}).get("error", "invalid JSON")
-            return JSONResponse({"error": f"The body is not JSON: {reason}.",
+            return JsonAnswer({"error": f"The body is not JSON: {reason}.",
                                  "hint": "Send a JSON object with `content-type: application/json`; "
                                          "GET /docs describes what each endpoint takes."}, status_code=400)
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        return JSONResponse({"error": f"Bad request: {where or 'body'}: {first.get('msg', 'invalid')}.",
+        return JsonAnswer({"error": f"Bad request: {where or 'body'}: {first.get('msg', 'invalid')}.",
                              "hint": "GET /docs describes what each endpoint takes."}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> JsonAnswer:
         status, headers = error.status_code, dict(error.headers or {})
         if status == 404:
             body = {"error": f"No route {request.url.path} on this server.", "hint": "GET /docs lists the routes."}
@@ -146,10 +168,10 @@ def install(app: Any, validation_error: type[Exception]) -> None:
                     "hint": "Send a JSON object in UTF-8, as GET /docs describes."}
         else:
             body = {"error": str(error.detail), "hint": "GET /docs describes what each endpoint takes."}
-        return JSONResponse(body, status_code=status, headers=headers)
+        return JsonAnswer(body, status_code=status, headers=headers)
 
     @app.exception_handler(Exception)
-    async def failed(request: Request, error: Exception) -> JSONResponse:
-        return JSONResponse({"error": f"The server failed: {type(error).__name__}.",
+    async def failed(request: Request, error: Exception) -> JsonAnswer:
+        return JsonAnswer({"error": f"The server failed: {type(error).__name__}.",
                              "hint": "This is the server's own failure; its log says more. Try again."},
                             status_code=500)

@@ -2,10 +2,12 @@
 
 The SDK's stdio transport drops a line it cannot read without a word: a parse error, a
 batch, a call holding a lone surrogate (`"\\ud800"`, no Unicode text). A client waiting on
-that call's id then hangs. Here each line is checked before the SDK sees it, and one it
-would drop is answered with a JSON-RPC error: -32700 (parse error, id null) or -32600
-(invalid request, with the request's id where it has one). Notifications get no answer, as
-JSON-RPC says. What the SDK writes and these answers share one lock: lines never interleave.
+that call's id then hangs, and a line nested thousands deep ended the process (a
+RecursionError). Here each line is checked before the SDK sees it, without recursion, and one
+it would drop is answered with a JSON-RPC error: -32700 (parse error, id null) or -32600
+(invalid request, with the request's id where it has one; also one nested too deep or holding
+a number too long: json_shape.py). Notifications get no answer, as JSON-RPC says. What the
+SDK writes and these answers share one lock: lines never interleave.
 
 Like the SDK's own transport, stdin (fd 0) and stdout (fd 1) are pointed at the null device
 and at stderr while serving, so nothing else in the process can read or write the wire.
@@ -24,6 +26,8 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+
+from agentworld_local.serve.json_shape import shape
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -60,10 +64,15 @@ class Wire:
         else the error reply to send."""
         if not line.strip():
             return ""
+        refused = shape(line).problem()  # counted without recursion, before json's recursive parser
         try:
             message = json.loads(line)
-        except ValueError as problem:
-            return _error(None, PARSE_ERROR, f"Parse error: {problem}")
+        except (ValueError, RecursionError) as problem:  # json's C parser refuses deep nesting with the latter
+            return _error(None, PARSE_ERROR, f"Parse error: {refused or problem}")
+        if refused:
+            if _notification(message):
+                return ""
+            return _error(_id(message), INVALID_REQUEST, f"Invalid Request: {refused}")
         if isinstance(message, list):
             replies = [_error(_id(item), INVALID_REQUEST, "Invalid Request: batches are not supported by MCP; "
                               "send each request on a line of its own") for item in message or [None]
@@ -135,10 +144,17 @@ def _notification(message: Any) -> bool:
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
+    """Whether a string anywhere in `value` (keys too) holds a lone surrogate; a walk with a
+    stack of its own, never recursion."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False

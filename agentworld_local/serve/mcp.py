@@ -12,13 +12,14 @@ text-only client reads; every tool refuses arguments it does not declare. After 
 that ends the task (`[]` in the terminal) the episode is over: `act` is refused until
 `reset` (or an `undo` of the ending).
 
-The one module that imports `mcp`. Tool calls run on the SDK's worker threads; a lock lets
-one reach the environment at a time, so concurrent calls queue instead of racing.
+The one module that imports `mcp`. Tool calls run on the SDK's worker threads; the runner
+orders them (the session's mailbox): concurrent calls queue there, in order, and what the
+tools say of the session is the runner's view after each command. A client's cancel
+notification for an `act` in flight stops its turn (nothing is saved for it).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -35,6 +36,7 @@ from agentworld_local import __version__
 from agentworld_local.env.simulated import SimulatedEnv
 from agentworld_local.errors import AwlError
 from agentworld_local.files import os_error_text
+from agentworld_local.scenarios import scenario_by_name
 from agentworld_local.serve.jsonrpc_lines import claimed_stdio
 
 TRAJECTORY_URI = "awl://trajectory"
@@ -98,32 +100,35 @@ def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
 
 
 class SimulatedMachine:
-    """The tools' side of the server: the env, the lock around it, and whether the episode ended."""
+    """The tools' side of the server: the env, over the runner that orders its commands."""
 
     def __init__(self, env: SimulatedEnv) -> None:
         self.env = env
-        self._lock = threading.Lock()
-        self._ended: int | None = None  # the turn that ended the task; None while the episode goes on
 
     @contextmanager
-    def _alone(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except AwlError as error:  # one line and the next step, as an MCP tool error
-                raise ToolError(f"{error.message} {error.hint or ''}".strip()) from None
+    def _said(self) -> Iterator[None]:
+        try:
+            yield
+        except AwlError as error:  # one line and the next step, as an MCP tool error
+            raise ToolError(f"{error.message} {error.hint or ''}".strip()) from None
 
-    def act(self, action: Annotated[str, Field(description="One action, as the tool's description shows.")]
-            ) -> Annotated[CallToolResult, Step]:
-        with self._alone():
-            if self._ended is not None:
-                raise ToolError(f"The episode is over: turn {self._ended} ended the task. Call `reset` to start a "
+    async def act(self, action: Annotated[str, Field(description="One action, as the tool's description shows.")]
+                  ) -> Annotated[CallToolResult, Step]:
+        try:
+            # Abandoned on the client's cancel: the turn is stopped below, and the thread ends with it.
+            return await anyio.to_thread.run_sync(self._act, action, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            self.env.cancel()  # the turn stops at its next token; nothing is saved for it
+            raise
+
+    def _act(self, action: str) -> CallToolResult:
+        with self._said():
+            if self.env.ended:
+                raise ToolError(f"The episode is over: turn {self.env.turns} ended the task. Call `reset` to start a "
                                 f"new episode (or `undo` to take the ending back).")
             observation, reward, terminated, truncated, info = self.env.step(action)
             if "invalid_action" in info:
                 raise ToolError(info["invalid_action"])
-            if terminated:
-                self._ended = info["turn"]
             notes = [*(["[the answer reached its token limit and may be cut]"] if info["cut_short"] else []),
                      *(["[the task was declared finished]"] if terminated else [])]
             step = Step(observation=observation, turn=info["turn"], terminated=terminated, truncated=truncated,
@@ -132,16 +137,14 @@ class SimulatedMachine:
             return _result("\n".join([observation, *notes]), step)
 
     def state(self) -> str:
-        with self._alone():
+        with self._said():
             return self.env.observation
 
     def undo(self) -> str:
-        with self._alone():
+        with self._said():
             if self.env.turns == 0:
                 raise ToolError("There is no action to undo.")
-            observation = self.env.undo()
-            self._ended = None  # only the last turn can have ended the task: it is gone
-            return observation
+            return self.env.undo()  # only the last turn can have ended the task: it is gone
 
     def reset(
         self,
@@ -158,22 +161,23 @@ class SimulatedMachine:
                                                    ("initial_state", initial_state), ("world", world),
                                                    ("scenario", scenario))
                    if value is not None}
-        with self._alone():
+        with self._said():
+            if scenario is not None:  # by name only, as on every face: never a file (scenarios/by_name.py)
+                options["scenario"] = scenario_by_name(scenario).name
             observation, info = self.env.reset(seed=seed, options=options or None)
-            self._ended = None
             episode = Episode(observation=observation, turn=0, task=info["task"], seed=info["seed"],
                               trajectory=info["trajectory"])
             return _result(observation, episode)
 
     def trajectory(self) -> str:
-        with self._lock:  # a turn in flight is read whole, after its line is written
-            path = self.env.trajectory
-            if path is None:
-                raise ResourceError("No episode has started yet.")
-            try:
-                return path.read_text(encoding="utf-8")
-            except OSError as error:
-                raise ResourceError(f"Cannot read {path} ({os_error_text(error)}).") from None
+        path = self.env.trajectory
+        if path is None:
+            raise ResourceError("No episode has started yet.")
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise ResourceError(f"Cannot read {path} ({os_error_text(error)}).") from None
+        return text[:text.rfind("\n") + 1]  # a line being written now is not whole yet
 
 
 def _result(text: str, structured: BaseModel) -> CallToolResult:

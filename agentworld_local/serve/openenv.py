@@ -28,7 +28,6 @@ import hmac
 import json
 import re
 import secrets
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -45,13 +44,17 @@ from agentworld_local import __version__
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.env.simulated import CUT_SHORT, control_list
-from agentworld_local.errors import ActionError, AwlError, InputError
-from agentworld_local.serve.security import HostOriginGuard
+from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
+from agentworld_local.scenarios import scenario_by_name
+from agentworld_local.serve.openenv_wire import WebSocketGuard, quiet_protocol_errors
+from agentworld_local.serve.security import BodyLimit, HostOriginGuard
 from agentworld_local.serve.limits import ServeLimits
+from agentworld_local.serve.statuses import SHUTTING_DOWN, status_of
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
-from agentworld_local.session.sent import Outcome, Sent
+from agentworld_local.session.runner.outcome import Outcome, Sent
 from agentworld_local.session.spec import SessionSpec
+from agentworld_local.terminal_text import shorten
 
 #: What a reset may choose for its episode (besides OpenEnv's `seed` and `episode_id`).
 RESET_OPTIONS = ("domain", "scenario", "task", "initial_state", "controls", "world", "think", "temperature",
@@ -62,6 +65,7 @@ _OPTION_TYPES: dict[str, Any] = {"domain": str, "scenario": str, "task": str, "i
 #: An episode id a client chooses is its file's name in the folder.
 _EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 _SEED_RANGE = 2**31
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class AwlAction(Action):
@@ -69,7 +73,7 @@ class AwlAction(Action):
 
     action: str = Field(description="The agent's action in the domain's raw or friendly form, e.g. `ls -la` in the "
                                     "terminal, `[]` to end the task there (JSON given as JSON is read as its text)")
-    final: bool = Field(False, description="This is the episode's last step (a reward that judges whole episodes "
+    final: bool = Field(False, strict=True, description="This is the episode's last step (a reward that judges whole episodes "
                                            "judges it now)")
 
     @field_validator("action", mode="before")
@@ -99,9 +103,8 @@ class AwlObservation(Observation):
 
 @dataclass
 class OpenEnvHub:
-    """What every OpenEnv session shares: the runner (the model's one owner), the folder, the
-    default world, the reward, the limits; opens go to the runner one at a time (it refuses a
-    second open while one runs)."""
+    """What every OpenEnv session shares: the runner (the model's one owner, which orders every
+    session's commands and opens), the folder, the default world, the reward, the limits."""
 
     runner: SessionRunner
     folder: Path
@@ -110,7 +113,6 @@ class OpenEnvHub:
     limits: ServeLimits = field(default_factory=ServeLimits)
     #: The default world's domain.
     domain: str = "terminal"
-    _opening: threading.Lock = field(default_factory=threading.Lock)
 
     def send(self, send: Callable[[SessionRunner], Sent]) -> Outcome:
         """One command, waited for."""
@@ -123,8 +125,7 @@ class OpenEnvHub:
         return outcome.said
 
     def open(self, new: NewSession) -> events.SessionOpened:
-        with self._opening:
-            said = self.call(lambda runner: runner.open(new))
+        said = self.call(lambda runner: runner.open(new))
         return next(event for event in said if isinstance(event, events.SessionOpened))
 
     @property
@@ -187,8 +188,8 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         key = self._key
         outcome = self.hub.send(lambda runner: runner.step(key, action.action, final=action.final))
         finished, rewarded = outcome.first(events.TurnFinished), outcome.first(events.Rewarded)
-        if finished is not None:  # saved, even when its reward then failed
-            self._turns = finished.turn
+        if outcome.view is not None:  # the runner's view: a turn whose reward failed is saved and counted
+            self._turns = outcome.view.turns
         try:
             outcome.raise_failure()
         except ActionError as error:
@@ -240,20 +241,23 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
             kind = _OPTION_TYPES.get(name)
             if kind is not None and value is not None and (not isinstance(value, kind)
                                                             or (isinstance(value, bool) and kind is not bool)):
-                raise InputError(f"The reset option `{name}` cannot be {value!r}.", "GET /schema, docs/openenv.md.")
+                raise InputError(f"The reset option `{name}` cannot be {shorten(repr(value), 80)}.",
+                                 "GET /schema, docs/openenv.md.")
+            texts = value if name == "controls" and isinstance(value, list) else [] if name == "scenario" else [value]
+            if any(isinstance(text, str) and _LONE_SURROGATE.search(text) for text in texts):
+                raise InputError(f"The reset option `{name}` holds a lone surrogate (\\ud800 to \\udfff alone), "
+                                 "which is not Unicode text.", "Send UTF-8 text.")
         changes = {name: value for name, value in options.items() if name != "reward"}
-        scenario = changes.get("scenario")
-        if scenario is not None and (not isinstance(scenario, str) or "/" in scenario or "\\" in scenario
-                                     or scenario.endswith(".toml")):
-            raise InputError("A server opens bundled scenarios by name, not scenario files.",
-                             "Give a name from `awl scenarios list`.")
+        if changes.get("scenario") is not None:  # by name only, as on every face (scenarios/by_name.py)
+            changes["scenario"] = scenario_by_name(changes["scenario"]).name
         if "domain" in changes or "scenario" in changes:  # another world: the default one's other half goes
             changes.setdefault("domain", None)
             changes.setdefault("scenario", None)
         if "controls" in changes:
             changes["controls"] = control_list(changes["controls"])
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InputError(f"A seed is a whole number of 0 or more, not {seed!r}.", "E.g. seed=42.")
+            raise InputError(f"A seed is a whole number of 0 or more, not {shorten(repr(seed), 80)}.",
+                             "E.g. seed=42.")
         spec = replace(self.hub.world, seed=secrets.randbelow(_SEED_RANGE) if seed is None else seed, **changes)
         wanted = options.get("reward")  # None: the server's reward, if it has one
         if wanted and self.hub.reward is None:
@@ -285,14 +289,18 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
 
 
 class Refusal(HTTPException):
-    """A reset or step awl refuses, in one line: HTTP 400, or the WebSocket's error message."""
+    """A reset or step awl refuses, in one line: an HTTP status (serve/statuses.py), or the WebSocket's error message."""
 
     def __str__(self) -> str:
         return str(self.detail)
 
 
 def _refusal(error: AwlError) -> Refusal:
-    return Refusal(400, error.one_line())
+    """The status is the REST API's for the same failure (serve/statuses.py)."""
+    status = status_of(error)
+    if status == SHUTTING_DOWN and isinstance(error, Cancelled):
+        return Refusal(status, f"The server is shutting down: {error.one_line()}")
+    return Refusal(status, error.one_line())
 
 
 def make_openenv_app(*, folder: Path, runner: SessionRunner | None = None, backend: Any = None,
@@ -310,7 +318,11 @@ def make_openenv_app(*, folder: Path, runner: SessionRunner | None = None, backe
     app = create_fastapi_app(functools.partial(AwlWorld, hub), AwlAction, AwlObservation,
                              concurrency_config=ConcurrencyConfig(max_concurrent_envs=limits.max_sessions,
                                                                   session_timeout=limits.idle_s))
-    return HostOriginGuard(_Guard(app, token, hub), allowed_hosts=limits.allowed_hosts)  # as awl serve's REST app
+    # As awl serve's REST app: a foreign Host or Origin refused, every body bounded as it streams in
+    # (413 before OpenEnv reads it); each WebSocket message checked before OpenEnv's loop reads it.
+    app = WebSocketGuard(BodyLimit(app, limits.max_body_bytes), limits.max_body_bytes)
+    quiet_protocol_errors()  # a frame that is not UTF-8: one log line, no traceback
+    return HostOriginGuard(_Guard(app, token, hub), allowed_hosts=limits.allowed_hosts)
 
 
 class _Guard:
@@ -326,8 +338,6 @@ class _Guard:
             await self.app(scope, receive, self._closing(send))
         elif self._token is not None and scope["type"] in ("http", "websocket") and not self._authorized(scope):
             await self._refuse(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await self.app(scope, receive, _closing_a_gone_socket(send))
         else:
             await self.app(scope, receive, send)
 
@@ -354,16 +364,3 @@ class _Guard:
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"www-authenticate", b"Bearer")]})
         await send({"type": "http.response.body", "body": body})
-
-
-def _closing_a_gone_socket(send: Any) -> Any:
-    """OpenEnv closes each WebSocket after its session closed; the client has often gone by then
-    (its `close` message, then its own close): closing a socket that is gone does nothing,
-    instead of an error logged for every episode (openenv-core 0.3 expects a RuntimeError there)."""
-    async def sending(message: dict[str, Any]) -> None:
-        try:
-            await send(message)
-        except OSError:  # uvicorn's ClientDisconnected
-            if message["type"] != "websocket.close":
-                raise
-    return sending

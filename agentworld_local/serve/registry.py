@@ -3,8 +3,8 @@
 A session's id is its file's name without `.jsonl`; every session is an ordinary trajectory
 file in the folder, so a restarted server lists them all and resumes any. What a session is
 and does stays in the runner and session/; here: which sessions are open, where each one is
-(turns, head, its current observation, from the events), the limits, and the order of
-commands (one session's commands run one after another; a failure names its own session only).
+(the runner's view of it after each command), and the limits. The order of a session's
+commands is the runner's (its mailbox): a request waits there, never in a lock of the server's.
 """
 
 from __future__ import annotations
@@ -20,14 +20,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.domains import get_domain
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, BackendBusy, GenerationError, InputError, TrajectoryError
+from agentworld_local.errors import AwlError, BackendBusy
 from agentworld_local.serve.bridge import AsyncRunnerBridge, Send
-from agentworld_local.session.sent import Outcome
+from agentworld_local.session.runner.mailbox import BY_CLOSING
+from agentworld_local.session.runner.outcome import Outcome
+from agentworld_local.session.runner.types import SessionState
 from agentworld_local.serve.limits import HttpProblem, ServeLimits, busy
+from agentworld_local.serve.statuses import status_of
 from agentworld_local.session.listing import session_paths, summarize
+from agentworld_local.session.resume_rules import ResumeOptions, resumed_settings
 from agentworld_local.session.runner import NewSession
-from agentworld_local.trajectory.reader import read_trajectory
+from agentworld_local.trajectory.reader import Trajectory, read_trajectory
+from agentworld_local.trajectory.schema import SCHEMA_VERSION
 
 #: Closed sessions whose reason the server remembers (a later command on one says why it is closed).
 CLOSED_REMEMBERED = 256
@@ -36,39 +42,31 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 
 @dataclass
 class OpenSession:
-    """An open session as the server follows it from the runner's events."""
+    """An open session as the runner last said it is (each command's Ready carries its view)."""
 
     id: str
     path: Path
     domain: str
-    observations: list[str]  # the starting state, then each turn's observation on the branch
-    turns: int
-    head: int
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    view: SessionState
     last_used: float = field(default_factory=time.monotonic)
-    #: A client asked to cancel the turn in flight (POST /sessions/ID/cancel, or its stream went
-    #: away with `cancel_on_disconnect`): its TurnCancelled is that, not a server shutting down.
-    cancel_asked: bool = False
 
     @property
     def key(self) -> str:
         """The runner's name for it."""
         return str(self.path)
 
+    @property
+    def turns(self) -> int:
+        return self.view.turns
+
     def watch(self, event: events.SessionEvent) -> None:
-        if isinstance(event, events.TurnFinished):
-            self.observations.append(event.record.observation)
-        elif isinstance(event, (events.Undone, events.Regenerated)):
-            if len(self.observations) > 1:
-                self.observations.pop()
-        if isinstance(event, (events.Ready, events.TurnFinished, events.Undone, events.Regenerated)) \
-                and event.turns is not None:
-            self.turns, self.head = event.turns, event.head or 0
+        if isinstance(event, events.Ready) and isinstance(event.view, SessionState) and event.view.id == self.key:
+            self.view = event.view
         self.last_used = time.monotonic()
 
     def state(self) -> dict[str, Any]:
-        return {"id": self.id, "file": str(self.path), "open": True, "domain": self.domain, "turns": self.turns,
-                "head": self.head, "observation": self.observations[-1]}
+        return {"id": self.id, "file": str(self.path), "open": True, "domain": self.domain, "turns": self.view.turns,
+                "head": self.view.head, "observation": self.view.observation}
 
 
 class SessionRegistry:
@@ -81,8 +79,9 @@ class SessionRegistry:
         self._open: dict[str, OpenSession] = {}
         #: Why a session this server had open was closed: the last CLOSED_REMEMBERED of them.
         self._closed: OrderedDict[str, str] = OrderedDict()
-        self._opening = 0
+        self._opening = 0  # sessions being opened now: they count against --max-sessions
         self._resuming: dict[str, _Resuming] = {}  # while a session is being resumed: one opens it
+        self._opening_domains: dict[str, str] = {}  # a session opened, until its Ready registers it
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -112,8 +111,7 @@ class SessionRegistry:
         source = self._session(sid)
         out = self._new_path(source.domain)
         return await self._opened(
-            lambda runner: runner.fork(source.key, source.turns if turn is None else turn, out, switch=False),
-            session=source.key, lock=source.lock, gate=lambda: self._still_open(source))
+            lambda runner: runner.fork(source.key, source.turns if turn is None else turn, out, switch=False))
 
     async def close(self, sid: str, why: str = "it was closed by a client") -> dict[str, Any]:
         session = self._session(sid)
@@ -125,8 +123,7 @@ class SessionRegistry:
                 while len(self._closed) > CLOSED_REMEMBERED:
                     self._closed.popitem(last=False)
 
-        outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), session=session.key,
-                                               lock=session.lock, gate=lambda: self._still_open(session), watch=closed))
+        outcome = check(await self.bridge.call(lambda runner: runner.close_session(session.key), watch=closed))
         return {"id": sid, "file": str(session.path), "saved": outcome.first(events.Saved) is not None,
                 "turns": session.turns}
 
@@ -140,11 +137,13 @@ class SessionRegistry:
                               "Send a shorter action (the server's --max-action-chars).")
 
         def gate() -> None:
-            self._still_open(session)
-            session.cancel_asked = False
-            waiting, most = self.bridge.runner.load_now.waiting, self.limits.max_waiting
-            if most is not None and waiting >= most:
-                raise busy(f"{waiting} turns already wait for a place in the model (this server's --max-waiting).",
+            runner, most = self.bridge.runner, self.limits.max_waiting
+            load = runner.load_now
+            # It would wait: every place is taken (or wanted), or its own session's command runs.
+            would_wait = load.running + load.waiting >= load.parallel or runner.pending(session.key) > 0
+            if most is not None and would_wait and load.waiting >= most:
+                raise busy(f"{load.waiting} commands already wait (for a place in the model, or behind their "
+                           "session's own) (this server's --max-waiting).",
                            "Try again after the Retry-After seconds, or run fewer sessions at once.")
             if kind == "step" and session.turns >= self.limits.max_turns:
                 raise HttpProblem(409, f"Session {sid} has reached this server's limit of {self.limits.max_turns} turns.",
@@ -153,26 +152,19 @@ class SessionRegistry:
         send: Send = (
             (lambda runner: runner.step(session.key, action or "", final=final)) if kind == "step"
             else (lambda runner: runner.regenerate(session.key)))
-        return self.bridge.stream(send, session=session.key, lock=session.lock, gate=gate, watch=session.watch)
+        return self.bridge.stream(send, gate=gate, watch=session.watch)
 
     def cancel(self, sid: str) -> dict[str, Any]:
-        """Stop the session's turn in flight (a waiting one leaves the queue); nothing is saved
-        for it. Other sessions' turns go on. `cancelled`: whether a command was running."""
+        """Stop the session's command in flight and drop those that wait behind it; nothing is
+        saved for a turn cut short. Each ends "cancelled by a client". Other sessions' turns go
+        on. `cancelled`: whether a command was running or waiting."""
         session = self._session(sid)
-        running = session.lock.locked()
-        if running:
-            session.cancel_asked = True
-            self.bridge.runner.cancel(session.key)
-        return {"id": sid, "cancelled": running, "turns": session.turns, "head": session.head}
-
-    def cancelled_by_client(self, sid: str) -> bool:
-        session = self._open.get(sid)
-        return session is not None and session.cancel_asked
+        touched = self.bridge.runner.cancel(session.key)
+        return {"id": sid, "cancelled": touched > 0, "turns": session.view.turns, "head": session.view.head}
 
     async def undo(self, sid: str) -> dict[str, Any]:
         session = self._session(sid)
-        check(await self.bridge.call(lambda runner: runner.undo(session.key), session=session.key, lock=session.lock,
-                                     gate=lambda: self._still_open(session), watch=session.watch))
+        check(await self.bridge.call(lambda runner: runner.undo(session.key), watch=session.watch))
         return session.state()
 
     # -- reading -----------------------------------------------------------------------------
@@ -180,11 +172,10 @@ class SessionRegistry:
     def state(self, sid: str) -> dict[str, Any]:
         if sid in self._open:
             return self._open[sid].state()
-        summary = summarize(self._file(sid))
-        if summary.problem is not None:
-            raise unreadable(sid, summary.problem)
-        return {"id": sid, "file": str(summary.path), "open": False, "domain": summary.domain, "turns": summary.turns,
-                "closed": self._closed.get(sid), "problem": summary.problem}
+        path = self._file(sid)
+        traj = _readable(sid, path)  # damaged: 422 with the reader's reason, as a resume answers
+        return {"id": sid, "file": str(path), "open": False, "domain": traj.header.domain,
+                "turns": len(traj.current_branch()), "closed": self._closed.get(sid), "problem": None}
 
     def listing(self) -> list[dict[str, Any]]:
         """Every session file in the folder, last changed first (open ones as the server follows them)."""
@@ -203,10 +194,10 @@ class SessionRegistry:
         """The session's file as it is now (between turns, for an open session)."""
         path = self._file(sid)
         session = self._open.get(sid)
+        data = await asyncio.to_thread(path.read_bytes)
         if session is None:
-            return await asyncio.to_thread(path.read_bytes)
-        async with session.lock:
-            return await asyncio.to_thread(path.read_bytes)
+            return data
+        return data[:data.rfind(b"\n") + 1]  # an open session's line being written now is not whole yet
 
     @property
     def open_count(self) -> int:
@@ -216,7 +207,7 @@ class SessionRegistry:
         """Close the sessions nobody used for `idle_s` (every turn is saved); their ids."""
         now, closed = time.monotonic(), []
         for sid, session in list(self._open.items()):
-            if now - session.last_used > self.limits.idle_s and not session.lock.locked():
+            if now - session.last_used > self.limits.idle_s and not self.bridge.runner.pending(session.key):
                 try:
                     await self.close(sid, f"nobody used it for {self.limits.idle_s:g} s")
                 except HttpProblem:
@@ -239,13 +230,16 @@ class SessionRegistry:
 
     def _register(self, event: events.SessionEvent) -> None:
         """A session the runner opened is followed from then on (in the command's task, so a
-        client that went away meanwhile leaves no session the server does not know)."""
-        if isinstance(event, events.SessionOpened) and event.view is not None:
-            view, sid = event.view, Path(event.path).stem
-            self._open[sid] = OpenSession(sid, Path(event.path), event.domain,
-                                          [view.initial_state, *(turn.observation for turn in view.branch)],
-                                          event.turns, event.head)
-            self._closed.pop(sid, None)
+        client that went away meanwhile leaves no session the server does not know): from its
+        opening command's Ready, which carries its view."""
+        if isinstance(event, events.Ready) and isinstance(event.view, SessionState):
+            view = event.view
+            path = Path(view.id)
+            domain = self._opening_domains.pop(view.id, "")
+            self._open[path.stem] = OpenSession(path.stem, path, domain, view)
+            self._closed.pop(path.stem, None)
+        elif isinstance(event, events.SessionOpened):
+            self._opening_domains[event.path] = event.domain
 
     def _session(self, sid: str) -> OpenSession:
         session = self._open.get(sid)
@@ -254,11 +248,6 @@ class SessionRegistry:
             why = self._closed.get(sid, "this server has not opened it since it started")
             raise HttpProblem(409, f"Session {sid} is not open: {why}.", f"Resume it: POST /sessions/{sid}/resume.")
         return session
-
-    def _still_open(self, session: OpenSession) -> None:
-        """Under the session's lock: a command that waited may find it closed meanwhile."""
-        if self._open.get(session.id) is not session:
-            self._session(session.id)
 
     def _file(self, sid: str) -> Path:
         path = self.folder / f"{sid}.jsonl"
@@ -277,12 +266,29 @@ class _Resuming:
     waiting: int = 0
 
 
-def _readable(sid: str, path: Path) -> None:
-    """A session file the server can resume: the reader's one-line reason (422) if not."""
+def _readable(sid: str, path: Path) -> Trajectory:
+    """A session file the server can resume, read: the reader's one-line reason (422) if not,
+    for a file that cannot be read at all and for one damaged part-way (no turn is added after
+    the damage) or of another schema version alike, so GET and resume say the same."""
     try:
-        read_trajectory(path)
+        traj = read_trajectory(path)
     except AwlError as error:
         raise unreadable(sid, error.message) from None
+    if traj.damaged_line is not None:
+        said = next((warning for warning in traj.warnings if warning.startswith(f"line {traj.damaged_line} ")), "")
+        reason = said.partition(" To keep going")[0].rstrip(".") or f"line {traj.damaged_line} is damaged"
+        raise unreadable(sid, f"{reason}; no turn is added after the damage (`awl fork` on the server's machine "
+                              f"copies the intact turns to a new file).")
+    if traj.file_version != SCHEMA_VERSION:
+        raise unreadable(sid, f"it uses schema v{traj.file_version}; awl adds turns to v{SCHEMA_VERSION} files only "
+                              "(`awl fork` on the server's machine writes an up-to-date copy).")
+    try:  # what a resume takes from the header: its settings and its domain (tools, state format)
+        resumed_settings(traj, ResumeOptions())
+        get_domain(traj.header.domain, tools=traj.header.tools, state_format=traj.header.state_format)
+    except AwlError as error:
+        reason = error.message if "header" in error.message else f"its header cannot be used: {error.message}"
+        raise unreadable(sid, reason) from None
+    return traj
 
 
 def unreadable(sid: str, reason: str) -> HttpProblem:
@@ -291,31 +297,27 @@ def unreadable(sid: str, reason: str) -> HttpProblem:
                        "session (POST /sessions), or fork an earlier one (POST /sessions/ID/fork).")
 
 
-def check(outcome: Outcome, *, cancelled_by_client: bool = False) -> Outcome:
+def check(outcome: Outcome) -> Outcome:
     """A command's outcome, or the HTTP error its refusal or failure is."""
     if outcome.refused is not None:
+        if outcome.refused.by == BY_CLOSING:
+            raise HttpProblem(503, "The server is shutting down.", "Resume the session on the next server.")
         raise HttpProblem(409, outcome.refused.message, outcome.refused.hint)
+    by = outcome.cancelled_by
+    if by == BY_CLOSING:
+        raise HttpProblem(503, "The turn was stopped: the server is shutting down.", "Resume the session on the next server.")
     if outcome.error is not None:
         raise problem(outcome.error)
-    if outcome.first(events.TurnCancelled) is not None:
-        if cancelled_by_client:
-            raise HttpProblem(409, "The turn was cancelled by a client (POST /sessions/ID/cancel); nothing was saved for it.",
-                              "Send the action again to run it.")
-        raise HttpProblem(503, "The turn was stopped: the server is shutting down.", "Resume the session on the next server.")
+    if by:
+        raise HttpProblem(409, "The command was cancelled by a client (POST /sessions/ID/cancel); nothing was saved "
+                               "for it.", "Send it again to run it.")
     return outcome
 
 
 def problem(error: events.ErrorEvent) -> HttpProblem:
-    """An error event as an HTTP error: the caller's mistake (4xx) or the server's (5xx)."""
-    cause = error.error
-    if isinstance(cause, ActionError):
-        return HttpProblem(422, error.message, error.hint, invalid_action=True)
-    if isinstance(cause, BackendBusy):  # the runner schedules turns so this should not come; if it does, retry
+    """An error event as an HTTP error (serve/statuses.py: the same status on both apps)."""
+    cause = error.error if isinstance(error.error, BaseException) else AwlError(error.message, error.hint)
+    status = status_of(cause)
+    if status == 503 and isinstance(cause, BackendBusy):  # the runner schedules turns so this should not come
         return busy(error.message, error.hint)
-    if isinstance(cause, GenerationError):
-        return HttpProblem(502, error.message, error.hint)
-    if isinstance(cause, InputError):
-        return HttpProblem(400, error.message, error.hint)
-    if isinstance(cause, AwlError) and not isinstance(cause, TrajectoryError):
-        return HttpProblem(409, error.message, error.hint)  # not in the session's state now (e.g. its context is full)
-    return HttpProblem(500, error.message, error.hint)  # the server's own failure (e.g. its disk)
+    return HttpProblem(status, error.message, error.hint, **({"invalid_action": True} if status == 422 else {}))

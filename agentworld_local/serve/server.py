@@ -6,6 +6,7 @@ import errno
 import ipaddress
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from agentworld_local.errors import InputError
@@ -60,9 +61,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
-    """Serve `app` on `sock` until SIGINT/SIGTERM; the app's shutdown closes every session (saved)."""
+#: How long uvicorn waits for requests in flight once a shutdown begins.
+DRAIN_S = 10
+
+
+def run(app: Any, sock: socket.socket, *, log_level: str = "warning", on_exit: Callable[[], object] | None = None) -> None:
+    """Serve `app` on `sock` until SIGINT/SIGTERM; the app's shutdown closes every session (saved).
+    `on_exit` runs when the shutdown begins, before uvicorn drains the requests in flight: the
+    runner stops its turns there, so a client mid-turn gets its 503 within the drain instead of
+    a request uvicorn kills."""
     import uvicorn
 
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=10)
-    uvicorn.Server(config).run(sockets=[sock])
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if on_exit is not None and not self.should_exit:
+                on_exit()  # quick: it cancels and returns; the app's shutdown waits for the rest
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=DRAIN_S)
+    Server(config).run(sockets=[sock])

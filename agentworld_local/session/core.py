@@ -19,7 +19,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import InputError
 from agentworld_local.engine import events
 from agentworld_local.session.forking import fork_file
-from agentworld_local.session.rewards import EpisodeSoFar, RewardHook, give_reward
+from agentworld_local.session.rewards import EpisodeSoFar, Reward, RewardHook
 from agentworld_local.session.header import header_for
 from agentworld_local.session.resume_rules import (  # noqa: F401 - settings_from_header: for older importers
     ResumeOptions, check_backend, last_model, model_ref, resumed_settings, same_model, settings_from_header,
@@ -44,7 +44,7 @@ def turn_seed(session_seed: int, turn: int, attempt: int) -> int:
 class Session:
     """One session. Not thread-safe: call it from one thread at a time.
 
-    The runner (session/runner.py) calls it from its one thread; faces never do.
+    The runner (session/runner/runner.py) calls it from its one thread; faces never do.
     """
 
     def __init__(self, world: World, writer: TrajectoryWriter, header: Header) -> None:
@@ -67,8 +67,10 @@ class Session:
         self.unused = False
         #: The file as `resume` read it (every turn in file order), so nothing reads it twice.
         self.loaded: Trajectory | None = None
-        #: What each turn earns (session/rewards.py), written beside it; None: no reward.
+        #: What each turn earns (session/rewards/), written beside it; None: no reward.
         self.reward: RewardHook | None = None
+        #: What the last turn on the branch earned (None: no reward, or the branch changed since).
+        self.last_reward: events.Rewarded | None = None
         #: A regenerate's undo, written just before its new turn (never without it).
         self._undo_before_turn: int | None = None
 
@@ -138,45 +140,38 @@ class Session:
     # -- changes ---------------------------------------------------------------------
 
     def step(self, action: str | Action, cancel: threading.Event | None = None, *,
-             agent: dict[str, Any] | None = None, final: bool = False) -> Iterator[events.SessionEvent]:
-        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled; with a
-        reward hook, then Rewarded (saved too). `agent`: the agent side of the turn
-        (TurnRecord.agent) when an agent model proposed it; `final`: the face ends the
-        episode after this turn (its step limit), which a reward may judge."""
+             agent: dict[str, Any] | None = None) -> Iterator[events.SessionEvent]:
+        """Run one turn: its events, ending with TurnFinished (saved) or TurnCancelled. `agent`:
+        the agent side of the turn (TurnRecord.agent) when an agent model proposed it. The
+        turn's reward is the runner's to ask for, off the model (`episode`, `rewarded`)."""
         parsed = self.world.domain.parse_action(action) if isinstance(action, str) else action
         turn = len(self.history) + 1
         yield events.TurnStarted(turn, parsed.text, parsed.payload)
         seed = turn_seed(self.world.settings.seed, turn, self._attempt)
         self._turn_agent = agent
-        finished: events.TurnFinished | None = None
+        self.last_reward = None
         try:
-            for event in self.world.step(parsed, cancel, seed=seed):
-                if isinstance(event, events.TurnFinished):
-                    finished = event
-                yield event
+            yield from self.world.step(parsed, cancel, seed=seed)
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
             self._turn_agent = None
-        if finished is not None and self.reward is not None:
-            rewarded = self._rewarded(finished, final)
-            yield rewarded
-            if rewarded.verdict and rewarded.verdict.get("error"):  # a judge that failed gives 0.0: say why
-                yield events.Notice(f"The reward {rewarded.source} could not judge turn {rewarded.turn} "
-                                    f"({rewarded.verdict['error']}); it gave {rewarded.value:g}.")
 
-    def _rewarded(self, finished: events.TurnFinished, final: bool) -> events.Rewarded:
-        """The reward of the turn just saved, written beside it. A hook that fails raises (the
-        turn stays saved, without a reward line)."""
+    def episode(self, finished: events.TurnFinished, final: bool) -> EpisodeSoFar:
+        """What a reward hook sees of the turn `finished` just saved (the runner runs the hook)."""
         domain = self.world.domain.name
-        episode = EpisodeSoFar(domain, self.world.settings.task, self.world.initial_state, tuple(self.history),
-                               ends_task(domain, finished.record.action_payload), final)
-        reward = give_reward(self.reward, episode)  # type: ignore[arg-type] - checked by the caller
+        return EpisodeSoFar(domain, self.world.settings.task, self.world.initial_state, tuple(self.history),
+                            ends_task(domain, finished.record.action_payload), final)
+
+    def rewarded(self, finished: events.TurnFinished, reward: Reward) -> events.Rewarded:
+        """`reward`, written beside the turn `finished`."""
         self.writer.record_reward(finished.record.id, reward.value, reward.source, reward.verdict)
-        return events.Rewarded(finished.turn, reward.value, reward.source, reward.verdict)
+        self.last_reward = events.Rewarded(finished.turn, reward.value, reward.source, reward.verdict)
+        return self.last_reward
 
     def undo(self) -> events.Undone:
         """Drop the last turn (the file keeps it, and records the undo)."""
         self.world.undo()
+        self.last_reward = None
         return events.Undone(len(self.history), self.world.head)
 
     def add_control(self, text: str) -> events.ControlAdded:

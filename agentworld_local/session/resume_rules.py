@@ -24,7 +24,7 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import InputError, TrajectoryError
 from agentworld_local.models.units import format_bytes
-from agentworld_local.session.loading import SCRIPTED
+from agentworld_local.engine.loading import SCRIPTED
 from agentworld_local.session.sampling import check_sampling, saved_settings
 from agentworld_local.trajectory.reader import Trajectory, read_trajectory
 from agentworld_local.trajectory.schema import Header, ModelRef

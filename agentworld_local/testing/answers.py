@@ -166,11 +166,11 @@ def answer(name: str) -> RealisticAnswer:
     raise KeyError(name)
 
 
-def write_answer_file(path: Path, answers: Iterable[RealisticAnswer], *, chunk: int = 3) -> Path:
+def write_answer_file(path: Path, answers: Iterable[RealisticAnswer], *, chunk: int = 3, delay_s: float = 0.0) -> Path:
     """An answer file for `--model scripted:FILE` (a face started as its own process) with
-    these answers, cut into `chunk`-character pieces."""
+    these answers, cut into `chunk`-character pieces, `delay_s` seconds after each."""
     items = [{"raw": item.raw, "chunk": chunk, "finish": item.finish} for item in answers]
     with writing_whole(path, overwrite=True) as handle:
-        handle.write(json.dumps({"version": ANSWER_FILE_VERSION, "answers": items}).encode("utf-8"))
+        handle.write(json.dumps({"version": ANSWER_FILE_VERSION, "answers": items, "delay_s": delay_s}).encode("utf-8"))
     return path
 

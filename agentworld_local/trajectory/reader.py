@@ -27,7 +27,7 @@ CONTROL = "control"
 #: Added within v1: `{"type": "fork", "turn": N, "file": NEW}`, a fork written from this session.
 FORK = "fork"
 #: Added within v1: `{"type": "reward", "id": TURN_ID, "value": 1.0, "source": ..., "verdict": ...}`,
-#: what a reward hook gave the turn with that id (session/rewards.py).
+#: what a reward hook gave the turn with that id (session/rewards/).
 REWARD = "reward"
 
 

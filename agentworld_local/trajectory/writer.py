@@ -160,7 +160,7 @@ class TrajectoryWriter:
         self._save(encode_line({"type": FORK, "turn": turn, "file": str(file), "created": utc_now()}), "the fork point")
 
     def record_reward(self, turn_id: int, value: float, source: str, verdict: dict[str, Any] | None) -> None:
-        """Write what a reward hook gave the turn with id `turn_id` (session/rewards.py)."""
+        """Write what a reward hook gave the turn with id `turn_id` (session/rewards/)."""
         line: dict[str, Any] = {"type": REWARD, "id": turn_id, "value": value, "source": source}
         if verdict is not None:
             line["verdict"] = verdict

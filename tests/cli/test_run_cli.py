@@ -191,7 +191,7 @@ def test_ctrl_c_at_an_interactive_prompt_cancels_only_the_turn(tmp_path, qwen_gg
     try:
         wait_for("action> ")
         os.write(master, b":undo\n")  # a mistake at the prompt is reported, the session goes on
-        wait_for("Cannot undo")
+        wait_for("There is no turn to undo yet. Run an action first.")
         os.write(master, b"cat /var/log/syslog\n")
         wait_for("turn 1")
         process.send_signal(signal.SIGINT)

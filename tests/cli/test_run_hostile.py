@@ -59,7 +59,7 @@ def test_options_that_cannot_work_are_refused_before_loading(tmp_path, qwen_gguf
 
 
 def test_a_context_larger_than_memory_is_refused_with_one_that_fits(qwen_gguf):
-    from agentworld_local.session.loading import check_ctx_for_model
+    from agentworld_local.engine.loading import check_ctx_for_model
 
     small = Hardware(ram_total=1024**3, ram_available=256 * 1024**2, cpu_threads=2, cpu_cores=2)
     with pytest.raises(InputError) as refused:

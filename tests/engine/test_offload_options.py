@@ -146,7 +146,7 @@ def test_auto_on_a_gpu_too_small_for_the_model_keeps_experts_in_ram(qwen_gguf, r
 
 def test_offload_options_for_a_model_not_loaded_here_are_one_line(tmp_path):
     from agentworld_local.engine.remote.options import RemoteOptions
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     server = RemoteOptions(base_url="http://127.0.0.1:9/v1", api_model="world")
     for model, remote in ((None, server), (f"scripted:{tmp_path / 'answers.txt'}", None)):

@@ -1,4 +1,4 @@
-"""The runner: one owner for the model under every face (session/runner.py).
+"""The runner: one owner for the model under every face (session/runner/runner.py).
 
 Driven directly, as a face drives it: commands in, events out. The answer path runs on the
 scripted backend (realistic raw answers); loads, close and cancel run on the real llama.cpp
@@ -82,34 +82,36 @@ def test_a_session_runs_through_the_runner_and_every_event_carries_where_it_is(t
     assert read_trajectory(tmp_path / "s.jsonl").pending_controls == ["the disk is full"]
 
 
-def test_commands_in_every_state_are_run_or_refused_with_a_reason(tmp_path, slow):
+def test_a_sessions_commands_wait_in_its_mailbox_and_run_in_order_and_only_closed_or_unknown_is_refused(tmp_path, slow):
     log = EventLog()
     runner = SessionRunner(log, backend=slow)
     # No session yet: a session command is refused, not queued.
     assert not runner.step("nope", "ls")
     assert isinstance(run(log)[-1][1], ev.Refused)
     sid = opened(log, runner, tmp_path)
-    assert runner.step(sid, "ls")
-    # While the turn runs: every command of its session but cancel is refused at once, with
-    # why, and so is a load (opening another session is not: test_runner_side_by_side).
-    for name, call in [("undo", lambda: runner.undo(sid)), ("control", lambda: runner.control(sid, "x")),
-                       ("fork", lambda: runner.fork(sid, 0, tmp_path / "f.jsonl")),
-                       ("step", lambda: runner.step(sid, "pwd")), ("regenerate", lambda: runner.regenerate(sid)),
-                       ("files", lambda: runner.list_files(sid)), ("load", lambda: runner.load("scripted:none"))]:
-        assert not call(), name
-    refused = [event for _, event in until_command_done(log) if isinstance(event, ev.Refused)]
-    assert [r.command for r in refused] == ["undo", "control", "fork", "step", "regenerate", "files", "load"]
-    assert all("while a turn runs" in r.message and "Escape" in r.hint for r in refused)
-    assert not (tmp_path / "f.jsonl").exists()
+    first = runner.step(sid, "ls")
+    # While the turn runs: every command of its session is accepted and waits behind it, in order.
+    sent = [runner.control(sid, "the disk is full"), runner.step(sid, "pwd"), runner.undo(sid),
+            runner.regenerate(sid), runner.list_files(sid), runner.fork(sid, 1, tmp_path / "f.jsonl", switch=False)]
+    assert all(sent), "a second command of a session is never refused for being second"
+    assert runner.load_now.waiting >= 1, "what waits is counted"
+    outcomes = [first.wait(), *(one.wait() for one in sent)]
+    assert not any(outcome.refused or outcome.error for outcome in outcomes), [o.said for o in outcomes]
+    readies = [outcome.said[-1] for outcome in outcomes]
+    assert [ready.command for ready in readies] == ["step", "control", "step", "undo", "regenerate", "files", "fork"]
+    # Each ran after the one before it ended: the views follow one another.
+    assert [ready.turns for ready in readies[:5]] == [1, 1, 2, 1, 1]
+    assert outcomes[2].first(ev.TurnFinished).record.controls_added == ["the disk is full"]
     traj = read_trajectory(tmp_path / "s.jsonl")
-    assert traj.pending_controls == [] and len(traj.turns) == 1  # nothing of the refused reached the file
+    assert [t.action for t in traj.current_branch()] == ["ls"]
+    assert (tmp_path / "f.jsonl").exists()
     # After close: everything is refused; a second close does nothing.
     runner.close()
     runner.close()
     assert not runner.undo(sid)
     assert not runner.load("scripted:x")
-    messages = [event for _, event in log.until_ready() if isinstance(event, ev.Refused)]
-    assert "closed" in messages[0].message
+    messages = [event for _, event in log.drain() if isinstance(event, ev.Refused)]
+    assert "closed" in messages[-1].message
 
 
 def test_cancel_stops_the_turn_and_the_next_command_is_accepted_behind_it(tmp_path, slow):
@@ -223,7 +225,7 @@ def test_a_fork_goes_on_in_the_new_file_and_the_old_one_records_it(tmp_path):
 
 
 def recording_loader(made: list):
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     def loader(model, **options):
         backend = load_backend(model, **options)
@@ -234,7 +236,7 @@ def recording_loader(made: list):
 
 
 def test_a_cancelled_progress_callback_stops_a_real_load(qwen_gguf):
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     with pytest.raises(Cancelled):
         load_backend(str(qwen_gguf), gpu_layers="0", progress=lambda fraction: False)
@@ -267,8 +269,7 @@ def test_quitting_during_a_load_creates_no_file_and_frees_the_model(tmp_path, qw
         runner.open(new_session(tmp_path, f"q{attempt}.jsonl"), model=str(qwen_gguf),
                     load_options={"gpu_layers": "0", "ctx": 2048})
         time.sleep(random.random() / 50)
-        runner.close()
-        assert not runner._thread.is_alive()
+        assert runner.close().done, "close() returns once the runner has disposed of everything"
         assert not (tmp_path / f"q{attempt}.jsonl").exists()
         assert all(backend._freed for backend in made)
 
@@ -296,7 +297,7 @@ from agentworld_local.engine import events as ev
 from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.testing import EventLog
 from agentworld_local.session.spec import SessionSpec
-from agentworld_local.session.loading import load_backend
+from agentworld_local.engine.loading import load_backend
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
@@ -353,14 +354,14 @@ def test_a_change_queued_behind_a_cancelled_turn_does_not_run_once_the_runner_cl
     runner.step(sid, "pwd")
     time.sleep(0.03)
     runner.cancel()
-    assert runner.undo(sid)  # accepted: what runs was cancelled
+    assert runner.undo(sid)  # accepted: it waits behind the turn that is stopping
     runner.close()
     said = [event for _, event in log.drain()]
     # The undo ends as every accepted command does: one terminal Ready, after a Notice of why
     # nothing changed (no Refused for a command once accepted).
     notice = next(i for i, e in enumerate(said) if isinstance(e, ev.Notice))
     assert "Cancelled before it ran" in said[notice].text and said[notice + 1] == ev.Ready("undo", 1, 1), said
-    assert [e.command for e in said if isinstance(e, ev.Ready)] == ["step", "undo"], said
+    assert sorted(e.command for e in said if isinstance(e, ev.Ready)) == ["step", "undo"], said
     assert not any(isinstance(e, ev.Refused) for e in said)
     traj = read_trajectory(tmp_path / "s.jsonl")
     assert [t.action for t in traj.current_branch()] == ["ls"]
@@ -373,7 +374,7 @@ def test_a_model_load_leaves_the_process_streams_alone(qwen_gguf):
     import os
     import sys
 
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     def streams():
         return os.fstat(1).st_ino, os.fstat(2).st_ino, sys.stdout, sys.stderr

@@ -174,12 +174,12 @@ def test_a_cancel_of_one_session_leaves_the_other_running_and_its_own_commands_k
         a, b = str(first), str(second)
         assert runner.step(a, "ls")
         assert runner.step(b, "pwd"), "another session's step runs beside"
-        assert not runner.undo(a), "a session's own command waits for its turn"
-        assert isinstance(mail.until_done(a)[-1], ev.Refused)
-        assert not runner.load("other-model"), "a load waits for every turn"
-        runner.cancel(a)
-        events_a, events_b = mail.until_done(a), mail.until_done(b)
-        assert any(isinstance(e, ev.TurnCancelled) for e in events_a)
+        undo = runner.undo(a)
+        assert undo, "a session's own command waits for its turn, in its mailbox"
+        assert runner.cancel(a) == 2, "the running turn and the waiting undo"
+        assert "Cancelled before it ran" in undo.wait().first(ev.Notice).text
+        events_a, events_b = mail.until_done(a) + mail.until_done(a), mail.until_done(b)  # the undo's, the step's
+        assert any(isinstance(e, ev.TurnCancelled) and e.by == "client" for e in events_a)
         assert any(isinstance(e, ev.TurnFinished) for e in events_b), "the other session's turn went on"
     finally:
         runner.close()

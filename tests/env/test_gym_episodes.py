@@ -14,7 +14,7 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from agentworld_local.agent.episode import DEFAULT_STEPS  # noqa: E402
 from agentworld_local.env import env_ids  # noqa: E402
-from agentworld_local.env.gym import MAX_EPISODE_STEPS  # noqa: E402  (registers the ids)
+from agentworld_local.env.gym import MAX_EPISODE_STEPS, AgentWorldEnv  # noqa: E402  (registers the ids)
 from agentworld_local.paths import sessions_dir  # noqa: E402
 from agentworld_local.testing.answers import answer, write_answer_file  # noqa: E402
 from agentworld_local.trajectory.reader import read_trajectory  # noqa: E402
@@ -112,3 +112,60 @@ def test_a_program_that_saved_no_episode_leaves_no_run_folder(tmp_path):
     assert result.returncode == 0, result.stderr
     run_dir = Path(result.stdout.strip())
     assert run_dir.parent.parent == home / "data" / "sessions" and not run_dir.exists()
+
+
+def test_the_step_the_time_limit_cuts_is_final_for_the_reward_and_a_reset_starts_counting_again(tmp_path):
+    """An episode-end reward (a judge) is asked on the step TimeLimit truncates, as in the vector env."""
+    finals: list[bool] = []
+
+    def judge(episode):
+        finals.append(episode.final)
+        return 1.0 if episode.ended else 0.0
+
+    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, WHOLE), out_dir=tmp_path / "out",
+                         reward=judge, max_episode_steps=3)
+    try:
+        for seed in (1, 2):
+            env.reset(seed=seed)
+            steps = [env.step("ls") for _ in range(3)]
+            assert [(reward, truncated) for _, reward, _, truncated, _ in steps] == [
+                (0.0, False), (0.0, False), (1.0, True)]
+    finally:
+        env.close()
+    assert finals == [False, False, True] * 2
+
+
+def test_without_a_step_limit_no_step_is_final(tmp_path):
+    finals: list[bool] = []
+
+    def judge(episode):
+        finals.append(episode.final)
+        return 0.0
+
+    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, WHOLE), out_dir=tmp_path / "out",
+                         reward=judge, max_episode_steps=-1)
+    try:
+        env.reset(seed=1)
+        for _ in range(DEFAULT_STEPS + 1):
+            assert env.step("ls")[3] is False
+    finally:
+        env.close()
+    assert finals == [False] * (DEFAULT_STEPS + 1)
+
+
+def test_a_time_limit_the_user_wraps_around_the_env_also_marks_its_last_step_final(tmp_path):
+    finals: list[bool] = []
+
+    def judge(episode):
+        finals.append(episode.final)
+        return 0.0
+
+    env = gymnasium.wrappers.TimeLimit(AgentWorldEnv(model=scripted(tmp_path, WHOLE), out_dir=tmp_path / "out",
+                                                     reward=judge), max_episode_steps=2)
+    try:
+        env.reset(seed=1)
+        assert [env.step("ls")[3] for _ in range(2)] == [False, True]
+        env.unwrapped.step("pwd")  # stepped past the wrapper: no limit applies
+    finally:
+        env.close()
+    assert finals == [False, True, False]

@@ -1,4 +1,4 @@
-"""The reward hook every face shares (session/rewards.py): what the hook sees, what the step
+"""The reward hook every face shares (session/rewards/): what the hook sees, what the step
 gives, what the trajectory keeps, and how a broken reward fails (never as a silent 0.0)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.rewards import EpisodeSoFar, Reward, reward_hook
 from agentworld_local.testing.answers import ANSWERS
 from agentworld_local.trajectory.reader import read_trajectory
-from tests.cli.helpers import REPO, awl, scripted_model
+from tests.cli.helpers import REPO, assert_one_line_error, awl, awl_env, scripted_model
 from tests.serve.helpers import served
 from tests.serve.test_serve_http import scripted
 
@@ -159,3 +159,13 @@ def test_the_vector_env_gives_each_sub_envs_reward_and_its_last_step_is_final(tm
         env.close()
     assert list(first[1]) == [0.5, 0.5] and list(second[1]) == [2.0, 2.0] and second[3].all()
     assert sorted(finals) == [False, False, True, True]
+
+
+def test_awl_run_with_a_reward_module_that_exits_on_import_is_one_error_line_not_its_exit_code(tmp_path):
+    (tmp_path / "exiting_rewards.py").write_text("import sys\nsys.exit(7)\n\ndef done(episode):\n    return 1.0\n")
+    model = scripted_model(tmp_path, *(a.raw for a in ANSWERS))
+    env = {**awl_env(tmp_path / "home"), "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    shown = awl("run", "-m", model, "--reward", "exiting_rewards:done", "--out", str(tmp_path / "a.jsonl"),
+                home=tmp_path, stdin="ls\n", env=env)
+    assert_one_line_error(shown, "exiting_rewards:done", "SystemExit: 7")
+    assert not (tmp_path / "a.jsonl").exists()

@@ -10,7 +10,7 @@ import pytest
 
 from agentworld_local.errors import InputError
 from agentworld_local.session.rewards import EpisodeSoFar, Reward, give_reward, reward_hook
-from agentworld_local.session.task_judge import OBSERVATION_CHARS, TRANSCRIPT_CHARS, TaskJudge, read_verdict
+from agentworld_local.session.rewards.task_judge import OBSERVATION_CHARS, TRANSCRIPT_CHARS, TaskJudge, read_verdict
 from agentworld_local.trajectory.schema import TurnRecord
 from tests.remote.conftest import free_port
 from tests.remote.fake_openai import Reply

@@ -29,8 +29,9 @@ class RawClient:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "agentworld_local.cli.main", "mcp", "--model", f"scripted:{answers}",
              "--out-dir", str(tmp_path / "out")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "stderr.txt").open("wb"), cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "AWL_HOME": str(tmp_path)})
+        self.stderr_file = tmp_path / "stderr.txt"
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -47,6 +48,9 @@ class RawClient:
         line = self.lines.get(timeout=60)  # a guard against a hang, not a wait
         assert line is not None, "the server closed stdout"
         return json.loads(line)
+
+    def stderr_so_far(self) -> str:
+        return self.stderr_file.read_text(errors="replace")
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -102,3 +106,26 @@ def test_after_malformed_lines_the_server_still_answers_and_acts(client, tmp_pat
     reply = client.reply()
     assert reply["id"] == 9 and "result" in reply and not reply["result"].get("isError")
     assert reply["result"]["content"][0]["text"] == answer("thinking_then_tags").observation
+
+
+def test_lines_and_params_nested_deep_are_errors_and_the_server_lives_on(client):
+    """One line of 100,000 `[` ended the process with a RecursionError, and so did a valid call
+    whose params nest 400 deep (a recursive walk): each is an error reply now, counted without recursion."""
+    client.send("[" * 100_000)
+    reply = client.reply()
+    assert reply["id"] is None and reply["error"]["code"] == -32700 and "nested" in reply["error"]["message"]
+    deep = {"name": "act", "arguments": {"action": "ls", "x": json.loads("[" * 400 + "]" * 400)}}
+    client.send(json.dumps({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": deep}))
+    reply = client.reply()
+    assert reply["id"] == 11 and reply["error"]["code"] == -32600 and "nested" in reply["error"]["message"]
+    deeper = ('{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": ' + '{"a": ' * 100_000 + "1"
+              + "}" * 100_001)
+    client.send(deeper)
+    assert client.reply()["error"]["code"] in (-32700, -32600)
+    client.send('{"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name": "act", "arguments": '
+                '{"action": "ls", "n": ' + "7" * 5_000 + '}}}')
+    reply = client.reply()
+    assert reply["error"]["code"] in (-32700, -32600) and "5000 digits" in reply["error"]["message"]
+    client.send(json.dumps({"jsonrpc": "2.0", "id": 14, "method": "tools/list"}))
+    assert client.reply()["id"] == 14 and client.process.poll() is None
+    assert "Traceback" not in client.stderr_so_far()

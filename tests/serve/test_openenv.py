@@ -207,7 +207,7 @@ def test_reset_options_name_the_world_and_a_bad_one_is_one_line(tmp_path):
             episode(url, [], task=3)
         with pytest.raises(RuntimeError, match="Unknown domain `nope`"):
             episode(url, [], domain="nope")
-        with pytest.raises(RuntimeError, match="bundled scenarios by name"):
+        with pytest.raises(RuntimeError, match="Unknown scenario `../secret.toml`: scenarios are opened by name"):
             episode(url, [], scenario="../secret.toml")
         stateless = httpx2.post(f"{url}/step", json={"action": {"action": "ls"}}, timeout=60).json()
         reset = httpx2.post(f"{url}/reset", json={"domain": "nope"}, timeout=60)

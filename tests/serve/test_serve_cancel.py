@@ -177,3 +177,33 @@ def test_a_cancelled_regenerate_keeps_the_turn_it_was_replacing(tmp_path):
         lines = [json.loads(line) for line in client.get(f"/sessions/{sid}/trajectory").text.splitlines()]
         assert [line["type"] for line in lines] == ["header", "turn"]  # no undo without its new turn
         assert lines[1]["observation"] == first["observation"]
+
+
+def test_a_sessions_second_request_waits_counted_and_one_cancel_ends_both_as_cancelled_by_a_client(tmp_path):
+    """The session's order is the runner's: its second request waits in its mailbox (counted by
+    /health), not in a lock of the server's; POST .../cancel stops the turn and drops the
+    waiting one, and both answer 409 "cancelled by a client" (never "shutting down")."""
+    for _ in range(5):  # each round with a new server: the gate holds the first turn
+        backend = gated(parallel=2)
+        with served(tmp_path / f"round{_}", backend) as client:
+            (sid,) = open_sessions(client, 1)
+            answers: dict[int, tuple[int, dict]] = {}
+
+            def step(number: int) -> None:
+                reply = client.post(f"/sessions/{sid}/step", json={"action": f"echo {number}"})
+                answers[number] = (reply.status_code, reply.json())
+
+            threads = [threading.Thread(target=step, args=(number,)) for number in (1, 2)]
+            threads[0].start()
+            health_until(client, lambda h: h["running"] == 1)
+            threads[1].start()
+            health_until(client, lambda h: h["waiting"] == 1)  # behind its own session's turn, counted
+            assert client.post(f"/sessions/{sid}/cancel").json()["cancelled"] is True
+            for thread in threads:
+                thread.join(60)
+            assert client.post(f"/sessions/{sid}/cancel").json()["cancelled"] is False, "nothing runs or waits now"
+            state = client.get(f"/sessions/{sid}").json()
+        for number in (1, 2):
+            status, body = answers[number]
+            assert status == 409 and "cancelled by a client" in body["error"], answers
+        assert state["turns"] == 0

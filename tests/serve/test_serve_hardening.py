@@ -215,3 +215,52 @@ def test_a_thousand_sessions_opened_and_closed_leave_the_servers_structures_as_t
         assert sizes() == start
         assert len(registry._closed) == CLOSED_REMEMBERED  # the reasons: the last ones only
         assert "closed by a client" in client.post(f"/sessions/{kept}/step", json={"action": "ls"}).json()["error"]
+
+
+def damaged_copies(intact: bytes) -> dict[str, bytes]:
+    """A session file damaged as disks and hands damage them: cut anywhere, a byte changed, a
+    field of a line given another kind of value or dropped."""
+    copies = {f"cut-{at}": intact[:at] for at in range(1, len(intact), max(1, len(intact) // 25))}
+    for index, at in enumerate(range(7, len(intact), max(1, len(intact) // 25))):
+        changed = bytearray(intact)
+        changed[at] = (changed[at] + 0x41) % 256
+        copies[f"byte-{index}"] = bytes(changed)
+    lines = intact.decode().splitlines()
+    for number, line in enumerate(lines):
+        record = json.loads(line)
+        for key in list(record)[:12]:
+            for value in (None, "x", [], -1):
+                edited = [*lines[:number], json.dumps({**record, key: value}), *lines[number + 1:]]
+                copies[f"edit-{number}-{key}-{json.dumps(value)}"] = "\n".join(edited).encode() + b"\n"
+    return copies
+
+
+def test_get_and_resume_of_any_damaged_file_are_422_with_the_readers_reason_never_500(tmp_path):
+    """A file damaged part-way reads (its intact turns are kept), but no turn may be added after
+    the damage: resume said so with a 500; GET and resume now give the same 422."""
+    made = tmp_path / "made"
+    with served(made, scripted()) as client:
+        sid = client.post("/sessions", json={"domain": "terminal"}).json()["id"]
+        for action in ("ls", "pwd", "echo hi"):
+            assert client.post(f"/sessions/{sid}/step", json={"action": action}).status_code == 200
+        client.delete(f"/sessions/{sid}")
+    copies = damaged_copies((made / f"{sid}.jsonl").read_bytes())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    names = {}
+    for index, (what, content) in enumerate(copies.items()):
+        names[f"copy-{index}"] = what
+        (folder / f"copy-{index}.jsonl").write_bytes(content)
+    refused = 0
+    with served(folder, scripted()) as client:
+        for name, what in names.items():
+            got, resumed = client.get(f"/sessions/{name}"), client.post(f"/sessions/{name}/resume")
+            assert got.status_code in (200, 422) and resumed.status_code in (200, 400, 422), (what, resumed.text)
+            if resumed.status_code == 200:
+                assert client.delete(f"/sessions/{name}").status_code == 200
+            if got.status_code == 422:
+                refused += 1
+                assert resumed.status_code == 422 and resumed.json() == got.json(), what
+                assert "\n" not in got.json()["error"] and f"Session {name} cannot be read: " in got.json()["error"]
+        assert client.get("/health").json()["sessions_open"] == 0
+    assert refused > len(names) // 3  # most damage is refused, and said so

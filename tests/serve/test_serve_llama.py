@@ -3,7 +3,7 @@ several sessions over one loaded model, interleaved, streamed, undone, forked, r
 
 from __future__ import annotations
 
-from agentworld_local.session.loading import load_backend
+from agentworld_local.engine.loading import load_backend
 from agentworld_local.trajectory.reader import read_trajectory
 from tests.serve.helpers import served, stream_step
 

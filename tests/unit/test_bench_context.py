@@ -15,7 +15,7 @@ from agentworld_local.engine.llama import LlamaBackend
 from agentworld_local.engine.llama.vocab import PromptCounter
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.models.hardware import Hardware
-from agentworld_local.session.loading import ctx_ceiling
+from agentworld_local.engine.loading import ctx_ceiling
 from tests.cli.helpers import awl
 from tests.unit.test_agentworldbench import DOMAINS, bench_job
 

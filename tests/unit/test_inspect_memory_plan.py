@@ -499,7 +499,7 @@ def test_without_ctx_a_longer_context_never_costs_gpu_layers_or_experts():
 
 
 def test_a_load_without_ctx_says_the_chosen_context_and_why_and_an_explicit_ctx_wins(llama_gguf, qwen_gguf):
-    from agentworld_local.session.loading import check_ctx_for_model
+    from agentworld_local.engine.loading import check_ctx_for_model
 
     said: list[str] = []
     # The llama fixture was trained for 4,096 tokens, less than the ceiling.

@@ -99,7 +99,7 @@ BREACHES = [
     ("tui/__init__.py", "import agentworld_local.cli.main", LAYERS_CONTRACT),
     ("contract/parse.py", "import agentworld_local.engine.types", LAYERS_CONTRACT),
     # Inside the core: siblings of one layer may import each other, so these need their own rules.
-    ("session/loading.py", "import llama_cpp", LLAMA_CONTRACT),
+    ("engine/loading.py", "import llama_cpp", LLAMA_CONTRACT),
     ("engine/world.py", "import llama_cpp", LLAMA_CONTRACT),
     ("cli/doctor.py", "import llama_cpp", LLAMA_CONTRACT),
     ("agentworldbench/predict.py", "import openai", OPENAI_CONTRACT),
@@ -107,7 +107,7 @@ BREACHES = [
     ("trajectory/writer.py", "import agentworld_local.domains", TRAJECTORY_CONTRACT),
     ("views/web_page.py", "import agentworld_local.testing", VIEWS_CONTRACT),
     ("env/simulated.py", "import agentworld_local.serve.mcp", CORE_CONTRACT),
-    ("session/runner.py", "import agentworld_local.env.simulated", LAYERS_CONTRACT),
+    ("session/runner/runner.py", "import agentworld_local.env.simulated", LAYERS_CONTRACT),
     ("agent/episode.py", "import agentworld_local.tui.app", CORE_CONTRACT),
     ("session/core.py", "import agentworld_local.agent.episode", LAYERS_CONTRACT),
     ("agent/prompt.py", "import agentworld_local.env.simulated", LAYERS_CONTRACT),

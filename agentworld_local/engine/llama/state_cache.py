@@ -9,8 +9,9 @@ identity, the llama.cpp build, the load options that change a state's layout and
 digest of the tokens the state holds and the state's CRC-32; a file awl cannot read, one
 that is not the size or checksum its header says (truncated, damaged: llama.cpp would load
 damaged bytes without a word), or one llama.cpp refuses, is a miss that is removed, never
-an error. The cache keeps within a byte budget by dropping the least recently used
-entries (a hit touches its header). The context size is not part of the key: a state
+an error. The folder keeps within a byte budget, every file in it counted, whichever
+process wrote it: strays go first, then the least recently used entries (a hit touches its
+header); a file another process removes meanwhile is simply gone. The context size is not part of the key: a state
 loads into any context with room for its tokens.
 
 llama.cpp itself is called by the backend (checkpoints.save_sequence / load_sequence);
@@ -173,16 +174,29 @@ class StateCache:
     # -- housekeeping ---------------------------------------------------------------
 
     def evict(self, budget: int | None = None) -> None:
-        """Drop the least recently used entries until the cache fits `budget` (the cache's own
-        by default); remove files that belong to no entry once they are stale."""
+        """Keep the folder within `budget` bytes (the cache's own by default), counting every
+        file in it, whichever process wrote it. Stale strays go first whatever the budget;
+        then, while over it: states no header names (a lost race between writers), the least
+        recently used entries, and last the temporary files of writes still under way."""
         budget = self.budget if budget is None else budget
+        # Files first, then entries: a header published in between is not taken for a stray.
+        sizes = {path: size for path in self._files() if (size := _size(path, -1)) >= 0}  # vanished: not counted
+        total = sum(sizes.values())
         entries = sorted((entry for entry, _ in self._entries()), key=lambda entry: entry.used)
-        total = sum(entry.size for entry in entries)
+        named = {path for entry in entries for path in (entry.state, entry.header)}
+        now = time.time()
+        strays = sorted((path for path in sizes if path not in named), key=lambda path: (_in_progress(path), _mtime(path)))
+        for path in strays:
+            if now - _mtime(path) > STALE_S or (total > budget and not _in_progress(path)):
+                total -= sizes[path] if _unlink(path) else 0
         while entries and total > budget:
             oldest = entries.pop(0)
             self.discard(oldest)
-            total -= oldest.size
-        self._remove_strays({entry.state for entry in entries})
+            total -= sizes.get(oldest.state, 0) + sizes.get(oldest.header, 0)
+        for path in strays:
+            if total > budget and _in_progress(path):
+                total -= sizes[path] if _unlink(path) else 0
+        self._remove_misnamed()
 
     def info(self) -> CacheInfo:
         files = self._files()
@@ -212,6 +226,8 @@ class StateCache:
             if header.suffix != HEADER_SUFFIX:
                 continue
             record = _read_header(header)
+            if record is None and not os.path.lexists(header):
+                continue  # another process removed the entry meanwhile: nothing of it is ours to judge
             state = header.with_name(record["state_file"]) if record else header.with_suffix(STATE_SUFFIX)
             try:
                 info, state_info = header.stat(), state.stat()
@@ -228,17 +244,12 @@ class StateCache:
             found.append((Entry(state, header, record["n_tokens"], size, info.st_mtime, record["state_crc32"]), record))
         return found
 
-    def _remove_strays(self, kept: set[Path]) -> None:
-        now = time.time()
+    def _remove_misnamed(self) -> None:
+        """A directory or a FIFO under a cache file's name would fail every store: removed."""
         with suppress(OSError):
-            for path in self.directory.iterdir():  # a directory or a FIFO under a cache file's name
+            for path in self.directory.iterdir():
                 if path.suffix in (STATE_SUFFIX, HEADER_SUFFIX) and not path.is_symlink() and not path.is_file():
                     _remove(path)
-        for path in self._files():
-            stray = path.suffix == PART_SUFFIX or (path.suffix == STATE_SUFFIX and path not in kept)
-            if stray and now - _mtime(path) > STALE_S:
-                with suppress(OSError):
-                    path.unlink()
 
 
 def user_state_cache() -> StateCache | None:
@@ -306,10 +317,26 @@ def _remove(path: Path) -> None:
         pass
 
 
-def _size(path: Path) -> int:
+def _size(path: Path, missing: int = 0) -> int:
     with suppress(OSError):
         return path.stat().st_size
-    return 0
+    return missing
+
+
+def _in_progress(path: Path) -> bool:
+    """A temporary file: a write under way (or one that died, removed once stale)."""
+    return path.name.startswith(TEMPORARY_PREFIX) or path.suffix == PART_SUFFIX
+
+
+def _unlink(path: Path) -> bool:
+    """Remove a file; True when it is gone (another process may have removed it first)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _mtime(path: Path) -> float:

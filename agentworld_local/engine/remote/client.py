@@ -14,6 +14,7 @@ import openai
 
 from agentworld_local.engine.remote.options import RemoteOptions, endpoint_label
 from agentworld_local.errors import AwlError, GenerationError, ModelError, RequestRefused
+from agentworld_local.safe_parse import SyntaxProblem, load_json
 
 #: How servers word a prompt longer than their context (llama-cpp-python, vLLM, SGLang, llama-server).
 _CONTEXT_OVERFLOW = re.compile(
@@ -53,12 +54,13 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     """The served models (AwlError when the server cannot be reached or refuses the key),
     then the optional facts of the known server types, each probe allowed to fail."""
     try:
-        entries = list(client.models.list())
+        listed = client.models.with_raw_response.list()
     except openai.NotFoundError as error:
         # Every OpenAI-compatible server lists its models: a 404 is a --base-url off the API root.
         raise describe_error(error, options, models=[]) from None
     except openai.OpenAIError as error:
         raise describe_error(error, options) from None
+    entries = _model_entries(listed, options)
     models = [entry.id for entry in entries]
     n_ctx = trained = parallel = None
     vllm = False
@@ -86,6 +88,40 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     llama_server = bool(props.get("default_generation_settings"))
     kind = "llama-server" if llama_server else "sglang" if info else "vllm" if vllm else "openai"
     return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server, kind=kind)
+
+
+def _model_entries(listed: Any, options: RemoteOptions) -> list[Any]:
+    """The models a /v1/models answer lists; a URL that answers something else there (a web
+    page, an event stream, JSON of another shape or too deep to read) is one ModelError naming
+    the URL and what it answered, never the client's own error from parsing it."""
+    response = listed.http_response
+    kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+    try:
+        data, reason = load_json(response.content), ""
+    except SyntaxProblem as problem:
+        data, reason = None, str(problem)
+    entries = data.get("data") if isinstance(data, dict) else None
+    if isinstance(entries, list) and all(isinstance(item, dict) and isinstance(item.get("id"), str)
+                                         for item in entries):
+        return list(listed.parse())
+    if "html" in kind or (data is None and response.content.lstrip()[:1] == b"<"):
+        said = f"a web page ({kind or 'no content type'})"
+    elif "event-stream" in kind:
+        said = f"an event stream ({kind})"
+    elif data is None:
+        said = f"something that is not JSON ({kind or 'no content type'}: {reason})"
+    else:
+        said = "JSON of another shape (no `data` list of models)"
+    return _not_the_api(options, said, response)
+
+
+def _not_the_api(options: RemoteOptions, said: str, response: Any) -> Any:
+    raise ModelError(
+        f"The server at {server_name(options, response)} answered {said} at /models, where an OpenAI-compatible "
+        "server lists its models as JSON.",
+        "Check --base-url: it is the API root of an OpenAI-compatible server, usually ending in /v1 "
+        "(e.g. http://127.0.0.1:8000/v1).",
+    )
 
 
 def _positive(value: Any) -> int | None:

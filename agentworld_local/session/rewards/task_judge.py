@@ -1,5 +1,5 @@
 """The built-in task judge: a reward that asks any OpenAI-compatible model, at an episode's end,
-whether the agent achieved its task (`reward="judge:MODEL@URL"`, session/rewards.py).
+whether the agent achieved its task (`reward="judge:MODEL@URL"`, session/rewards/).
 
 Before the end it gives 0.0 and sends nothing. At the end it sends one chat request: the system
 and user texts of a prompt pack (awl's own, assets/judges/task_judge.toml, or a TOML file of the
@@ -21,10 +21,13 @@ import json
 import math
 import re
 import threading
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.contract.json_object import read_objects
 from agentworld_local.contract.parse import THINK_CLOSE
 from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
 from agentworld_local.errors import AwlError, InputError
@@ -246,46 +249,88 @@ __all__ = ["JudgePack", "TaskJudge", "load_pack", "read_verdict"]
 
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _BARE_KEY = re.compile(r"([{,])\s*([A-Za-z_]\w*)\s*:")
+_DECODER = json.JSONDecoder()
+#: A verdict is flat: a span nesting deeper is not decoded (each try would go that deep).
+_DEPTH_LIMIT = 32
+_WINDOW = 256
+#: The most characters the decoder reads past the place it names in an error (`Infinity`, a unicode escape).
+_LOOKAHEAD = 16
 
 
 def _objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object in `text`, in order (in a code fence or among prose)."""
-    found, position = [], 0
-    while (start := text.find("{", position)) != -1:
-        data, used = _read_object(text, start)
-        if isinstance(data, dict):
-            found.append(data)
-            position = start + used
-        else:
-            position = start + 1
-    return found
+    """Every top-level JSON object in `text`, in order (in a code fence or among prose): a
+    balanced span that does not read as JSON, or nests objects deeper than a verdict would,
+    is passed over, and the objects inside it count."""
+    return read_objects(text, _Reader(text).object, depth_limit=_DEPTH_LIMIT)
 
 
-def _read_object(text: str, start: int) -> tuple[Any, int]:
-    """The object that opens at `start` and the characters it took: read as it is, else with
-    trailing commas and bare keys repaired (judges write JSON loosely)."""
-    try:
-        data, end = json.JSONDecoder().raw_decode(text, start)
-        return data, end - start
-    except ValueError:
-        pass
-    depth, in_string, escaped = 0, False, False
-    for index in range(start, len(text)):
-        char = text[index]
-        if escaped:
-            escaped = False
-        elif char == "\\" and in_string:
-            escaped = True
-        elif char == '"':
-            in_string = not in_string
-        elif not in_string and char in "{}":
-            depth += 1 if char == "{" else -1
-            if depth == 0:
-                commas = _TRAILING_COMMA.sub(r"\1", text[start:index + 1])
-                for segment in (commas, _BARE_KEY.sub(r'\1"\2":', commas)):  # bare keys last: it may touch strings
-                    try:
-                        return json.loads(segment), index + 1 - start
-                    except ValueError:
-                        continue
-                return None, 0
-    return None, 0
+class _Reader:
+    """Reads a balanced span as it is, else with trailing commas, then also bare keys, repaired
+    (judges write JSON loosely). Each repair is made once over the whole text, not per span:
+    neither crosses a span's braces, so a span of the repaired text is that span repaired."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._repairs: list[tuple[str, Callable[[int], int]]] | None = None
+
+    def object(self, start: int, end: int) -> dict[str, Any] | None:
+        data = _decoded(self.text, start, end)
+        if data is None:
+            for repaired, moved in self._repaired():  # bare keys last: the repair may touch strings
+                data = _decoded(repaired, moved(start), moved(end - 1) + 1)
+                if data is not None:
+                    break
+        return data if isinstance(data, dict) else None
+
+    def _repaired(self) -> list[tuple[str, Callable[[int], int]]]:
+        if self._repairs is None:
+            commas, after_commas = _substituted(self.text, _TRAILING_COMMA, r"\1")
+            keys, after_keys = _substituted(commas, _BARE_KEY, r'\1"\2":')
+            self._repairs = [(commas, after_commas), (keys, lambda index: after_keys(after_commas(index)))]
+        return self._repairs
+
+
+def _decoded(text: str, start: int, end: int) -> Any:
+    """The JSON value that is exactly text[start:end], or None. It is read through a window
+    that grows while the decoder runs out of text: spans nest, and copying each one whole (or
+    reading in place, where an error counts the lines before it) would be quadratic."""
+    width = _WINDOW
+    while True:
+        stop = min(end, start + width)
+        window = text[start:stop]
+        try:
+            data, used = _DECODER.raw_decode(window)
+        except RecursionError:  # nested deeper than the decoder goes, whatever follows
+            return None
+        except json.JSONDecodeError as error:
+            if stop == end or not _cut_short(error, len(window)):
+                return None
+            width *= 4
+            continue
+        return data if start + used == end else None
+
+
+def _cut_short(error: json.JSONDecodeError, length: int) -> bool:
+    """Whether the error may come from the window's end rather than from the text."""
+    return error.msg.startswith("Unterminated string") or error.pos + _LOOKAHEAD >= length
+
+
+def _substituted(text: str, pattern: re.Pattern[str], replacement: str) -> tuple[str, Callable[[int], int]]:
+    """`text` with `pattern` replaced, and where a brace of `text` lands in it. A brace is never
+    inside a match, only its first character (kept first) or its last (kept last)."""
+    starts, ends, shifts, pieces, position = [], [], [0], [], 0
+    for match in pattern.finditer(text):
+        written = match.expand(replacement)
+        pieces += [text[position:match.start()], written]
+        position = match.end()
+        starts.append(match.start())
+        ends.append(match.end())
+        shifts.append(shifts[-1] + len(written) - len(match.group()))
+
+    def moved(index: int) -> int:
+        begun = bisect_right(starts, index)  # the matches that start at or before `index`
+        if begun and index == starts[begun - 1] and index < ends[begun - 1] - 1:
+            return index + shifts[begun - 1]  # a match's first character: only earlier matches moved it
+        return index + shifts[begun]
+
+    return "".join(pieces) + text[position:], moved

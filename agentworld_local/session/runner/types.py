@@ -1,14 +1,16 @@
-"""What faces hand the runner and what it hands back (session/runner.py): a new session's
+"""What faces hand the runner and what it hands back (session/runner/runner.py): a new session's
 needs (NewSession), the snapshot of an open one (SessionView), the events of a load and of a
 failure as faces show them."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentworld_local.domains.base import Domain
+from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import AwlError
@@ -27,7 +29,7 @@ class NewSession:
     note: str = ""
     #: The agent model that will propose the actions (agent/), for the header.
     agent: dict[str, Any] | None = None
-    #: What each turn earns (session/rewards.py: a RewardHook); None: no reward.
+    #: What each turn earns (session/rewards/: a RewardHook); None: no reward.
     reward: Any = None
 
     @classmethod
@@ -35,6 +37,42 @@ class NewSession:
                   reward: Any = None) -> NewSession:
         """From a ResolvedSpec (SessionSpec(...).resolve())."""
         return cls(resolved.domain, resolved.settings, Path(out), resolved.scenario_ref, note, agent, reward)
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """Where a session is after a command (each Ready carries it): what every face renders,
+    so none keeps its own copy of the branch."""
+
+    id: str
+    #: The current branch's length, and the id of its last turn (0 when it has none).
+    turns: int
+    head: int
+    #: The current observation: the last turn's on the branch, or the starting state.
+    observation: str
+    #: The branch's last action ended the task in the domain's own terms (domains/endings.py).
+    ended: bool = False
+    #: What the last step earned (None: no reward hook, or no reward since the branch changed).
+    reward: float | None = None
+    reward_source: str | None = None
+    #: The current branch's turns, oldest first (records shared with the session: read them only).
+    branch: tuple[TurnRecord, ...] = ()
+    #: Grows with every view the runner gives (of any session): of two views, the later one.
+    serial: int = 0
+
+
+_SERIALS = itertools.count(1)  # next() is atomic in CPython: views of one session come in order
+
+
+def session_state(sid: str, session: Any) -> SessionState:
+    """The view of an open `session` now (called on the thread that runs its commands)."""
+    history, world = session.history, session.world
+    last = history[-1] if history else None
+    rewarded = session.last_reward
+    return SessionState(sid, len(history), world.head, last.observation if last is not None else world.initial_state,
+                        last is not None and ends_task(world.domain.name, last.action_payload),
+                        rewarded.value if rewarded is not None else None,
+                        rewarded.source if rewarded is not None else None, tuple(history), next(_SERIALS))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """One command sent to the runner, as every face waits on it.
 
-Each of the runner's commands (session/runner.py) returns a `Sent`: true when the runner
+Each of the runner's commands (session/runner/runner.py) returns a `Sent`: true when the runner
 accepted it, and the command's own events in order, the last one its `Ready` (or, refused at
 once, its `Refused`). A face waits on it in the way it lives: a thread iterates `events()`
 (the CLI, the Python env, an agent loop), an event loop or a UI thread `watch()`es it (the
@@ -119,7 +119,29 @@ class Outcome:
 
     @property
     def cancelled(self) -> bool:
-        return any(isinstance(event, (events.TurnCancelled, events.LoadCancelled)) for event in self.said)
+        return bool(self.cancelled_by)
+
+    @property
+    def cancelled_by(self) -> str:
+        """Who cancelled the command ("client" or "closing"), "" when it was not: a turn or a
+        reward that was stopped, a load cut short, or a command dropped before it ran."""
+        for event in self.said:
+            if isinstance(event, events.TurnCancelled):
+                return event.by or "client"
+            if isinstance(event, events.LoadCancelled):
+                return "client"
+            if isinstance(event, events.ErrorEvent) and isinstance(event.error, Cancelled):
+                return getattr(event.error, "by", "") or "client"
+            if isinstance(event, events.Ready) and event.cancelled_by:
+                return event.cancelled_by
+        return ""
+
+    @property
+    def view(self) -> Any:
+        """Where the command's session is after it (its Ready's SessionState), None for a
+        command of no session or one that was refused."""
+        ready = self.first(events.Ready)
+        return ready.view if ready is not None else None
 
     def raise_failure(self, *, defects: bool = False) -> None:
         """A refusal, an error or a cancel raised as the AwlError it stands for. `defects`: an
@@ -127,8 +149,13 @@ class Outcome:
         AwlError that names it (a face's one line)."""
         for event in self.said:
             raise_failure(event, defects=defects)
-        if self.cancelled:
-            raise Cancelled("Cancelled.", "Nothing unfinished was saved; try again.")
+        by = self.cancelled_by
+        if by:
+            cancelled = (Cancelled("Stopped: the runner is closing (a server shutting down).",
+                                   "Nothing unfinished was saved; resume the session on the next server.")
+                         if by == "closing" else Cancelled("Cancelled.", "Nothing unfinished was saved; try again."))
+            cancelled.by = by  # type: ignore[attr-defined] - read by faces that answer a closing differently
+            raise cancelled
 
 
 def raise_failure(event: events.SessionEvent, *, defects: bool = False) -> None:
@@ -139,4 +166,8 @@ def raise_failure(event: events.SessionEvent, *, defects: bool = False) -> None:
             raise error
         raise AwlError(event.message, event.hint)
     if isinstance(event, events.Refused):
+        if event.by == "closing":  # a server shutting down: not the client's mistake
+            closing = Cancelled(event.message, event.hint)
+            closing.by = "closing"  # type: ignore[attr-defined]
+            raise closing
         raise InputError(event.message, event.hint)
