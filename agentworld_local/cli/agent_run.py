@@ -8,6 +8,8 @@ let the agent run, or quit.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -65,7 +67,7 @@ def load_agent(spec: str, load: dict[str, Any], key_env: str | None = None) -> M
 def run_agent_session(runner: SessionRunner, new: NewSession, agent: ModelAgent, *, steps: int,
                       approve: bool, printer: TurnPrinter) -> int:
     """Open the session, let the agent act for up to `steps` turns, close it (play_lines's rules)."""
-    new = NewSession(new.domain, new.settings, new.out, new.scenario, new.note, agent.identity)
+    new = dataclasses.replace(new, agent=agent.identity)  # the rest as given: its reward included
     history = AgentHistory(new.domain, new.settings.task)
     review = TerminalReview(new.domain) if approve else None
     episode = Episode(agent, history, steps=steps, review=review)

@@ -5,12 +5,18 @@ never waits for the agent model: each proposal streams into a line above the act
 then stands in the input for the user to approve (Enter), edit, or replace; `ctrl+l` lets the
 agent run on its own from there; Escape stops the agent (mid-proposal too). Each action goes
 to the runner like a typed one, with the agent side recorded in its turn.
+
+The agent's history is the session's current branch, as the runner's latest view says it
+(`BranchHistory`): the user's own actions, undos and regenerates are in it as they are in the
+file. The loop goes on to its next proposal once its turn's command has ended (its Ready, with
+the view that holds the turn, has reached the screen).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -23,9 +29,45 @@ from agentworld_local.agent.prompt import identity_label
 from agentworld_local.domains.base import Action
 from agentworld_local.errors import Cancelled
 from agentworld_local.terminal_text import safe_for_terminal
+from agentworld_local.trajectory.schema import TurnRecord
 
 #: What the loop thread waits for from the UI: a decision, or a turn's observation (None: no turn).
 _STOPPED = object()
+
+
+class BranchHistory(AgentHistory):
+    """What the agent has seen: the session's current branch, as the runner's latest view
+    says it (`follow`, on the UI thread, with each Ready's branch), never a copy kept by hand.
+    The episode's `observed()` appends to a list made for it alone: the turn reaches the history
+    with its command's view."""
+
+    _turns: tuple[tuple[str, str], ...] = ()
+
+    @property  # type: ignore[override]
+    def turns(self) -> list[tuple[str, str]]:
+        return list(self._turns)
+
+    @turns.setter
+    def turns(self, turns: list[tuple[str, str]]) -> None:  # the dataclass's __init__
+        self._turns = tuple(turns)
+
+    def follow(self, branch: Sequence[TurnRecord]) -> None:
+        """The session's branch now (one reference swapped: the loop's thread reads it whole)."""
+        self._turns = tuple((record.action, record.observation) for record in branch)
+
+    def still(self) -> AgentHistory:
+        """The history as it is now, for one proposal (a view that comes meanwhile waits for the next)."""
+        return AgentHistory(self.domain, self.task, self.initial_state, list(self._turns))
+
+
+class _ProposesOnTheBranch:
+    """The agent, asked for each proposal with the branch as it is when the proposal starts."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+
+    def propose(self, history: BranchHistory, **options: Any) -> Proposal:
+        return self.agent.propose(history.still(), **options)
 
 
 class ProposalLine(Static):
@@ -49,9 +91,10 @@ class AgentLoop:
         self._decisions: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._observations: queue.SimpleQueue[Any] = queue.SimpleQueue()
         view = screen.view
-        history = AgentHistory(view.domain, view.settings.task, view.initial_state,
-                               [(record.action, record.observation) for record in view.branch])
-        self.episode = Episode(agent, history, steps=steps, review=self._review, on_text=self._streamed)
+        self.history = BranchHistory(view.domain, view.settings.task, view.initial_state)
+        self.history.follow(screen.branch)
+        self.episode = Episode(_ProposesOnTheBranch(agent), self.history, steps=steps, review=self._review,
+                               on_text=self._streamed)
         self.end: EpisodeEnd | None = None
         self._streamed_text = ""
         self._thread = threading.Thread(target=self._run, name="awl-agent-loop", daemon=True)
@@ -81,6 +124,10 @@ class AgentLoop:
         proposal, self.proposal = self.proposal, None
         if proposal is not None and proposal.action is not None:
             self._decisions.put(Decision(AUTO, proposal.action))
+
+    def follow(self, branch: Sequence[TurnRecord]) -> None:
+        """The session's view after a command: the agent's history is its branch."""
+        self.history.follow(branch)
 
     def turn_finished(self, observation: str) -> None:
         self._observations.put(observation)
@@ -169,16 +216,21 @@ class AgentHooks:
         loop.submit(action)
         return True
 
-    def agent_turn_event(self, finished: str | None) -> None:
-        """A turn the agent's action started ended: its observation, or None (cancelled, failed)."""
+    def agent_follow(self, branch: Sequence[TurnRecord]) -> None:
+        """The session's view after a command (any command, the user's own too)."""
+        if self.agent_loop is not None:
+            self.agent_loop.follow(branch)
+
+    def agent_turn_ended(self, finished: Any) -> None:
+        """The command of the agent's action ended (its Ready, after the view that holds the
+        turn): its TurnFinished, or None (cancelled, dropped, failed)."""
         loop = self.agent_loop
-        if loop is None or not getattr(self, "_agent_turn", False):
+        if loop is None:
             return
-        self._agent_turn = False
         if finished is None:
             loop.turn_failed()
         else:
-            loop.turn_finished(finished)
+            loop.turn_finished(finished.record.observation)
 
     def agent_stop(self) -> bool:
         """Escape: True when there was an agent to stop."""
@@ -216,12 +268,12 @@ class AgentHooks:
     def agent_step(self, step: AgentStep) -> None:
         self.query_one("#action").value = ""  # type: ignore[attr-defined]
         self._proposal_line().show(f"agent ({step.record['decision']}): {' '.join(step.action.text.split())}", style="dim")
-        self._agent_turn = True
-        if not self.runner.step(self.view.id, step.action, agent=step.record):  # type: ignore[attr-defined]
-            self.agent_turn_event(None)
-            return
-        self.busy = "turn"  # type: ignore[attr-defined]
-        self._refresh_status()  # type: ignore[attr-defined]
+        def send() -> Any:
+            return self.runner.step(self.view.id, step.action, agent=step.record)  # type: ignore[attr-defined]
+
+        # Behind what runs, if anything does (the user's own action): the runner keeps the order.
+        if not self._send("turn", send, agent=True):  # type: ignore[attr-defined]
+            self.agent_turn_ended(None)
 
     def agent_ended(self, end: EpisodeEnd) -> None:
         self._proposal_line().show(end.message, style="dim")

@@ -1,6 +1,6 @@
 """The TUI application: `make_app(...)` builds it for the CLI and for the tests.
 
-The app holds the runner (session/runner.py), the one owner of the model and its sessions:
+The app holds the runner (session/runner/runner.py), the one owner of the model and its sessions:
 screens send it commands (load, open, step, undo, fork, cancel, ...) and render the events
 it emits, which reach the UI thread as messages (tui/messages.py). No screen holds the
 backend or a Session. The app is also the one error boundary: every AwlError, and any
@@ -24,7 +24,7 @@ from agentworld_local.agent.episode import DEFAULT_STEPS
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.runner import NewSession, SessionRunner, SessionView
-from agentworld_local.session.sent import Sent
+from agentworld_local.session.runner.outcome import Sent
 from agentworld_local.tui import messages
 from agentworld_local.tui.dialogs import ErrorDialog
 
@@ -80,8 +80,9 @@ class AwlApp(App[None]):
         self.session_id: str | None = None
         #: A session the user asked for is on its way (a load, an open, a fork).
         self._waiting = False
-        #: A session that opened after the user stopped waiting for it: closed once the runner is free.
-        self._orphan: str | None = None
+        #: Sessions that opened after the user stopped waiting for them: each is closed once its
+        #: open has ended (its Ready), by a close in its own mailbox.
+        self._orphans: set[str] = set()
         #: What to say when the session the user waits for opens (a fork, a save-as).
         self._opened_note = ""
 
@@ -179,12 +180,14 @@ class AwlApp(App[None]):
                 self._show_session(event.view)
                 if self._opened_note:
                     self.notify(self._opened_note)
-            else:
-                self._orphan = message.session  # the user went back meanwhile
+            elif message.session is not None:
+                self._orphans.add(message.session)  # the user went back meanwhile
             return
-        if isinstance(event, events.Ready) and self._orphan is not None:
-            orphan, self._orphan = self._orphan, None
-            self.runner.close_session(orphan)
+        if isinstance(event, events.Ready) and message.session in self._orphans:
+            # The open's own Ready (it runs in the mailbox of commands of no session): the close
+            # queues in the session's mailbox now, behind anything already there.
+            self._orphans.discard(message.session)
+            self.runner.close_session(message.session)
         if isinstance(event, (events.ErrorEvent, events.Refused)) and message.session is None:
             self._waiting = False
             if isinstance(self.screen, LoadingScreen):

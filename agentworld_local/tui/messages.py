@@ -1,6 +1,6 @@
 """How the runner's events reach the screens, in one place.
 
-The runner (session/runner.py) owns the model and the sessions and emits events on its own
+The runner (session/runner/runner.py) owns the model and the sessions and emits events on its own
 thread; `FrameEventPoster` is its emit for the app. It never touches a widget: it posts
 messages, and the handlers (on the UI thread, in order) update the widgets. The stream of
 a turn is merged into `StreamUpdated`, which carries the whole text so far, so a newer one

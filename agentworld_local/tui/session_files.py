@@ -1,5 +1,8 @@
 """The session screen's file actions (a mixin of SessionScreen): fork at a turn, save as, open
-a saved session. Each asks for a path, then the app does it through its runner."""
+a saved session. Each asks for a path, then the app does it through its runner. A fork or a
+save-as asked for while the screen's commands run is sent once they have ended, so it holds
+every turn they save; opening another session closes this one after what runs (the runner
+queues the close in its mailbox)."""
 
 from __future__ import annotations
 
@@ -12,31 +15,37 @@ from agentworld_local.tui.dialogs import PromptDialog
 
 
 class SessionFileActions:
-    """Needs the screen's `view`, `branch`, `_picked_turn`, `awl_app`, `_refuse_while_busy`."""
+    """Needs the screen's `view`, `branch`, `busy`, `_picked_turn`, `awl_app`, `_after_pending`."""
 
     def action_fork(self) -> None:
-        """Fork at the turn picked in the timeline, else at the last turn."""
-        if self._refuse_while_busy():
-            return
-        turn = self._picked_turn if self._picked_turn is not None else len(self.branch)
-        if turn == 0 and self._picked_turn is not None:
+        """Fork at the turn picked in the timeline, else at the last turn (the last once what
+        runs has ended, when something does)."""
+        picked = self._picked_turn
+        if picked == 0:
             self.notify("That turn is not on the current branch; pick one of its turns to fork at.", severity="warning")
             return
-        if turn == 0:
-            self.notify("There is no turn to fork at yet: run an action first.", severity="warning")
-            return
-        self._ask_path(f"Fork at turn {turn} into a new file", lambda path: self.awl_app.fork_session(turn, path))
+        if picked is None and not self.busy:
+            picked = len(self.branch)
+            if picked == 0:
+                self.notify("There is no turn to fork at yet: run an action first.", severity="warning")
+                return
+        title = f"Fork at turn {picked} into a new file" if picked is not None else "Fork at the last turn into a new file"
+
+        def fork(path: Path) -> None:
+            turn = picked if picked is not None else len(self.branch)
+            if turn == 0:
+                self.notify("There is no turn to fork at yet: run an action first.", severity="warning")
+                return
+            self.awl_app.fork_session(turn, path)
+
+        self._ask_path(title, lambda path: self._after_pending(lambda: fork(path), "The fork is made"))
 
     def action_save_as(self) -> None:
-        if self._refuse_while_busy():
-            return
-        turns = len(self.branch)
         self._ask_path("Save as (the session goes on in the new file)",
-                       lambda path: self.awl_app.fork_session(turns, path, save_as=True))
+                       lambda path: self._after_pending(
+                           lambda: self.awl_app.fork_session(len(self.branch), path, save_as=True), "It is saved"))
 
     def action_open(self) -> None:
-        if self._refuse_while_busy():
-            return
         self._ask_path("Open a saved session (it goes on in that file)", self.awl_app.open_saved, suggest=False)
 
     def _ask_path(self, title: str, then: Callable[[Path], Any], *, suggest: bool = True) -> None:

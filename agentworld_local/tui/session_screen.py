@@ -2,8 +2,12 @@
 
 The screen holds no Session: it sends commands to the app's runner and shows the events
 that come back (tui/messages.py brings them to the UI thread, in order): the runner's snapshot
-of the session when it opened (`SessionView`), kept current by the events (`turns`, `head`).
-Keys keep working while a turn streams; Escape cancels it (the runner stops it at its next token).
+of the session when it opened (`SessionView`), then the session's view after each command (each
+`Ready` carries one, with the current branch): the screen keeps no copy of the branch by hand.
+It keeps no lock or busy gate either: a command sent while another runs waits behind it in the
+session's mailbox in the runner and runs in order; the status says what runs and how many wait.
+Keys keep working while a turn streams; Escape cancels what runs (the runner stops it at its next
+token) and drops what waits.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from textual.widgets import Collapsible, Footer, Static, Tree
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
-from agentworld_local.session.sent import Sent
+from agentworld_local.session.runner.outcome import Sent
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
 from agentworld_local.tui.agent_loop import AgentHooks, ProposalLine
@@ -49,6 +53,40 @@ def placeholder(domain: Any) -> str:
     from agentworld_local.domains.forms import session_action_examples
 
     return " · ".join([*session_action_examples(domain), ":undo", ":regenerate", ":control TEXT"])
+
+
+#: What the status bar says while the oldest command this screen sent runs, by its kind.
+BUSY_LABELS = {"turn": "generating… (esc cancels)", "files": "listing files… (esc cancels)", "undo": "undoing…",
+               "control": "adding the control…"}
+
+
+class SentCommand:
+    """A command this screen sent, until the screen has shown its `Ready`: its kind ("turn",
+    "files", "undo", "control"), whether the agent proposed it, and what its own events said.
+    Its Sent is watched on the runner's thread (each event is put there before it is emitted
+    to the app), so the UI thread can tell the command's events from the session's others."""
+
+    def __init__(self, kind: str, sent: Sent, *, agent: bool = False) -> None:
+        self.kind = kind
+        self.agent = agent
+        self.ran = False  # its turn began: a cancel stopped it (else it was dropped while it waited)
+        self.dropped = False  # cancelled before it ran: it changed nothing
+        self.finished: events.TurnFinished | None = None
+        self._own: set[int] = set()  # ids of its events the screen tells apart (its Sent keeps them alive)
+        sent.watch(self._saw)
+
+    def _saw(self, session: str | None, event: events.SessionEvent) -> None:
+        if isinstance(event, events.TurnStarted):
+            self.ran = True
+        elif isinstance(event, events.TurnFinished):
+            self.finished = event
+        elif isinstance(event, events.Ready) and event.cancelled_by:
+            self.dropped = True
+        if isinstance(event, (events.Ready, events.TurnCancelled, events.Notice)):
+            self._own.add(id(event))
+
+    def owns(self, event: events.SessionEvent) -> bool:
+        return id(event) in self._own
 
 
 def action_suggester(domain: Any) -> SuggestFromList:
@@ -80,15 +118,21 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
     def __init__(self, view: SessionView, *, timings: bool = True, files_each_turn: bool = False) -> None:
         super().__init__()
         self.view = view
-        #: The current branch, as the runner's events tell it (never read from a Session or the file).
+        #: The current branch: the runner's view of it after the last command (never read from
+        #: a Session or the file, never kept by hand).
         self.branch: list[TurnRecord] = list(view.branch)
-        self._replacing: list[TurnRecord] = []  # what a regenerate replaces until its new turn is done
+        #: A turn that finished since that view: shown at once, until its command's Ready.
+        self._finished: events.TurnFinished | None = None
+        #: The commands this screen sent whose Ready it has not shown yet, oldest first.
+        self._pending: list[SentCommand] = []
+        #: What waits for those commands to end (a fork, a save-as), oldest first.
+        self._when_done: list[Callable[[], None]] = []
         self.timings = timings
         self.files_each_turn = files_each_turn
-        self.busy = ""  # what the runner does for this screen ("turn", "files"), "" when idle
         self._live: messages.StreamUpdated | None = None
         self._turn_action = ""
         self._timeline_traj = view.trajectory  # the file's turns as the runner read them at open
+        self._timeline_ids = {record.id for record in view.trajectory.turns}
         self._stream_base: str | None = None  # a terminal's scrollback before the streaming observation
         self._picked_turn: int | None = None  # the timeline turn the user moved to (None: the last)
 
@@ -175,8 +219,16 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
 
     # -- what the widgets show ---------------------------------------------------------
 
+    def _shown(self) -> list[TurnRecord]:
+        """The branch as shown: the runner's view of it, and a turn that finished since (its
+        Ready, with the view that holds it, comes after its reward)."""
+        finished = self._finished
+        if finished is None:
+            return self.branch
+        return [*self.branch[: finished.turns - 1], finished.record]
+
     def _state_text(self) -> str:
-        history = self.branch
+        history = self._shown()
         return history[-1].observation if history else self.view.initial_state
 
     def _show_world(self, text: str, title: str) -> None:
@@ -190,28 +242,31 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         """What the world view shows: the terminal's whole scrollback, else the latest state."""
         if self.domain_name != "terminal":
             return self._state_text()
-        turns = [(record.action_payload, record.observation) for record in self.branch]
+        turns = [(record.action_payload, record.observation) for record in self._shown()]
         return scrollback(self.view.initial_state, turns)
 
     def _show_state(self) -> None:
-        history = self.branch
+        history = self._shown()
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
         self._show_world(self._world_text(), _safe_title(title))
         self.query_one("#thinking", Static).update(Text(history[-1].thinking if history else "", style="dim"))
 
-    def _refresh_timeline(self, saved: TurnRecord | None = None) -> None:
+    def _refresh_timeline(self) -> None:
         """The runner read the file once, when the session opened; after that the timeline
-        follows the events: a saved turn is added, and the branch's head is the events' own."""
+        follows the events and the views: each saved turn is added, and the head is the shown branch's."""
         traj = self._timeline_traj
-        if saved is not None and saved.id not in {turn.id for turn in traj.turns[-1:]}:
-            traj.turns.append(saved)
-        traj.head = self.branch[-1].id if self.branch else 0
+        shown = self._shown()
+        for record in shown:
+            if record.id not in self._timeline_ids:
+                self._timeline_ids.add(record.id)
+                traj.turns.append(record)
+        traj.head = shown[-1].id if shown else 0
         self._picked_turn = None  # the timeline is rebuilt: Ctrl+F means the last turn again
         self.query_one(Timeline).show(traj)
 
     def _refresh_status(self, live: messages.StreamUpdated | None = None) -> None:
         info = self._model_info()
-        history = self.branch
+        history = self._shown()
         last = history[-1] if history else None
         speed = None
         used = None
@@ -220,12 +275,20 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
             speed = last.timing("tokens_per_s")
         if live is not None:
             speed = live.chunks / live.elapsed_s if live.elapsed_s > 0 else None
-        busy = {"turn": "generating… (esc cancels)", "files": "listing files…"}.get(self.busy, "")
+        busy = self._busy_text()
         self.query_one(StatusBar).show(
             model=info.name, gpu_layers=info.gpu_layers, tokens_per_s=speed if self.timings else None,
             # Context use moves with the prompts' wording: hidden with the timings (snapshots).
             context_used=used if self.timings else None, n_ctx=info.n_ctx, think=self._think_label(),
             turn=len(history), path=self.view.path.name, busy=busy, endpoint=info.endpoint)
+
+    def _busy_text(self) -> str:
+        """What runs for this screen, and how many of its commands wait behind it."""
+        if not self._pending:
+            return ""
+        text = BUSY_LABELS.get(self._pending[0].kind, "")
+        waiting = len(self._pending) - 1
+        return f"{text} · {waiting} queued" if waiting else text
 
     def _say_inline(self, text: str) -> None:
         error = self.query_one("#action-error", Static)
@@ -238,9 +301,6 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
     def _submitted(self, event: ActionInput.Submitted) -> None:
         text = event.value.strip()
         if not text:
-            return
-        if self.busy:
-            self._say_inline("A turn is running: wait for it, or press Escape to cancel it.")
             return
         field = self.query_one(ActionInput)
         try:
@@ -258,8 +318,8 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         field.value = ""
         if action is not None and self.agent_take(action):
             return  # the answer to the agent's proposal: the agent loop sends it
-        if action is not None:
-            self._start("turn", lambda: self.runner.step(self.view.id, action))
+        if action is not None:  # behind what runs, if anything does: the runner keeps the order
+            self._send("turn", lambda: self.runner.step(self.view.id, action))
         elif line is not None and line.command == UNDO:
             self.action_undo()
         elif line is not None and line.command == REGENERATE:
@@ -269,38 +329,50 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
 
     # -- what the runner says --------------------------------------------------------------
 
-    def _start(self, busy: str, send: Callable[[], Sent]) -> None:
-        """Send a command that takes a while; the screen is busy until the runner's Ready."""
-        if send():
-            self.busy = busy
-            self._refresh_status()
+    def _send(self, kind: str, send: Callable[[], Sent], *, agent: bool = False) -> bool:
+        """Send a command (it waits in the session's mailbox behind what runs); the screen
+        waits for it until its Ready. False when the runner refused it (it says why)."""
+        sent = send()
+        if not sent:
+            return False
+        self._pending.append(SentCommand(kind, sent, agent=agent))
+        self._pending_changed()
+        return True
+
+    def _pending_changed(self) -> None:
+        if self.is_mounted:
+            self.refresh_bindings()  # the footer offers Escape only while something runs
+            self._refresh_status(self._live)
+
+    def _after_pending(self, then: Callable[[], None], what: str) -> None:
+        """`then` once the commands this screen sent have ended (at once when none runs)."""
+        if not self._pending:
+            then()
+            return
+        self._when_done.append(then)
+        self.notify(f"{what} once what runs now has ended (Esc drops it).", timeout=4)
+
+    def _command_of(self, event: events.SessionEvent) -> SentCommand | None:
+        return next((command for command in self._pending if command.owns(event)), None)
 
     def on_session_event(self, event: events.SessionEvent) -> None:
         """One event of this screen's session (the app routes them here, in order)."""
         if isinstance(event, events.TurnStarted):
             self._turn_began(event.turn, event.action)
         elif isinstance(event, events.TurnFinished):
-            self.agent_turn_event(event.record.observation)
-            self.branch = [*self.branch[: event.turns - 1], event.record]
+            self._finished = event  # shown at once; the branch itself comes with the command's Ready
             self._live = None
             self._show_state()
-            self._refresh_timeline(event.record)
+            self._refresh_timeline()
             if self.files_each_turn and self.has_files:
                 self.call_after_refresh(self.action_files)
         elif isinstance(event, events.TurnCancelled):
-            self.agent_turn_event(None)
-            # A cancelled regenerate keeps the turn it was replacing: it comes back.
-            self.branch = [*self.branch, *self._replacing][:event.turns]
-            self._replacing = []
             self._live = None
-            self._show_state()
+            self._show_state()  # a cancelled regenerate keeps the turn it was replacing: the branch still holds it
             self._refresh_timeline()
-            self.notify(f"Turn {event.turn} cancelled; nothing was saved.", timeout=4)
-        elif isinstance(event, (events.Undone, events.Regenerated)):
-            self._replacing = self.branch[event.turns:] if isinstance(event, events.Regenerated) else []
-            del self.branch[event.turns:]
-            self._show_state()
-            self._refresh_timeline()
+            command = self._command_of(event)
+            if command is None or (command.ran and not command.dropped):  # a dropped one is counted by the cancel
+                self.notify(f"Turn {event.turn} cancelled; nothing was saved.", timeout=4)
         elif isinstance(event, events.ControlAdded):
             self.notify(f"Control for the next turn: {event.text}")
         elif isinstance(event, events.ContextTrimmed):
@@ -309,14 +381,41 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         elif isinstance(event, events.FilesListed):
             self.query_one(FilePanel).show_tree(event.tree)
         elif isinstance(event, events.Notice):
-            self.notify(event.text)
+            command = self._command_of(event)
+            if command is None or not command.dropped:
+                self.notify(event.text)
         elif isinstance(event, events.ErrorEvent):
-            self.agent_turn_event(None)
             self._live = None  # the app shows the error; the session is as it was before the command
             self._show_state()
         elif isinstance(event, events.Ready):
-            self.busy = ""
+            if event.view is not None and event.view.id == self.view.id:
+                self._follow(event.view)
+            command = self._command_of(event)
+            if command is not None:
+                self._ended(command)
         self._refresh_status(self._live)
+
+    def _follow(self, view: Any) -> None:
+        """The session's view after a command (a `SessionState`): its branch is the branch."""
+        shown = [record.id for record in self._shown()]
+        self.branch = list(view.branch)
+        self._finished = None
+        self.agent_follow(self.branch)
+        if [record.id for record in self.branch] != shown:
+            self._show_state()
+            self._refresh_timeline()
+
+    def _ended(self, command: SentCommand) -> None:
+        """`command`'s Ready was shown: the screen waits for it no more."""
+        self._pending.remove(command)
+        if command.agent:
+            self.agent_turn_ended(command.finished)
+        self._pending_changed()
+        if not self._pending:
+            waiting, self._when_done = self._when_done, []
+            for then in waiting:
+                with self.awl_app.guarded():
+                    then()
 
     def _turn_began(self, turn: int, action: str) -> None:
         self._turn_action = action
@@ -331,7 +430,7 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         (the observation streams after it); None for other domains."""
         if self.domain_name != "terminal":
             return None
-        earlier = [(record.action_payload, record.observation) for record in self.branch[: turn - 1]]
+        earlier = [(record.action_payload, record.observation) for record in self._shown()[: turn - 1]]
         try:
             payload = self._domain().parse_action(action).payload
         except AwlError:
@@ -354,33 +453,28 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
 
     # -- actions ---------------------------------------------------------------------------
 
-    def _refuse_while_busy(self) -> bool:
-        if self.busy:
-            self.notify("A turn is running: wait for it, or press Escape to cancel it.", severity="warning")
-        return bool(self.busy)
-
     def action_cancel_turn(self) -> None:
-        """The runner stops the turn at its next token (TurnCancelled, then Ready); an agent stops too."""
+        """Escape: the runner stops what runs for this session at its next token (TurnCancelled,
+        then Ready) and drops what waits behind it; an agent stops too."""
         self.agent_stop()
-        if self.busy:
-            self.runner.cancel()
+        self._when_done.clear()
+        if not self._pending:
+            return
+        self.runner.cancel(self.view.id)
+        dropped = sum(command.dropped for command in self._pending)  # the runner said so before it returned
+        if dropped:
+            self.notify(f"{dropped} queued command{'s' * (dropped != 1)} dropped; nothing was changed.", timeout=4)
 
     def action_undo(self) -> None:
-        if not self._refuse_while_busy():
-            self.runner.undo(self.view.id)  # a refusal (nothing to undo) comes back as an error
+        self._send("undo", lambda: self.runner.undo(self.view.id))  # a refusal (nothing to undo) comes back as an error
 
     def action_regenerate(self) -> None:
-        if self._refuse_while_busy():
-            return
-        if not self.branch:
+        if not self._shown() and not self._pending:  # else a turn may come first: the runner decides
             self.awl_app.show_error(InputError("There is no turn to regenerate yet.", "Run an action first."))
             return
-        self._start("turn", lambda: self.runner.regenerate(self.view.id))
+        self._send("turn", lambda: self.runner.regenerate(self.view.id))
 
     def action_control(self) -> None:
-        if self._refuse_while_busy():
-            return
-
         def added(text: str | None) -> None:
             if text:
                 self._add_control(text)
@@ -389,9 +483,8 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
                                           "e.g. the disk is full"), added)
 
     def _add_control(self, text: str) -> None:
-        # The runner refuses it while a turn runs (the dialog may outlive the idle moment it opened in).
-        if not self._refuse_while_busy():
-            self.runner.control(self.view.id, text)
+        # Sent while a turn runs, it waits behind it: it applies to the next turn, never the running one.
+        self._send("control", lambda: self.runner.control(self.view.id, text))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
         """A turn the user moves to in the timeline is the one Ctrl+F forks at."""
@@ -405,10 +498,8 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         if not self.has_files:
             self.notify(f"The {self.domain_name} domain has no file system to list.", severity="warning")
             return
-        if self._refuse_while_busy():
-            return
         # A hidden turn on a throwaway fork: never in the history or the file (FilesListed).
-        self._start("files", lambda: self.runner.list_files(self.view.id))
+        self._send("files", lambda: self.runner.list_files(self.view.id))
 
     def action_pick_element(self) -> None:
         """Web: choose an element of the page; `click ID` (or `fill ID `) goes to the action line."""
@@ -436,7 +527,7 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         if self.domain_name != "web":
             self.notify("Only web sessions have a page to open in the browser.", severity="warning")
             return
-        history = self.branch
+        history = self._shown()
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
         page = open_web_page(self._state_text(), f"awl session {self.view.path.name}, {title}")
         self.notify(page.message(), severity="information" if page.opened else "warning", timeout=4 if page.opened else 15)
@@ -470,13 +561,14 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
 
     @property
     def busy(self) -> str:
-        return self._busy
+        """What this screen waits for: the kind of the oldest command it sent whose Ready has
+        not come ("turn", "files", "undo", "control"), "" when none (it waits for nothing)."""
+        return self._pending[0].kind if self._pending else ""
 
-    @busy.setter
-    def busy(self, value: str) -> None:
-        self._busy = value
-        if self.is_mounted:
-            self.refresh_bindings()  # the footer offers Escape only while busy
+    @property
+    def queued(self) -> int:
+        """The commands this screen sent that wait behind the one running."""
+        return max(len(self._pending) - 1, 0)
 
     def action_help(self) -> None:
         rows = [(binding.key, binding.description) for binding in self.BINDINGS

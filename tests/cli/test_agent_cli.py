@@ -8,6 +8,7 @@ OpenAI-compatible server on 127.0.0.1 (tests/remote/fake_openai.py) through the 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -210,3 +211,17 @@ def test_the_agent_servers_key_comes_from_the_named_variable_and_is_never_writte
     assert result.returncode == 0, result.stderr
     assert [turn.action for turn in read_trajectory(out).turns] == ["pwd"]
     assert "agent-secret-1234" not in out.read_text() and "agent-secret-1234" not in result.stderr
+
+
+def test_an_agent_run_with_a_reward_gives_each_turn_its_reward_line_and_event(tmp_path):
+    """`awl run --agent ... --reward SPEC`: each agent turn is rewarded as a typed one is."""
+    (tmp_path / "halfway.py").write_text("def reward(episode):\n    return 0.5 * len(episode.turns)\n")
+    out = tmp_path / "s.jsonl"
+    env = {**awl_env(tmp_path), "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    result = awl("run", "-m", world(tmp_path), "--agent", agent(tmp_path, *AGENT), "--agent-steps", "2",
+                 "--reward", "halfway:reward", "--json", "--out", str(out), home=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    said = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [event["value"] for event in said if event["event"] == "reward"] == [0.5, 1.0]
+    assert [line["value"] for line in map(json.loads, out.read_text().splitlines()) if line.get("type") == "reward"] \
+        == [0.5, 1.0]

@@ -107,3 +107,55 @@ async def test_escape_while_a_proposal_waits_leaves_it_to_the_user_as_their_own_
         await settle(pilot)
     saved = read_trajectory(tmp_path / "session.jsonl")
     assert [(turn.action, turn.agent) for turn in saved.turns] == [("ls -la", None)]
+
+
+def agent_branch(app) -> list[tuple[str, str]]:
+    return app.screen.agent_loop.history.turns
+
+
+def file_branch(tmp_path) -> list[tuple[str, str]]:
+    return [(turn.action, turn.observation) for turn in read_trajectory(tmp_path / "session.jsonl").current_branch()]
+
+
+async def test_the_agents_history_is_the_sessions_branch_with_the_users_own_actions_and_undos(tmp_path):
+    """The user types an action of their own while the agent proposes, then undoes a turn while
+    a proposal waits: the agent's history follows the session's view (each Ready's branch), so
+    the agent reads what the file holds, never a copy that drifted from it."""
+    # Seconds of text after "list every": the user's Enter surely lands mid-proposal.
+    slow = "I will now list every file on the machine, " + "one directory at a time, slowly, " * 20 + "```\nls -laR /\n```"
+    agent_model = agent(slow, "whoami", "pwd", delay_s=0.01)
+    app = session_app(tmp_path, scripted(*WORLD), agent=agent_model, agent_steps=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        await wait_for(lambda: "list every" in widget_text(app, "#agent-proposal"), timeout_s=30)
+        assert app.screen.agent_loop.proposal is None  # mid-proposal: Enter is the user's own action
+        field(app).value = "pwd"  # typed at once: keys pressed one by one wait for the stream to settle
+        await pilot.press("enter")
+        await proposal_shown(pilot, "ls -laR /")
+        await settle(pilot)
+        assert [action for action, _ in file_branch(tmp_path)] == ["pwd"]
+        assert agent_branch(app) == file_branch(tmp_path)
+        await pilot.press("enter")  # approve: the agent's turn
+        await proposal_shown(pilot, "whoami")
+        await settle(pilot)
+        assert [action for action, _ in file_branch(tmp_path)] == ["pwd", "ls -laR /"]
+        assert agent_branch(app) == file_branch(tmp_path)
+        # What the agent model was asked for "whoami": both turns, the user's own first.
+        asked = [message["content"] for message in agent_model._backend.last_messages if message["role"] == "assistant"]
+        assert asked == ["pwd", "ls -laR /"]
+        await pilot.press("ctrl+z")  # while the proposal waits for the user
+        await settle(pilot)
+        assert [action for action, _ in file_branch(tmp_path)] == ["pwd"]
+        assert agent_branch(app) == file_branch(tmp_path)
+        await pilot.press("enter")  # approve whoami: asked again with the branch as it is now
+        await proposal_shown(pilot, "pwd")
+        await settle(pilot)
+        assert [action for action, _ in file_branch(tmp_path)] == ["pwd", "whoami"]
+        assert agent_branch(app) == file_branch(tmp_path)
+        asked = [message["content"] for message in agent_model._backend.last_messages if message["role"] == "assistant"]
+        assert asked == ["pwd", "whoami"]
+        await pilot.press("escape")
+        await wait_for(lambda: app.screen.agent_loop.end is not None, timeout_s=30)
+    saved = read_trajectory(tmp_path / "session.jsonl")
+    assert [(turn.action, (turn.agent or {}).get("decision")) for turn in saved.turns] == [
+        ("pwd", None), ("ls -laR /", "approved"), ("whoami", "approved")]

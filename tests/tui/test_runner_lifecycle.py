@@ -11,14 +11,16 @@ import pytest
 
 from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.errors import Cancelled
-from agentworld_local.session import loading
+from agentworld_local.engine import loading
 from agentworld_local.testing.answers import answer
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.dialogs import ErrorDialog, PromptDialog
 from agentworld_local.tui.session_screen import SessionScreen
 from agentworld_local.tui.start import LoadingScreen, StartScreen
-from tests.tui.helpers import SIZE, GatedBackend, scripted, session_app, session_opened, settle, type_action, wait_for
+from tests.tui.helpers import (
+    SIZE, GatedBackend, scripted, session_app, session_opened, settle, type_action, wait_for, widget_text,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -72,28 +74,33 @@ async def test_a_model_that_fails_to_load_leaves_the_start_screen_not_a_blank_on
     assert not (tmp_path / "s.jsonl").exists()
 
 
-async def test_a_control_instruction_is_refused_while_a_turn_runs(tmp_path):
-    """Ctrl+N was accepted while a turn ran: the UI thread wrote through the worker's writer."""
+async def test_a_control_sent_while_a_turn_runs_waits_and_applies_to_the_next_turn(tmp_path):
+    """Ctrl+N was once accepted while a turn ran and written beside it (the UI thread wrote
+    through the worker's writer), then refused; now it waits in the session's mailbox behind
+    the running turn: that turn never sees it, the next one does."""
     backend = GatedBackend(scripted("thinking_then_tags", "thinking_then_tags"))
     app = session_app(tmp_path, backend)
     async with app.run_test(size=SIZE) as pilot:
         await session_opened(pilot)
+        screen = app.screen
         await type_action(pilot, "ls -la", wait=False)
         await wait_for(backend.holding.is_set)
         await pilot.press("ctrl+n")
-        await pilot.pause()
-        assert not isinstance(app.screen, PromptDialog)
-        assert any("turn is running" in str(note.message) for note in app._notifications)
-        # Typed at the action line, it is refused too (the runner is the last word on it).
-        assert not app.runner.control(app.screen.view.id, "the disk is full")
+        await wait_for(lambda: isinstance(app.screen, PromptDialog))
+        app.screen.query_one("#prompt-input").value = "the disk is full"
+        await pilot.press("enter")
+        await wait_for(lambda: app.screen is screen)
+        assert screen.busy == "turn" and screen.queued == 1
+        assert "generating… (esc cancels) · 1 queued" in widget_text(app, "#status")
         backend.gate.set()
         await settle(pilot)
         await type_action(pilot, "pwd")
     traj = read_trajectory(tmp_path / "session.jsonl")
-    assert traj.pending_controls == [] and all(not t.controls_added for t in traj.turns)
+    assert [turn.controls_added for turn in traj.turns] == [[], ["the disk is full"]]
+    assert traj.pending_controls == []
 
 
-async def test_a_control_dialog_left_open_until_a_turn_runs_is_refused_then(tmp_path):
+async def test_a_control_dialog_left_open_until_a_turn_runs_is_sent_behind_it(tmp_path):
     backend = GatedBackend(scripted("thinking_then_tags", "thinking_then_tags"))
     app = session_app(tmp_path, backend)
     async with app.run_test(size=SIZE) as pilot:
@@ -101,18 +108,45 @@ async def test_a_control_dialog_left_open_until_a_turn_runs_is_refused_then(tmp_
         screen = app.screen
         await pilot.press("ctrl+n")
         await wait_for(lambda: isinstance(app.screen, PromptDialog))
-        screen.busy = "turn"  # as if a turn began meanwhile (e.g. from the command palette)
+        # A turn begins meanwhile (e.g. the agent's, or one from the command palette).
+        assert screen._send("turn", lambda: app.runner.step(screen.view.id, screen.view.domain.parse_action("ls -la")))
+        await wait_for(backend.holding.is_set)
         app.screen.query_one("#prompt-input").value = "the disk is full"
         await pilot.press("enter")
-        await pilot.pause()
-        screen.busy = ""
-    assert not (tmp_path / "session.jsonl").exists()  # nothing was written: no control, no turn
+        await wait_for(lambda: screen.queued == 1)
+        backend.gate.set()
+        await settle(pilot)
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [turn.controls_added for turn in traj.turns] == [[]]  # the running turn never saw it
+    assert traj.pending_controls == ["the disk is full"]  # for the next turn, a resume included
+
+
+async def test_a_session_that_opens_after_the_user_went_back_is_closed_and_leaves_no_file(tmp_path):
+    """The open the user stopped waiting for still opens: the app closes it by a close queued
+    in its own mailbox once the open has ended, and the user's next start opens as usual."""
+    from agentworld_local.tui.app import SessionRequest
+
+    app = make_app(backend=scripted("thinking_then_tags"), domain="terminal", sessions_dir=tmp_path, timings=False,
+                   start_screen=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: isinstance(app.screen, StartScreen))
+        for attempt in range(5):
+            app.begin(SessionRequest(domain="terminal", out=tmp_path / f"gone{attempt}.jsonl"))
+            app._waiting = False  # the user went back before it opened
+            await pilot.pause(random.random() / 50)
+        await wait_for(lambda: not app.runner.busy and not app._orphans)
+        assert isinstance(app.screen, StartScreen)
+        assert list(tmp_path.glob("gone*.jsonl")) == []  # each closed, and a session without a turn leaves no file
+        app.begin(SessionRequest(domain="terminal", out=tmp_path / "kept.jsonl"))
+        await session_opened(pilot)
+        await type_action(pilot, "ls -la")
+    assert len(read_trajectory(tmp_path / "kept.jsonl").turns) == 1
 
 
 async def test_closing_the_app_during_a_turn_on_the_real_model_never_crashes(tmp_path, qwen_gguf):
     """The app's unmount closed the backend while a thread worker still decoded (a segfault).
     Now the runner cancels the turn, waits for it, then frees the model."""
-    from agentworld_local.session.loading import load_backend
+    from agentworld_local.engine.loading import load_backend
 
     for attempt in range(4):
         real = load_backend(str(qwen_gguf), gpu_layers="0", ctx=8192)

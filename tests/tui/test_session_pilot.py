@@ -189,6 +189,15 @@ async def test_cancel_stops_a_streaming_turn_and_saves_nothing(tmp_path):
     assert not (tmp_path / "session.jsonl").exists()
 
 
+def file_branch(tmp_path, name: str = "session.jsonl") -> list[tuple[int, str, str]]:
+    """The file's current branch as (id, action, observation): what the screen's branch must be."""
+    return [(turn.id, turn.action, turn.observation) for turn in read_trajectory(tmp_path / name).current_branch()]
+
+
+def screen_branch(app) -> list[tuple[int, str, str]]:
+    return [(turn.id, turn.action, turn.observation) for turn in app.screen.branch]
+
+
 async def test_keys_keep_working_while_a_turn_streams(tmp_path):
     backend = GatedBackend(scripted("thinking_then_tags"))
     app = session_app(tmp_path, backend)
@@ -201,12 +210,110 @@ async def test_keys_keep_working_while_a_turn_streams(tmp_path):
         await pilot.press("p", "w", "d")  # the next action can be typed meanwhile
         assert app.screen.query_one("#action").value == "pwd"
         assert app.screen.busy == "turn"
-        await pilot.press("enter")  # but not sent while the turn runs
-        assert "A turn is running" in widget_text(app, "#action-error")
         backend.gate.set()
         await settle(pilot)
         assert widget_text(app, "#world") == terminal(app, ("ls -la", LS.observation))
+        assert app.screen.query_one("#action").value == "pwd"  # still there, to send when the user likes
     assert len(read_trajectory(tmp_path / "session.jsonl").turns) == 1
+
+
+async def test_an_action_sent_while_a_turn_runs_waits_behind_it_and_both_are_saved_in_order(tmp_path):
+    """No busy gate: the second action is sent at once, waits in the session's mailbox in the
+    runner, and runs when the first has ended; the status says it waits."""
+    backend = GatedBackend(scripted("thinking_then_tags", "no_tags"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        screen = app.screen
+        await type_action(pilot, "ls -la", wait=False)
+        await wait_for(backend.holding.is_set)
+        await type_action(pilot, "pwd", wait=False)
+        await pilot.pause()
+        assert widget_text(app, "#action-error") == "" and screen.query_one("#action").value == ""
+        assert screen.busy == "turn" and screen.queued == 1
+        assert app.runner.pending(screen.view.id) == 2
+        assert widget_text(app, "#status").startswith("generating… (esc cancels) · 1 queued │ turn 0 │")
+        backend.gate.set()
+        await settle(pilot)
+        assert screen.busy == "" and screen.queued == 0
+        assert widget_text(app, "#world") == terminal(app, ("ls -la", LS.observation), ("pwd", answer("no_tags").observation))
+        assert [label.split(" → ")[0].strip() for label in timeline_labels(app)] == ["1 ls -la", "2 pwd"]
+        assert screen_branch(app) == file_branch(tmp_path)
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [turn.action for turn in traj.turns] == ["ls -la", "pwd"]
+    assert [turn.action for turn in traj.current_branch()] == ["ls -la", "pwd"]
+
+
+async def test_escape_stops_the_running_turn_and_drops_what_waits_behind_it(tmp_path):
+    backend = GatedBackend(scripted("thinking_then_tags", "no_tags", "marker_form"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        screen = app.screen
+        initial = widget_text(app, "#world")
+        await type_action(pilot, "ls -la", wait=False)
+        await wait_for(backend.holding.is_set)
+        await type_action(pilot, "pwd", wait=False)
+        await type_action(pilot, ":control the disk is full", wait=False)
+        await pilot.pause()
+        assert screen.busy == "turn" and screen.queued == 2
+        assert "· 2 queued" in widget_text(app, "#status")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen.busy == "" and app.runner.pending(screen.view.id) == 0
+        assert widget_text(app, "#world") == initial and timeline_labels(app) == [] and screen.branch == []
+        notes = [str(note.message) for note in app._notifications]
+        assert "Turn 1 cancelled; nothing was saved." in notes
+        assert "2 queued commands dropped; nothing was changed." in notes
+        assert not any("Cancelled before it ran" in note for note in notes)  # said once, not for each
+        traj = read_trajectory(tmp_path / "session.jsonl")
+        assert traj.turns == [] and traj.pending_controls == []
+        # The session goes on: the next action runs as usual.
+        backend.gate.set()
+        await type_action(pilot, "whoami")
+        assert [turn.action for turn in screen.branch] == ["whoami"]
+    traj = read_trajectory(tmp_path / "session.jsonl")
+    assert [turn.action for turn in traj.turns] == ["whoami"] and traj.pending_controls == []
+    assert all(not turn.controls_added for turn in traj.turns)
+
+
+async def test_the_screens_branch_is_the_files_after_undo_regenerate_and_a_cancelled_regenerate(tmp_path):
+    """The screen keeps no copy of the branch: each command's Ready carries the session's view."""
+    backend = GatedBackend(scripted("thinking_then_tags", "no_tags", "marker_form", "draft_tags_inside_thinking",
+                                    "thinking_then_tags", "no_tags", "marker_form"))
+    backend.gate.set()
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        await type_action(pilot, "ls -la")
+        await type_action(pilot, "pwd")
+        assert [turn[1] for turn in screen_branch(app)] == ["ls -la", "pwd"]
+        assert screen_branch(app) == file_branch(tmp_path)
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert [turn[1] for turn in screen_branch(app)] == ["ls -la"] and screen_branch(app) == file_branch(tmp_path)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert screen_branch(app) == file_branch(tmp_path) and screen_branch(app)[0][0] != 1  # the new sample
+        kept = screen_branch(app)
+        backend.gate.clear()
+        await pilot.press("ctrl+r")
+        await wait_for(backend.holding.is_set)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen_branch(app) == kept == file_branch(tmp_path)
+        # Queued behind a running turn: an undo and a regenerate, in order.
+        await type_action(pilot, "whoami", wait=False)
+        await wait_for(backend.holding.is_set)
+        await type_action(pilot, ":undo", wait=False)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert app.screen.queued == 2
+        backend.gate.set()
+        await settle(pilot)
+        assert [turn[1] for turn in screen_branch(app)] == ["ls -la"]  # whoami, undone; then ls -la again
+        assert screen_branch(app) == file_branch(tmp_path) and screen_branch(app) != kept
+        assert widget_text(app, "#world") == terminal(app, *[(action, observation) for _, action, observation in screen_branch(app)])
 
 
 async def test_a_parse_error_shows_inline_and_leaves_the_session_untouched(tmp_path):
@@ -361,6 +468,31 @@ async def test_save_as_goes_on_in_the_new_file_with_every_turn(tmp_path):
         await type_action(pilot, "pwd")
     assert [r.action for r in read_trajectory(tmp_path / "copy.jsonl").current_branch()] == ["ls -la", "pwd"]
     assert [r.action for r in read_trajectory(tmp_path / "session.jsonl").current_branch()] == ["ls -la"]
+
+
+async def test_save_as_while_turns_run_is_made_once_they_end_and_holds_them(tmp_path):
+    """Save-as waits for the commands the screen sent (no refusal): the new file holds the turn
+    that ran and the one queued behind it, and the session goes on there."""
+    backend = GatedBackend(scripted("thinking_then_tags", "no_tags", "marker_form"))
+    app = session_app(tmp_path, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await session_opened(pilot)
+        await type_action(pilot, "ls -la", wait=False)
+        await wait_for(backend.holding.is_set)
+        await type_action(pilot, "pwd", wait=False)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        pilot.app.screen.query_one("#prompt-input").value = str(tmp_path / "copy.jsonl")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert any("once what runs now has ended" in str(note.message) for note in app._notifications)
+        assert not (tmp_path / "copy.jsonl").exists()
+        backend.gate.set()
+        await wait_for(lambda: isinstance(app.screen, SessionScreen) and app.screen.view.path == tmp_path / "copy.jsonl")
+        assert [turn.action for turn in app.screen.branch] == ["ls -la", "pwd"]
+        await type_action(pilot, "whoami")
+    assert [r.action for r in read_trajectory(tmp_path / "copy.jsonl").current_branch()] == ["ls -la", "pwd", "whoami"]
+    assert [r.action for r in read_trajectory(tmp_path / "session.jsonl").current_branch()] == ["ls -la", "pwd"]
 
 
 async def test_fork_into_an_existing_file_is_refused_and_the_session_goes_on(tmp_path):

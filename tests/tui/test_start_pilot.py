@@ -172,7 +172,7 @@ async def test_the_ui_stays_usable_while_the_model_loads_and_shows_progress(tmp_
 
     from textual.widgets import ProgressBar
 
-    from agentworld_local.session import loading
+    from agentworld_local.engine import loading
     from agentworld_local.tui.start import LoadingScreen
 
     release = threading.Event()
@@ -215,7 +215,7 @@ async def test_going_back_during_a_load_stops_it_and_the_next_start_runs_on_the_
 
     from agentworld_local.engine.scripted import ScriptedBackend
     from agentworld_local.errors import Cancelled
-    from agentworld_local.session import loading
+    from agentworld_local.engine import loading
 
     class Closing(ScriptedBackend):
         closed = False

@@ -9,7 +9,7 @@ import pytest
 
 from agentworld_local.engine.scripted import ScriptedBackend
 from agentworld_local.errors import Cancelled
-from agentworld_local.session import loading
+from agentworld_local.engine import loading
 from agentworld_local.testing.answers import answer
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.session_screen import SessionScreen
