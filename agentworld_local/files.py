@@ -50,6 +50,12 @@ def user_path(value: str | Path, error: type[AwlError] = InputError) -> Path:
                     "Write the folder out in full, or `~/...` for your own home.") from None
 
 
+def user_path_option(value: str | Path | None) -> Path | None:
+    """`user_path` for a command's path option or argument (its Typer callback): every path a
+    user gives on the command line, `--out=~/x` included (no shell expands that `~`)."""
+    return None if value is None else user_path(value)
+
+
 def check_name_length(path: str | Path, what: str = "file", error: type[AwlError] = InputError) -> None:
     """Refuse a path with a component no file system holds, before any file call fails on it."""
     for part in Path(path).parts:

@@ -34,14 +34,16 @@ class ExportPlan:
         if not branch:
             raise TrajectoryError(f"{traj.path} has no turns to export.", "Run a session with `awl run` first.")
         self.prompts = [record.prompt for record in branch]
-        if not all(self.prompts):
+        self._imported = _imported_rows(traj, branch)
+        # An imported turn's prompt is the row's, an empty one included (a benchmark may leave one
+        # empty); a session's turn without one was never sent to a model (a hand-written file).
+        if self._imported is None and not all(self.prompts):
             raise TrajectoryError(
                 f"{traj.path} does not record the prompts of its turns.",
                 "Export needs files written by `awl run` (hand-written examples have no prompts).",
             )
         self.responses = [_history_message(record) for record in branch]
         self._traj = traj
-        self._imported = _imported_rows(traj, branch)
 
     def __len__(self) -> int:
         return len(self._imported) if self._imported is not None else len(self.prompts)

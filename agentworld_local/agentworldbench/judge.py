@@ -17,6 +17,7 @@ kept, with the fields the official scoring reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,11 @@ from agentworld_local.agentworldbench.official_parse import model_output, unmark
 from agentworld_local.agentworldbench.verdict import DIMENSIONS, parse_verdict
 from agentworld_local.errors import AwlError, Cancelled, InputError, ModelError
 from agentworld_local.files import check_name_length, read_bytes, user_path
+from agentworld_local.terminal_text import shorten
 
 SYSTEM_FILE = "judge_system_prompt.txt"
+#: A domain that can name a folder of a prompt pack (the official ones: terminal, swe, mcp, ...).
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 #: The official run's words for its two kinds of failed row.
 NO_GEN = "No model generation"
 JUDGE_FAILED = "Judge scoring failed"
@@ -73,6 +77,12 @@ class JudgePrompts:
         """Read the pack's judge prompts for `domains` (and its wording, unless given);
         InputError naming every file that is missing."""
         pack = cls.checked_pack(pack)
+        unnamed = sorted(domain for domain in domains if not _FOLDER_NAME.fullmatch(domain))
+        if unnamed:  # a row's field never becomes a path as it is (`..` would read the pack's parent)
+            raise InputError(f"A row's domain `{shorten(unnamed[0], 80)}` (the last part of its `task`) names no folder of "
+                             "a prompt pack, so it has no judge prompt.",
+                             "Correct the rows' `task` (e.g. agentworldbench/terminal), or judge only rows of the other "
+                             "domains.")
         missing = sorted(str(pack / d / SYSTEM_FILE) for d in domains if not (pack / d / SYSTEM_FILE).is_file())
         if missing:
             raise InputError(f"The prompt pack has no judge prompt for {len(missing)} domain(s) of the predictions: {', '.join(missing)}.",

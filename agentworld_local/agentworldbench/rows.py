@@ -395,6 +395,13 @@ def _file_stem(row: BenchRow) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{row.domain}-{row.id}").strip("-") or "row"
 
 
+def file_name_part(text: str) -> str:
+    """A row's field as part of a file name: letters, digits, `_`, `-` and inner dots only (a
+    row's text never reaches a file name as it is: no separator, control character or lone
+    surrogate, no `..`), at most 60 characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:60].strip("-.") or "row"
+
+
 def imported_row_fields(row: BenchRow, turns: list[TurnRecord]) -> dict[str, Any]:
     """The row as read, for a later export to give it back unchanged.
 

@@ -16,7 +16,7 @@ from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.interrupts import exit_code
 from agentworld_local.session.files import ensure_new_file, write_whole
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import check_name_length, fit_name
+from agentworld_local.files import check_name_length, fit_name, user_path_option
 from agentworld_local.paths import sessions_dir
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.agentworldbench.rows import FORMAT, import_bench
@@ -45,9 +45,9 @@ def print_warnings(warnings: list[str]) -> None:
 
 @app.command()
 def export(
-    file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False),
+    file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False, callback=user_path_option),
     format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}, asciicast (a terminal session as an asciinema .cast recording)."),
-    out: Path = typer.Option(None, "--out", "-o", help="Write here instead of stdout (never overwrites).", show_default=False),
+    out: Path = typer.Option(None, "--out", "-o", help="Write here instead of stdout (never overwrites).", show_default=False, callback=user_path_option),
 ) -> None:
     """Export a session: benchmark rows (one JSONL row per turn of its current branch), or a terminal session as an asciinema recording.
 
@@ -87,8 +87,8 @@ def _to_stdout(plan: ExportPlan) -> None:
 
 @app.command("import")
 def import_command(
-    bench: Path = typer.Argument(..., metavar="BENCH.jsonl", help="AgentWorldBench rows (any domain).", show_default=False),
-    out_dir: Path = typer.Option(None, "--out-dir", help="Where the trajectories go (default: the sessions dir, `bench-<file name>`).", show_default=False),
+    bench: Path = typer.Argument(..., metavar="BENCH.jsonl", help="AgentWorldBench rows (any domain).", show_default=False, callback=user_path_option),
+    out_dir: Path = typer.Option(None, "--out-dir", help="Where the trajectories go (default: the sessions dir, `bench-<file name>`).", show_default=False, callback=user_path_option),
 ) -> None:
     """Turn benchmark rows into trajectories that `awl replay` shows.
 
@@ -115,9 +115,9 @@ app.add_typer(bench_app, name="bench")
 @remote_model_options
 @offload_model_options
 def bench_predict(
-    file: Path = typer.Argument(..., metavar="FILE", help="AgentWorldBench rows (JSONL, any domain).", show_default=False),
+    file: Path = typer.Argument(..., metavar="FILE", help="AgentWorldBench rows (JSONL, any domain).", show_default=False, callback=user_path_option),
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " Or a server: --backend openai.", show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="The predictions file; run again with the same one to go on after an interruption.", show_default=False),
+    out: Path = typer.Option(..., "--out", "-o", help="The predictions file; run again with the same one to go on after an interruption.", show_default=False, callback=user_path_option),
     rows: str = typer.Option(None, "--rows", help="Only these lines of FILE, e.g. `1-50` or `1-10,15`.", show_default=False),
     domain: str = typer.Option(None, "--domain", "-d", help="Only rows of this domain (terminal, swe, mcp, search, web, os, android).", show_default=False),
     temperature: float = typer.Option(BENCH_SAMPLING.temperature, "--temperature", help="Sampling temperature (the official evaluation's)."),

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agentworld_local.agentworldbench.judge import JUDGE_FAILED, JudgePrompts, Judged, domain_of, judge_row
 from agentworld_local.agentworldbench.judge_wording import load_wording
@@ -24,7 +25,7 @@ from agentworld_local.cli.model_options import check_concurrency
 from agentworld_local.concurrency import map_at_once
 from agentworld_local.engine.remote.options import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RemoteOptions
 from agentworld_local.errors import AwlError, Cancelled, InputError
-from agentworld_local.files import fit_name
+from agentworld_local.files import fit_name, user_path_option
 from agentworld_local.terminal_text import safe_for_terminal
 
 #: The official judge's sampling.
@@ -49,11 +50,11 @@ def _rows(path: Path, what: str) -> dict[int, dict[str, Any]]:
 
 @bench_app.command("judge")
 def bench_judge(
-    predictions: Path = typer.Argument(..., metavar="PREDICTIONS", help="A predictions file (awl bench predict's, or the official eval.py infer's).", show_default=False),
+    predictions: Path = typer.Argument(..., metavar="PREDICTIONS", help="A predictions file (awl bench predict's, or the official eval.py infer's).", show_default=False, callback=user_path_option),
     judge_base_url: str = typer.Option(..., "--judge-base-url", help="The judge server's API root (any OpenAI-compatible one), e.g. http://127.0.0.1:8000/v1.", show_default=False),
     judge_model: str = typer.Option(..., "--judge-model", help="The judge model's name on that server.", show_default=False),
-    prompts: Path = typer.Option(..., "--prompts", help="A prompt pack in the official layout: <domain>/judge_system_prompt.txt for each domain judged (awl ships none). The prompts/ folder of an official checkout gives the official user message too.", show_default=False),
-    out: Path = typer.Option(None, "--out", "-o", help="The judged file (default: PREDICTIONS with .judged.jsonl); run again with the same one to go on after an interruption.", show_default=False),
+    prompts: Path = typer.Option(..., "--prompts", help="A prompt pack in the official layout: <domain>/judge_system_prompt.txt for each domain judged (awl ships none). The prompts/ folder of an official checkout gives the official user message too.", show_default=False, callback=user_path_option),
+    out: Path = typer.Option(None, "--out", "-o", help="The judged file (default: PREDICTIONS with .judged.jsonl); run again with the same one to go on after an interruption.", show_default=False, callback=user_path_option),
     concurrency: int = typer.Option(4, "--concurrency", help="Rows judged at once."),
     judge_api_key_env: str = typer.Option(None, "--judge-api-key-env", help="The environment variable holding the judge server's key (default: OPENAI_API_KEY if set). The key is never written anywhere.", show_default=False),
     temperature: float = typer.Option(JUDGE_TEMPERATURE, "--temperature", help="The judge's sampling temperature (the official evaluation's)."),
@@ -214,7 +215,9 @@ def _show(summary: dict[str, Any], *, as_json: bool) -> None:
         table.add_column("total" if column == "total_score" else column, justify="right")
     for name, entry in summary["domains"].items():
         cells = ["-" if entry["scores"][c] is None else f"{entry['scores'][c]:.2f}" for c in COLUMNS]
-        table.add_row(DISPLAY.get(name, name.capitalize()), f"{entry['valid']}/{entry['rows']}", *cells)
+        # The domain is a row's text: escaped (control characters, ANSI, lone surrogates) and never markup.
+        shown = Text(safe_for_terminal(DISPLAY.get(name, name.capitalize()), keep_colour=False))
+        table.add_row(shown, f"{entry['valid']}/{entry['rows']}", *cells)
     console = Console()
     console.print(table)
     overall = "-" if summary["overall"] is None else f"{summary['overall']:.2f}"
@@ -238,7 +241,7 @@ def _say_invalid(path: Path, rows: dict[int, dict[str, Any]]) -> None:
 
 @bench_app.command("score")
 def bench_score(
-    judged: Path = typer.Argument(..., metavar="JUDGED", help="A judged file (awl bench judge's, or the official eval.py judge's).", show_default=False),
+    judged: Path = typer.Argument(..., metavar="JUDGED", help="A judged file (awl bench judge's, or the official eval.py judge's).", show_default=False, callback=user_path_option),
     as_json: bool = typer.Option(False, "--json", help="The scores as JSON, for programs."),
 ) -> None:
     """Aggregate a judged file per domain and overall, as the official scoring does.

@@ -22,6 +22,7 @@ from agentworld_local.session.rerun import live_plan
 from agentworld_local.session.runner import NewSession
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.cli.replay_plain import replay
+from agentworld_local.files import user_path_option
 
 @app.command()
 @remote_model_options
@@ -33,7 +34,7 @@ def demo(
     plain: bool = typer.Option(False, "--plain", help="No colours or box characters."),
     think: str = typer.Option(None, "--think", help=THINK_HELP, show_default=False),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Sampling seed for the live run."),
-    out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes."),
+    out: Path = typer.Option(None, "--out", "-o", help="Where the live run's trajectory goes.", callback=user_path_option),
     ctx: int = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False),
     gpu_layers: str = typer.Option("auto", "--gpu-layers", help="Layers to offload: auto (as many as fit on the GPU; 0 on a CPU-only build), all, or N."),
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help=MAX_TOKENS_HELP),

@@ -11,12 +11,13 @@ from agentworld_local.cli.agentworldbench import print_warnings
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
 from agentworld_local.session.forking import fork_file
+from agentworld_local.files import user_path_option
 
 
 @app.command()
 def fork(
-    file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="The new trajectory file (never overwrites).", show_default=False),
+    file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False, callback=user_path_option),
+    out: Path = typer.Option(..., "--out", "-o", help="The new trajectory file (never overwrites).", show_default=False, callback=user_path_option),
     turn: int = typer.Option(
         None, "--turn", help="Keep the current branch up to this turn (0 keeps only the setup). Default: every intact turn.",
         show_default=False,

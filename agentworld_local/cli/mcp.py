@@ -17,6 +17,7 @@ from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.errors import InputError
 from agentworld_local.models.offload_options import OffloadOptions
+from agentworld_local.files import user_path_option
 
 
 @app.command("mcp")
@@ -36,7 +37,7 @@ def mcp_command(
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
     out_dir: Path = typer.Option(None, "--out-dir", help="Where the session file goes (default: awl's sessions folder).",
-                                 show_default=False),
+                                 show_default=False, callback=user_path_option),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:

@@ -16,6 +16,7 @@ from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.cli.preflight import check_ctx_value, check_threads, check_writable
 from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.errors import InputError
+from agentworld_local.files import user_path_option
 
 
 def has_terminal() -> bool:
@@ -32,12 +33,12 @@ def play(
     task: str = options.TASK,
     control: list[str] = options.CONTROL,
     prompts: Path = options.PROMPTS,
-    resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file (`last`: the newest), with the model it was made with unless --model names the same file.", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file (`last`: the newest), with the model it was made with unless --model names the same file.", show_default=False, callback=user_path_option),
     think: str = options.THINK,
     seed: int = options.SEED,
     temperature: float = options.TEMPERATURE,
     max_tokens: int = options.MAX_TOKENS,
-    out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False),
+    out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False, callback=user_path_option),
     ctx: int = options.CTX,
     gpu_layers: str = options.GPU_LAYERS,
     threads: int = options.THREADS,

@@ -21,12 +21,14 @@ from agentworld_local.cli.replay_plain import replay as render_replay
 from agentworld_local.trajectory.reader import Trajectory
 from agentworld_local.trajectory.replay import DEFAULT_TURN_S, SPEEDS
 from agentworld_local.trajectory.replay import replay_turns as replay_branch
+from agentworld_local.files import user_path_option
 
 
 @app.command()
 def replay(
     file: Path = typer.Argument(
-        ..., help="A trajectory file (.jsonl) written by `awl run`.", metavar="FILE", show_default=False
+        ..., help="A trajectory file (.jsonl) written by `awl run`.", metavar="FILE", show_default=False,
+        callback=user_path_option,
     ),
     speed: float = typer.Option(
         0.0, "--speed", help="Seconds to pause between turns (0: no pause). The TUI starts playing at this pace; printed, the observations are typed out."

@@ -78,7 +78,7 @@ def run_bench_row(
             if isinstance(event, events.SessionOpened):
                 ground_truth = event.turns
                 if not as_json:
-                    err.print(f"[dim]── row {row.line}: {escape(row.task)} id {escape(str(row.id))}, turn {row.turn_idx} "
+                    err.print(f"[dim]── row {row.line}: {_shown(row.task)} id {_shown(str(row.id))}, turn {row.turn_idx} "
                               f"(after {ground_truth} ground-truth {'turn' if ground_truth == 1 else 'turns'})[/dim]")
             elif isinstance(event, events.ThinkingDelta) and show_thinking:
                 sys.stderr.write(safe_for_terminal(event.text))
@@ -91,7 +91,7 @@ def run_bench_row(
                 raise_failure(event)
     except KeyboardInterrupt as interrupt:  # Ctrl+C or SIGTERM (exit 130 or 143)
         runner.close()  # the prediction stops at its next token; the ground truth stays saved
-        err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {escape(str(out))}")
+        err.print(f"\n[yellow]interrupted[/yellow]: the ground-truth turns are saved in {_shown(str(out))}")
         _say_saved(out, ground_truth, as_json=as_json)
         return exit_code(interrupt)
     if cancelled or record is None:
@@ -108,8 +108,14 @@ def run_bench_row(
         _say_saved(out, ground_truth + 1, as_json=True)  # the ground truth and the prediction
     else:
         show_comparison(Console(highlight=False), record.observation, row.ground_truth, plain=not sys.stdout.isatty())
-        err.print(f"[dim]saved to {escape(str(out))}  (replay: awl replay {escape(str(out))})[/dim]")
+        err.print(f"[dim]saved to {_shown(str(out))}  (replay: awl replay {_shown(str(out))})[/dim]")
     return 0
+
+
+def _shown(text: str) -> str:
+    """A row's field (or a path) inside rich markup: control characters, ANSI escapes and lone
+    surrogates shown escaped, brackets never read as markup."""
+    return escape(safe_for_terminal(text, keep_colour=False))
 
 
 def _say_saved(out: Path, turns: int, *, as_json: bool) -> None:

@@ -34,7 +34,7 @@ from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.errors import InputError
-from agentworld_local.files import read_text
+from agentworld_local.files import read_text, user_path_option
 from agentworld_local.paths import action_history_file
 from agentworld_local.terminal_text import safe_for_terminal
 from agentworld_local.session.core import domain_from_header
@@ -44,7 +44,7 @@ from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession
 from agentworld_local.engine.loading import SCRIPTED, load_backend as load_session_backend, model_limits
 from agentworld_local.session.spec import SessionSpec
-from agentworld_local.agentworldbench.rows import read_bench_row
+from agentworld_local.agentworldbench.rows import file_name_part, read_bench_row
 
 
 def load_backend(model: str | None, *, gpu_layers: str, ctx: int | None, threads: int | None, verbose: bool, quiet: bool,
@@ -124,24 +124,24 @@ def _action_forms_epilog() -> str:
 @offload_model_options
 def run(
     context: typer.Context,
-    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin."),
+    script: Path = typer.Argument(None, help="Actions, one per line (`#` comments, `:undo`, `:regenerate`, `:control TEXT`). Omit or `-` to read stdin.", callback=user_path_option),
     model: str = typer.Option(None, "--model", "-m", help=MODEL_HELP + " With --resume, the session's own model when not given.", show_default=False),
     domain: str = options.DOMAIN,
     state_format: str = typer.Option(None, "--state-format", help="How the state is written, for domains that offer a choice (web: axtree or html).", show_default=False),
     scenario: str = options.SCENARIO,
     prompts: Path = options.PROMPTS,
-    initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's."),
+    initial_state: Path = typer.Option(None, "--initial-state", help="File with the starting state (e.g. a screen); overrides the scenario's.", callback=user_path_option),
     task: str = options.TASK,
     control: list[str] = options.CONTROL,
-    from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False),
+    from_bench: Path = typer.Option(None, "--from-bench", help="Re-simulate one turn of an AgentWorldBench JSONL file (with --row) and show it beside the ground truth.", show_default=False, callback=user_path_option),
     row: int = typer.Option(None, "--row", help="With --from-bench: the row to re-simulate (1-based line of the file).", show_default=False),
     stop_at_observation: bool = typer.Option(False, "--stop-at-observation", help="With --from-bench: end the answer at its first closed observation block (the official evaluation generates to the end of the turn; a session always stops there)."),
     repetition_guard: bool = typer.Option(False, "--repetition-guard", help="With --from-bench: end an answer that falls into a degenerate loop (the official evaluation has no such guard; a session always has it)."),
-    resume: Path = typer.Option(None, "--resume", help="Continue a saved session (a file, or `last` for the newest in the sessions dir), appending to its file, on the branch it was on. Its model, domain, task, tools and prompts come from the file; --max-tokens, --temperature, --think and --seed may change for the new turns, which record them.", show_default=False),
+    resume: Path = typer.Option(None, "--resume", help="Continue a saved session (a file, or `last` for the newest in the sessions dir), appending to its file, on the branch it was on. Its model, domain, task, tools and prompts come from the file; --max-tokens, --temperature, --think and --seed may change for the new turns, which record them.", show_default=False, callback=user_path_option),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="With --resume: go on with a --model other than the one the session was made with (each new turn records its model)."),
     think: str = options.THINK,
     seed: int = options.SEED,
-    out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", callback=user_path_option),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
     ctx: int = options.CTX,
@@ -316,7 +316,7 @@ def _bench_session(
             f"Drop {given[0]}.",
         )
     bench_row = read_bench_row(path, row)  # checked before the model loads
-    out = out or default_session_path(f"bench-{bench_row.domain}")
+    out = out or default_session_path(f"bench-{file_name_part(bench_row.domain)}")
     ensure_new_file(out)
     check_writable(out)
     load = {**load, "ctx": bench_context(model, [bench_row], settings, load["ctx"])}

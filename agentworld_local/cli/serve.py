@@ -16,6 +16,7 @@ from agentworld_local.defaults import MODEL_HELP
 from agentworld_local.engine import events
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
+from agentworld_local.files import user_path_option
 
 if TYPE_CHECKING:
     from agentworld_local.session.spec import SessionSpec
@@ -36,7 +37,7 @@ def serve_command(
     token_env: str = typer.Option(DEFAULT_TOKEN_ENV, "--token-env",
                                   help="The environment variable that holds the token clients send (`Authorization: Bearer TOKEN`); when set, every request needs it."),
     folder: Path = typer.Option(None, "--dir", help="The server's session folder (default: awl's sessions folder + /serve).",
-                                show_default=False),
+                                show_default=False, callback=user_path_option),
     max_sessions: int = typer.Option(32, "--max-sessions", help="Sessions open at once."),
     max_turns: int = typer.Option(1000, "--max-turns", help="Turns per session."),
     idle: float = typer.Option(1800, "--idle", help="Seconds after which a session nobody uses is closed (saved; resume it to go on)."),

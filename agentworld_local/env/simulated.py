@@ -35,6 +35,7 @@ from agentworld_local.engine import events
 from agentworld_local.errors import ActionError, AwlError, InputError, a_or_an
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
+from agentworld_local.scenarios import scenario_by_name
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
@@ -254,6 +255,8 @@ def _episode_changes(options: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise InputError(f"Unknown reset option `{unknown[0]}`.", f"reset(options=...) takes: {', '.join(EPISODE_OPTIONS)}.")
     changes = dict(options)
+    if changes.get("scenario") is not None:  # by name only, as on every face (scenarios/by_name.py)
+        changes["scenario"] = scenario_by_name(changes["scenario"]).name
     if "controls" in changes:
         changes["controls"] = control_list(changes["controls"])
     return changes

@@ -46,6 +46,7 @@ from agentworld_local.engine import events
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
 from agentworld_local.scenarios import scenario_by_name
+from agentworld_local.serve.openenv_routes import add_awl_routes
 from agentworld_local.serve.openenv_wire import WebSocketGuard, quiet_protocol_errors
 from agentworld_local.serve.security import BodyLimit, HostOriginGuard
 from agentworld_local.serve.limits import ServeLimits
@@ -150,7 +151,7 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         self._turns = 0
         self._closed = False  # OpenEnv closed it (its idle reaper, a WebSocket gone): no new episode here
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **options: Any) -> AwlObservation:
+    def reset(self, /, seed: int | None = None, episode_id: str | None = None, **options: Any) -> AwlObservation:
         """Close the current episode (saved) and open a new one in a new file. `options`:
         RESET_OPTIONS; a domain or scenario named here replaces the server's default world."""
         try:
@@ -318,6 +319,7 @@ def make_openenv_app(*, folder: Path, runner: SessionRunner | None = None, backe
     app = create_fastapi_app(functools.partial(AwlWorld, hub), AwlAction, AwlObservation,
                              concurrency_config=ConcurrencyConfig(max_concurrent_envs=limits.max_sessions,
                                                                   session_timeout=limits.idle_s))
+    add_awl_routes(app, functools.partial(AwlWorld, hub), AwlAction)  # HTTP /reset and /step: serve/openenv_routes.py
     # As awl serve's REST app: a foreign Host or Origin refused, every body bounded as it streams in
     # (413 before OpenEnv reads it); each WebSocket message checked before OpenEnv's loop reads it.
     app = WebSocketGuard(BodyLimit(app, limits.max_body_bytes), limits.max_body_bytes)

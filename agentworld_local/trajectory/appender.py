@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from agentworld_local.files import os_error_text
+from agentworld_local.files import os_error_text, remove_stale_temporaries
 
 T = TypeVar("T")
 
@@ -103,6 +103,7 @@ class LineAppender:
         """OSError when the file cannot be opened; AppendFailed when the line could not be written."""
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(self.path.parent)  # what a killed fork or export left there
             self._handle = open_unbuffered(self.path, "ab")
             self._size = self._handle.seek(0, os.SEEK_END)
         self._size = append_line(self._handle, line, self._size)

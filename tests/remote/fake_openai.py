@@ -52,6 +52,9 @@ class FakeOpenAI:
     key: str | None = None
     #: The next POSTs get these (status, message) answers, first to last.
     errors: list[tuple[int, str]] = field(default_factory=list)
+    #: The next POSTs get these raw answers (status, content type or "" for none, body), first to
+    #: last: what a server that is not quite OpenAI-compatible sends back.
+    raw_answers: list[tuple[int, str, bytes]] = field(default_factory=list)
     #: A prompt with more characters than this is refused as too long for the context.
     context_chars: int | None = None
     continue_supported: bool = True
@@ -109,9 +112,12 @@ class FakeOpenAI:
                     fake.requests.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     error = fake.errors.pop(0) if fake.errors else None
+                    raw = fake.raw_answers.pop(0) if fake.raw_answers and error is None else None
                     fake.calls += 1
                 if not fake._authorised(self):
                     return
+                if raw is not None:
+                    return fake._raw(self, *raw)
                 if error is not None:
                     return fake._json(self, error[0], {"error": {"message": error[1], "type": "error", "code": error[0]}},
                                       extra={"retry-after-ms": "10"})
@@ -157,6 +163,14 @@ class FakeOpenAI:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(payload)
+
+    def _raw(self, handler: BaseHTTPRequestHandler, status: int, kind: str, body: bytes) -> None:
+        handler.send_response(status)
+        if kind:
+            handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
 
     def _pick(self, body: dict[str, Any]) -> Reply:
         if self.respond is not None:

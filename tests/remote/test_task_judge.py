@@ -176,3 +176,42 @@ def test_long_texts_are_cut_in_the_middle_and_the_last_turns_kept(fake, judge):
 def test_read_verdict_says_why_it_found_none():
     assert read_verdict("") == "the judge answered nothing"
     assert "achieved" in read_verdict(json.dumps({"score": "high"}))
+
+
+DEEP = b"[" * 100_000
+#: What a judge server that is not quite OpenAI-compatible answers to the chat request, and what
+#: the verdict's error must say of it (besides the URL).
+UNREADABLE = {
+    "web-page": ((200, "text/html; charset=utf-8", b"<!doctype html><html><body>Sign in</body></html>"), "a web page"),
+    "other-json": ((200, "application/json", b'{"status": "ok", "result": "done"}'), "JSON of another shape"),
+    "choices-of-text": ((200, "application/json", b'{"choices": ["yes"]}'), "JSON of another shape"),
+    "message-null": ((200, "application/json", b'{"choices": [{"message": null}]}'), "JSON of another shape"),
+    "content-number": ((200, "application/json", b'{"choices": [{"message": {"content": 5}}]}'), "JSON of another shape"),
+    "array": ((200, "application/json", b"[1, 2]"), "JSON of another shape"),
+    "event-stream": ((200, "text/event-stream", b'data: {"choices": []}\n\ndata: [DONE]\n\n'), "an event stream"),
+    "empty": ((200, "application/json", b""), "an empty body"),
+    "empty-no-type": ((200, "", b""), "an empty body"),
+    "not-json": ((200, "text/plain", b"Verdict: achieved"), "not JSON"),
+    "deep": ((200, "application/json", DEEP), "not JSON"),
+    "deep-object": ((200, "application/json", b'{"a":' * 100_000 + b"1" + b"}" * 100_000), "not JSON"),
+    "5xx-page": ((500, "text/html", b"<html><body>Internal Server Error</body></html>"), "HTTP 500"),
+    "5xx-empty": ((503, "", b""), "HTTP 503"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_an_answer_that_is_no_chat_completion_is_zero_with_an_error_naming_the_url(fake, name):
+    """docs/rewards.md: failures never raise. Whatever the judge server sends back to the chat
+    request, the episode gets 0.0 and a one-line `error` verdict naming the URL and what came."""
+    fake.models[:] = ["judge"]
+    judge = TaskJudge.from_spec(f"judge@{fake.base_url}", retries=0)
+    raw, said = UNREADABLE[name]
+    fake.raw_answers[:] = [raw]
+    reward = judge(episode())
+    assert reward.value == 0.0 and reward.source == judge.name
+    error = reward.verdict["error"]
+    assert fake.base_url in error and said in error and "\n" not in error, error
+    assert len(error) < 600 and "Sign in" not in error  # what a page says is not quoted
+    assert reward.verdict["judge_model"] == "judge" and reward.verdict["endpoint"] == fake.base_url
+    answer(fake, '{"achieved": true}')
+    assert judge(episode()).value == 1.0  # the next episode is judged again

@@ -48,13 +48,7 @@ def chunked_post(port: int, path: str, total: int) -> tuple[bytes, int]:
         answered: list[bytes] = []
 
         def read() -> None:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                more = sock.recv(65536)
-                if not more:
-                    break
-                data += more
-            answered.append(data)
+            answered.append(read_head(sock))
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
@@ -69,16 +63,21 @@ def chunked_post(port: int, path: str, total: int) -> tuple[bytes, int]:
         return answered[0], sent
 
 
+def read_head(sock: socket.socket) -> bytes:
+    """What the server answered, up to the end of its head (or until it closed)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        if not more:
+            break
+        data += more
+    return data
+
+
 def raw_request(port: int, head: str) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(head.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = sock.recv(65536)
-            if not more:
-                break
-            data += more
-        return data
+        return read_head(sock)
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read_chunked_or_declared(tmp_path):

@@ -1,8 +1,10 @@
 """A killed writer's hidden temporary file (files.writing_whole: `.NAME.PID-HEX.part`) is
-removed by the next fork or run that writes in that folder; a live writer's is never touched."""
+removed by the next awl command that writes in that folder (fork, run, export, the bench
+commands' appended files); a live writer's is never touched."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -76,3 +78,64 @@ def test_an_old_temporary_file_goes_even_if_its_pid_runs_again(tmp_path):
 
 def test_a_folder_that_cannot_be_read_is_no_error(tmp_path):
     remove_stale_temporaries(tmp_path / "missing")
+
+
+def large_session(path, turns: int = 150, observation_chars: int = 200_000):
+    """A session of about 30 MB: a fork takes long enough to write it that a kill lands mid-write."""
+    lines = (REPO / DEMO).read_text(encoding="utf-8").splitlines()
+    header, turn = lines[0], json.loads(lines[1])
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(header + "\n")
+        for number in range(1, turns + 1):
+            handle.write(json.dumps({**turn, "id": number, "parent": number - 1 or None, "turn": number,
+                                     "observation": "x" * observation_chars + "\n"}) + "\n")
+    return path
+
+
+def killed_fork_leftover(source, folder, tmp_path, tries: int = 5):
+    """SIGKILL a real `awl fork SOURCE --out FOLDER/fork.jsonl` once its hidden temporary file
+    holds a megabyte (mid-write); the leftover it leaves."""
+    for attempt in range(tries):
+        name = f"fork{attempt}.jsonl"
+        process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main", "fork", str(source), "--out",
+                                    str(folder / name)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=awl_env(tmp_path), cwd=REPO)
+        caught = False
+        while process.poll() is None and not caught:  # watched until it writes, or ends
+            with os.scandir(folder) as entries:
+                caught = any(entry.name.startswith(f".{name}.") and entry.stat().st_size > 1_000_000 for entry in entries)
+        if caught:
+            process.send_signal(signal.SIGKILL)
+        process.wait(60)
+        left = [path for path in folder.iterdir() if path.name.startswith(f".{name}.")]
+        if caught and left and not (folder / name).exists():
+            (leftover,) = left
+            assert f".{process.pid}-" in leftover.name and leftover.name.endswith(".part")
+            return leftover
+        (folder / name).unlink(missing_ok=True)  # it finished first: again
+    raise AssertionError(f"no fork was caught mid-write in {tries} tries")
+
+
+@pytest.mark.parametrize("command", ["fork", "run", "export", "bench-judge"])
+def test_a_killed_awl_fork_leaves_nothing_past_the_next_awl_command_in_that_folder(tmp_path, command):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    source = large_session(tmp_path / "large.jsonl")
+    leftover = killed_fork_leftover(source, folder, tmp_path)
+    assert leftover.stat().st_size > 1_000_000
+    out = folder / "next.jsonl"
+    if command == "fork":
+        result = awl("fork", DEMO, "--out", str(out), home=tmp_path)
+    elif command == "run":
+        result = awl("run", "-m", scripted_model(tmp_path, LS), "-o", str(out), home=tmp_path, stdin="ls\n")
+    elif command == "export":
+        result = awl("export", DEMO, "-o", str(out), home=tmp_path)
+    else:  # appends its verdicts as they come: no whole-file write before the end
+        predictions = tmp_path / "p.jsonl"
+        predictions.write_text(json.dumps({"task": "terminal", "id": 1, "prompt": ["x"], "turn_idx": 1}) + "\n")
+        (tmp_path / "prompts").mkdir()
+        result = awl("bench", "judge", str(predictions), "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model",
+                     "j", "--prompts", str(tmp_path / "prompts"), "--out", str(out), home=tmp_path)
+    assert out.exists(), result.stderr
+    assert not leftover.exists()
+    assert [path.name for path in folder.iterdir() if path.name.endswith(".part")] == []

@@ -95,30 +95,47 @@ def _model_entries(listed: Any, options: RemoteOptions) -> list[Any]:
     page, an event stream, JSON of another shape or too deep to read) is one ModelError naming
     the URL and what it answered, never the client's own error from parsing it."""
     response = listed.http_response
-    kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
-    try:
-        data, reason = load_json(response.content), ""
-    except SyntaxProblem as problem:
-        data, reason = None, str(problem)
+    data = json_body(response)
     entries = data.get("data") if isinstance(data, dict) else None
     if isinstance(entries, list) and all(isinstance(item, dict) and isinstance(item.get("id"), str)
                                          for item in entries):
         return list(listed.parse())
-    if "html" in kind or (data is None and response.content.lstrip()[:1] == b"<"):
+    raise not_the_api(options, response, "/models", "lists its models as JSON", "no `data` list of models")
+
+
+def json_body(response: Any) -> Any:
+    """The JSON value of an HTTP answer's body; None when it is none (not JSON, too deep, empty)."""
+    try:
+        return load_json(response.content)
+    except SyntaxProblem:
+        return None
+
+
+def not_the_api(options: RemoteOptions, response: Any, route: str, expected: str, shape: str) -> ModelError:
+    """One line for an answer that is not what an OpenAI-compatible server sends at `route`:
+    the URL and what came instead (a web page, an event stream, an empty body, text that is not
+    JSON, JSON of another shape), never the body itself. `expected`: what such a server sends
+    there; `shape`: what the JSON lacked."""
+    kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+    content = response.content
+    try:
+        load_json(content)
+        reason = ""
+    except SyntaxProblem as problem:
+        reason = str(problem)
+    if not content.strip():
+        said = f"an empty body ({kind or 'no content type'})"
+    elif "html" in kind or (reason and content.lstrip()[:1] == b"<"):
         said = f"a web page ({kind or 'no content type'})"
     elif "event-stream" in kind:
         said = f"an event stream ({kind})"
-    elif data is None:
+    elif reason:
         said = f"something that is not JSON ({kind or 'no content type'}: {reason})"
     else:
-        said = "JSON of another shape (no `data` list of models)"
-    return _not_the_api(options, said, response)
-
-
-def _not_the_api(options: RemoteOptions, said: str, response: Any) -> Any:
-    raise ModelError(
-        f"The server at {server_name(options, response)} answered {said} at /models, where an OpenAI-compatible "
-        "server lists its models as JSON.",
+        said = f"JSON of another shape ({shape})"
+    return ModelError(
+        f"The server at {server_name(options, response)} answered {said} at {route}, where an OpenAI-compatible "
+        f"server {expected}.",
         "Check --base-url: it is the API root of an OpenAI-compatible server, usually ending in /v1 "
         "(e.g. http://127.0.0.1:8000/v1).",
     )

@@ -31,7 +31,7 @@ from agentworld_local.contract.json_object import read_objects
 from agentworld_local.contract.parse import THINK_CLOSE
 from agentworld_local.engine.remote.options import SPEC_PREFIX, RemoteOptions
 from agentworld_local.errors import AwlError, InputError
-from agentworld_local.files import read_text
+from agentworld_local.files import read_text, user_path
 from agentworld_local.paths import package_assets
 from agentworld_local.safe_parse import SyntaxProblem, load_toml
 from agentworld_local.session.rewards import JUDGE_PREFIX, EpisodeSoFar, Reward
@@ -75,7 +75,7 @@ class JudgePack:
 
 def load_pack(path: str | Path | None = None) -> JudgePack:
     """The pack at `path` (awl's own when None), checked; InputError with PACK_HINT otherwise."""
-    source = Path(path).expanduser() if path is not None else package_assets().joinpath(*BUILTIN_PACK)
+    source = user_path(path) if path is not None else package_assets().joinpath(*BUILTIN_PACK)
     text = read_text(source, "task judge pack")
     try:
         data = load_toml(text)
