@@ -127,7 +127,7 @@ class Spy:
         backend.prefetch = self
 
     def __call__(self, messages, *, cancel=None, **options) -> int:
-        background = cancel is self.runner._idle_cancel
+        background = cancel is self.runner._order.idle_cancel
         evaluated = self.real(messages, cancel=cancel, **options)
         if background:
             self.calls.append((evaluated, cancel.is_set()))

@@ -47,9 +47,10 @@ from agentworld_local.errors import AwlError, Cancelled, InputError
 from agentworld_local.session.core import Session
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.rewards.timed import DEFAULT_REWARD_TIMEOUT_S, reward_in_time
-from agentworld_local.session.runner.mailbox import BY_CLIENT, BY_CLOSING, CANCELLED_BY, VERBS, Command, Mailboxes
+from agentworld_local.session.runner.mailbox import BY_CLIENT, BY_CLOSING, CANCELLED_BY, VERBS, Command
+from agentworld_local.session.runner.order import Order
 from agentworld_local.session.runner.outcome import Sent
-from agentworld_local.session.runner.scheduling import Load, Places
+from agentworld_local.session.runner.scheduling import Load
 from agentworld_local.session.runner.types import NewSession, error_event, loaded_event, session_state, session_view
 
 #: Where the runner's events go: (session id or None, event). Called on the thread that says it.
@@ -71,15 +72,8 @@ class SessionRunner:
         self._loader = loader
         self.reward_timeout = reward_timeout
         self._sessions: dict[str, Session] = {}
-        self._lock = threading.Lock()
-        self._quiet = threading.Condition(self._lock)  # notified when nothing runs any more
-        self._mail = Mailboxes()
-        self._places = Places(self.parallel)
-        self._running = 0  # commands whose body runs, and a prefetch
-        self._alone: Command | None = None  # an `alone` command at the front of its mailbox
-        self._held: list[Command] = []  # ready to start, held while `_alone` waits or runs, or a prefetch of theirs
-        self._prefetching: str | None = None  # the session whose next turn is evaluated ahead now
-        self._idle_cancel = threading.Event()  # stops that prefetch
+        self._order = Order(self.parallel)  # what runs and what waits (order.py)
+        self._lock = self._order.lock  # one lock: the sessions and the order change together
         self._running_on: dict[int, Command] = {}  # thread id -> the command whose body it runs
         self._closed = False
         self._closing = Sent("close", None)
@@ -150,17 +144,7 @@ class SessionRunner:
     def cancel(self, session: str | None = None, *, by: str = BY_CLIENT) -> int:
         """Stop what runs now and drop what waits: with `session`, that session's commands
         alone. Each ends cancelled `by` BY_CLIENT or BY_CLOSING. How many commands it touched."""
-        with self._lock:
-            self._idle_cancel.set()
-            touched = list(self._mail.of(session))
-            for command in touched:
-                command.stop(by)
-            dropped = self._mail.take_waiting(session)
-            for command in dropped:
-                self._unready(command)
-            if self._alone in dropped:
-                self._alone = None
-            reopened = self._claim(self._reopen())
+        touched, dropped, reopened = self._order.cancel(session, by)
         for command in dropped:
             self._skip(command)
         self._launch(reopened)
@@ -186,12 +170,11 @@ class SessionRunner:
 
     @property
     def busy(self) -> bool:
-        return bool(self._mail.count)
+        return self._order.busy
 
     def pending(self, session: str) -> int:
         """Commands of `session` accepted and not ended (the running one included)."""
-        with self._lock:
-            return self._mail.holds(session)
+        return self._order.pending(session)
 
     @property
     def closed(self) -> bool:
@@ -217,11 +200,9 @@ class SessionRunner:
     @property
     def load_now(self) -> Load:
         """`parallel`, turns running, and commands waiting (what /health shows)."""
-        with self._lock:
-            running = self._places.running
-            return Load(self._places.parallel, running, self._mail.count - self._running_commands())
+        return self._order.load
 
-    # -- the order (under self._lock) ------------------------------------------------------
+    # -- submitting ------------------------------------------------------------------------
 
     def _submit(self, name: str, session: str | None, body: Callable[[Command], None], *, alone: bool = False) -> Sent:
         sent = Sent(name, session)
@@ -230,10 +211,7 @@ class SessionRunner:
             refusal = self._refusal(name, session)
             if refusal is None:
                 sent.accepted = True
-                command = Command(name, session, body, sent, alone)
-                self._idle_cancel.set()  # a prefetch stops at its next chunk: the command runs next
-                if self._mail.post(command):
-                    starts = self._claim(self._ready(command))
+                starts = self._order.post(Command(name, session, body, sent, alone))
         if refusal is not None:
             event = events.Refused(name, *refusal, BY_CLOSING if self._closed else "")
             sent.put(session, event)
@@ -248,48 +226,6 @@ class SessionRunner:
         if session is not None and session not in self._sessions:
             return (f"Cannot {verb}: no session {session} is open.", "Open or resume a session first.")
         return None
-
-    def _ready(self, command: Command) -> list[Command]:
-        """`command` reached the front of its mailbox: what may start now."""
-        if command.alone:
-            self._alone = command
-            return self._reopen()
-        if self._alone is not None or (command.session is not None and command.session == self._prefetching):
-            self._held.append(command)
-            return []
-        if command.needs_place:
-            self._places.want(command)
-            return self._places.free_for() if self._alone is None else []
-        return [command]
-
-    def _reopen(self) -> list[Command]:
-        """What may start now that an `alone` command came or went, a prefetch ended, or
-        something stopped running: the `alone` command once nothing runs, else what it held."""
-        alone = self._alone
-        if alone is not None:
-            return [alone] if not alone.started and self._running == 0 else []
-        held, self._held = self._held, []
-        starts: list[Command] = []
-        for command in held:
-            starts.extend(self._ready(command))
-        return starts + self._places.free_for()
-
-    def _unready(self, command: Command) -> None:
-        """A waiting command that was dropped leaves every queue it was in."""
-        self._places.drop(command)
-        if command in self._held:
-            self._held.remove(command)
-
-    def _running_commands(self) -> int:
-        return self._running - (self._prefetching is not None)
-
-    def _claim(self, commands: list[Command]) -> list[Command]:
-        """Under the lock: `commands` start now (a turn among them was given its place)."""
-        for command in commands:
-            command.started = True
-            command.holds_place = command.needs_place
-            self._running += 1
-        return commands
 
     # -- running a command -----------------------------------------------------------------
 
@@ -320,33 +256,12 @@ class SessionRunner:
         turns, head = (view.turns, view.head) if view is not None else (None, None)
         by = (command.cancelled_by or BY_CLIENT) if skipped else ""
         self._say(command, events.Ready(command.name, turns, head, view, by))
-        with self._lock:
-            starts = self._give_back_place(command)
-            self._running -= 1
-            if command is self._alone:
-                self._alone = None
-            following = self._mail.done(command)
-            starts += self._ready(following) if following is not None else []
-            starts += self._reopen()
-            starts = self._claim(list(dict.fromkeys(starts)))
-            if self._running == 0:
-                self._quiet.notify_all()
-        self._launch(starts)
+        self._launch(self._order.ended(command))
         return session
-
-    def _give_back_place(self, command: Command) -> list[Command]:
-        """Under the lock: `command`'s place goes to the next waiting turn (returned, to claim)."""
-        if not command.holds_place:
-            return []
-        command.holds_place = False
-        self._places.release()
-        return self._places.free_for() if self._alone is None else []
 
     def _release_place(self, command: Command) -> None:
         """The turn's record is saved: the model's place goes to the next turn now."""
-        with self._lock:
-            starts = self._claim(self._give_back_place(command))
-        self._launch(starts)
+        self._launch(self._order.release_place(command))
 
     def _skip(self, command: Command, *, ended: bool = True) -> None:
         """A command cancelled before it ran: it changed nothing. `ended`: it never started, so
@@ -373,12 +288,9 @@ class SessionRunner:
         if session is None or backend is None or not backend.idle_prefetch:
             return
         sid = str(session.path)
-        with self._lock:
-            if self._mail.count or self._closed or self._prefetching is not None or sid not in self._sessions:
-                return
-            self._idle_cancel = cancel = threading.Event()
-            self._prefetching = sid
-            self._running += 1
+        cancel = self._order.prefetch_begins(sid, allowed=not self._closed and sid in self._sessions)
+        if cancel is None:
+            return
         try:
             # Through the session's own backend: with several sessions, its sequence.
             session.world.backend.prefetch(session.world.next_turn_prefix(), cancel=cancel)
@@ -388,13 +300,7 @@ class SessionRunner:
             self._emit(None, events.Notice(f"Could not evaluate the next turn ahead ({type(error).__name__}: {error}); "
                                            "it is evaluated when the action comes."))
         finally:
-            with self._lock:
-                self._prefetching = None
-                self._running -= 1
-                starts = self._claim(self._reopen())
-                if self._running == 0:
-                    self._quiet.notify_all()
-            self._launch(starts)
+            self._launch(self._order.prefetch_ended())
 
     # -- saying --------------------------------------------------------------------------------
 
@@ -462,8 +368,7 @@ class SessionRunner:
             self._say(command, events.LoadCancelled(label))
             return False
         self._backend, self._model, self._load_options = backend, model, dict(options)
-        with self._lock:
-            self._places.resize(backend.parallel)
+        self._order.resize(backend.parallel)
         self._say(command, loaded_event(label, backend))
         return True
 
@@ -581,8 +486,7 @@ class SessionRunner:
             backend.close()
 
     def _dispose_when_quiet(self) -> None:
-        with self._lock:
-            self._quiet.wait_for(lambda: self._running == 0)
+        self._order.wait_quiet()
         try:
             self._drop_backend(self._closing)
         except Exception as error:  # noqa: BLE001 - the thread ends either way; say why to whoever listens
