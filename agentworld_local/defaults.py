@@ -70,3 +70,15 @@ DEFAULT_REWARD_TIMEOUT_S = 120.0
 REWARD_TIMEOUT_HELP = (f"Seconds a reward hook may take for one turn (default {DEFAULT_REWARD_TIMEOUT_S:g}); it runs "
                        "after the turn is saved, off the model, and one that takes longer fails that step (the turn "
                        "stays saved, without a reward).")
+
+#: The agent's view (issue 41): every face an agent is trained through (OpenEnv observations and
+#: state, REST step and stream answers, Gymnasium observations and `info`, MCP `act`/`reset`)
+#: carries by default only what the environment itself would show. This one option, off by
+#: default, also sends the simulator's side: `--reveal-simulator` on `awl serve` and `awl mcp`,
+#: `reveal_simulator=True` in `make()`, `gymnasium.make()` and the vector env.
+REVEAL_SIMULATOR_HELP = (
+    "Also send clients the simulator's side of each turn: the world model's thinking and raw answer, token counts "
+    "and timings, how the answer ended, how the reward was given, the session id and the trajectory file's path. "
+    "Default: off, so an agent sees only what the environment would show (the observation, the turn, "
+    "done/truncated, whether the answer was cut, the reward, why an action was invalid); the trajectory file "
+    "always keeps everything.")

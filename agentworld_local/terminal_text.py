@@ -1,7 +1,7 @@
 """Make model or file text safe to write to a real terminal.
 
-A simulated screen must never drive the user's terminal: every control character and
-escape sequence is shown as a visible escape, except newlines, tabs and SGR colour
+A simulated screen must never drive the user's terminal: every control character, escape
+sequence and bidirectional override is shown as a visible escape, except newlines, tabs and SGR colour
 sequences (`ESC [ ... m`), which a terminal view should keep. Lone surrogates (from
 damaged input) become U+FFFD so no encoder fails on them.
 """
@@ -12,7 +12,9 @@ import re
 
 # SGR only: ESC [ params m. Everything else that starts with ESC is neutralised.
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
-_UNSAFE = re.compile(r"\x1b\[[0-9;:]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f]|[\ud800-\udfff]")
+# Bidirectional overrides and isolates too: they reorder what follows on the line (the text a
+# user reads would not be the text that is there).
+_UNSAFE = re.compile(r"\x1b\[[0-9;:]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udfff]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -24,6 +26,8 @@ def _visible(match: re.Match[str]) -> str:
         return "\ufffd"
     if code == 0x1B:
         return "\\x1b"
+    if code > 0xFF:
+        return f"\\u{code:04x}"
     return f"\\x{code:02x}"
 
 

@@ -128,7 +128,7 @@ class AwlServe:
         from agentworld_local.engine.loading import load_backend
 
         backend = load_backend(None, remote=RemoteOptions(base_url, SERVED))
-        app = make_app(folder=folder, backend=backend)
+        app = make_app(folder=folder, backend=backend, reveal_simulator=True)  # it reads each step's record
         sock = bind("127.0.0.1", 0)
         self.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -36,7 +36,7 @@ def main() -> None:
             print(f"\n$ {action}\n{observation}")
             if terminated or truncated:
                 break
-        print(f"\nterminated={terminated} truncated={truncated}; the episode is in {info['trajectory']}")
+        print(f"\nterminated={terminated} truncated={truncated}; the episode is in {env.unwrapped.world.trajectory}")
     finally:
         env.close()
 

@@ -13,7 +13,7 @@ from agentworld_local.cli import session_options as opt
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
 from agentworld_local.cli.model_options import offload_model_options, remote_model_options
-from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.defaults import MODEL_HELP, REVEAL_SIMULATOR_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.errors import InputError
 from agentworld_local.models.offload_options import OffloadOptions
@@ -38,12 +38,14 @@ def mcp_command(
     threads: int = opt.THREADS,
     out_dir: Path = typer.Option(None, "--out-dir", help="Where the session file goes (default: awl's sessions folder).",
                                  show_default=False, callback=user_path_option),
+    reveal_simulator: bool = typer.Option(False, "--reveal-simulator", help=REVEAL_SIMULATOR_HELP + " Here: the "
+                                          "`trajectory` field of `act` and `reset` and the resource awl://trajectory."),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,
 ) -> None:
     """Serve a simulated machine to an agent over MCP (stdio): tools `act`, `state`, `undo`, `reset`.
 
-    Every `act` is a turn of an ordinary session file (the resource awl://trajectory); nothing is
+    Every `act` is a turn of an ordinary session file (the resource awl://trajectory with --reveal-simulator); nothing is
     executed. `reset` starts a new episode in a new file. E.g. in an MCP client's config:
     `awl mcp --model PATH/TO/model.gguf --scenario disk-full-server`.
     """
@@ -63,7 +65,8 @@ def mcp_command(
     if remote is None:
         load_options.update(gpu_layers=gpu_layers, threads=threads)
     env = make(scenario or domain or "terminal", model, task=task, controls=list(control or []), think=think, seed=seed,
-               temperature=temperature, max_tokens=max_tokens, out_dir=out_dir, load_options=load_options)
+               temperature=temperature, max_tokens=max_tokens, out_dir=out_dir, load_options=load_options,
+               reveal_simulator=reveal_simulator)
     # The SDK reads stdin on a worker thread that only the end of input stops, so Ctrl+C or
     # SIGTERM would wait for the client. Stop here instead: the env is closed first (a turn
     # in flight is cancelled, every finished one is saved), then the process leaves.
@@ -83,6 +86,6 @@ def mcp_command(
         env.close()
         raise
     # stdout is the MCP channel: what people read goes to stderr.
-    stderr_console().print(f"awl mcp: serving a simulated {env.domain.title} on stdio; turns go to {info['trajectory']}",
+    stderr_console().print(f"awl mcp: serving a simulated {env.domain.title} on stdio; turns go to {env.trajectory}",
                            soft_wrap=True, markup=False, highlight=False)
     serve_stdio(env)  # closes the env (every turn saved) when the client disconnects

@@ -12,7 +12,7 @@ from agentworld_local.cli import session_options as opt
 from agentworld_local.cli.consoles import stderr_console
 from agentworld_local.cli.main import app
 from agentworld_local.cli.model_options import model_or_server, offload_model_options, remote_model_options
-from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.defaults import MODEL_HELP, REVEAL_SIMULATOR_HELP
 from agentworld_local.engine import events
 from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
@@ -52,6 +52,7 @@ def serve_command(
     allow_host: list[str] = typer.Option(None, "--allow-host", show_default=False, help="A host name the server also answers to (repeatable), e.g. the machine's name or a proxy's; any Host but the bind address, localhost, 127.0.0.1 and [::1] is refused (421), so a web page cannot reach the server by DNS rebinding."),
     reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
     reward_timeout: float = opt.REWARD_TIMEOUT,
+    reveal_simulator: bool = typer.Option(False, "--reveal-simulator", help=REVEAL_SIMULATOR_HELP),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -123,9 +124,10 @@ def serve_command(
             from agentworld_local.serve.openenv import make_openenv_app
 
             served = make_openenv_app(folder=folder, runner=bridge.runner, world=world, limits=limits, token=token,
-                                      reward=hook)
+                                      reward=hook, reveal_simulator=reveal_simulator)
         else:
-            served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook)
+            served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook,
+                              reveal_simulator=reveal_simulator)
         run(served, sock, on_exit=lambda: bridge.runner.close(timeout=0))  # turns stop before uvicorn drains
     except KeyboardInterrupt as interrupt:  # uvicorn raises the signal that stopped it again, once sessions closed
         from agentworld_local.cli.interrupts import exit_code

@@ -14,7 +14,9 @@ def make(id_or_domain: str, model: str | None = None, **options: Any) -> Simulat
     """`make("agentworld/Terminal-v0", model="scripted:answers.json", task="...")`.
 
     `options`: the session's (task, initial_state, controls, tools, world, state_format,
-    temperature, max_tokens, think, seed, prompts) and the env's (backend, load_options, out_dir).
+    temperature, max_tokens, think, seed, prompts) and the env's (backend, load_options, out_dir,
+    reward, reward_timeout, reveal_simulator: `info` also carries the world model's thinking, token
+    counts and the trajectory's path, off by default; defaults.REVEAL_SIMULATOR_HELP).
     """
     refuse_unknown(options, (*SPEC_OPTIONS, *ENV_OPTIONS), "an environment", shown="model, ")
     chosen = resolve_env(id_or_domain)

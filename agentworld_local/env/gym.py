@@ -13,7 +13,8 @@ nondeterministic, because info carries timings and each episode's file, and a se
 sampling may ignore the seed. Each id has a step limit (MAX_EPISODE_STEPS) that Gymnasium's
 TimeLimit applies: `truncated` is that limit, as everywhere in Gymnasium, and the step it cuts
 reaches the session as final (a reward that judges an episode's end is asked then); an answer
-cut at its token limit is `info["cut_short"]`. See docs/gym.md.
+cut at its token limit is `info["cut_short"]`. `info` carries the world model's thinking, token
+counts and file paths only with `make(..., reveal_simulator=True)` (env/simulated.py). See docs/gym.md.
 """
 
 from __future__ import annotations
@@ -216,7 +217,7 @@ class AgentWorldEnv(gymnasium.Env):
 
     @property
     def run_dir(self) -> Path:
-        """The folder the episodes' files go to (also `info["run_dir"]` after a reset)."""
+        """The folder the episodes' files go to (also `info["run_dir"]` after a reset, with reveal_simulator=True)."""
         return self.world.out_dir
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -226,7 +227,8 @@ class AgentWorldEnv(gymnasium.Env):
         if isinstance(options, dict) and options.get("scenario") is not None:  # by name only, as on every face
             options = {**options, "scenario": scenario_by_name(options["scenario"]).name}
         observation, info = self.world.reset(seed=seed, options=options)
-        return observation, {**info, "run_dir": str(self.run_dir)}
+        # A folder of the host is the simulator's side: only with reveal_simulator=True (env/simulated.py).
+        return observation, {**info, "run_dir": str(self.run_dir)} if self.world.reveal_simulator else info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         # truncated is the step limit's (TimeLimit's); a cut answer is info["cut_short"]. The

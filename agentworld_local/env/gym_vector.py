@@ -8,7 +8,9 @@ observations and actions are text (a tuple of strings per batch). Autoreset is G
 default, the next step: a sub-env that ended comes back reset (a new session, a new file) on
 the step after, its action ignored. Reward is always 0.0, as in the single env (env/simulated.py).
 `truncated` is the step limit (`max_episode_steps`, which make_vec passes from the id's spec);
-an answer cut at its token limit is `infos["cut_short"]`. A step or reset waits for every
+an answer cut at its token limit is `infos["cut_short"]`. `infos` carry the session ids, file
+paths and the world model's thinking only with `reveal_simulator=True` (thinking also needs the
+server's `--reveal-simulator`; defaults.REVEAL_SIMULATOR_HELP). A step or reset waits for every
 sub-env, as Gymnasium's AsyncVectorEnv does, before it raises what failed (docs/gym.md).
 """
 
@@ -26,7 +28,6 @@ from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.client import ServerClient
 from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
 from agentworld_local.env.ids import resolve_env
-from agentworld_local.env.simulated import CUT_SHORT
 from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
 
 #: What each sub-env's session may set (the server's `POST /sessions` fields).
@@ -41,9 +42,11 @@ class AgentWorldVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 1, env_id: str = "agentworld/Terminal-v0", *, base_url: str | None = None,
                  token: str | None = None, timeout: float = 600.0, max_episode_steps: int | None = None,
-                 **options: Any) -> None:
+                 reveal_simulator: bool = False, **options: Any) -> None:
         """`max_episode_steps`: a sub-env's episode is truncated after that many steps (None or
-        -1, as in gymnasium.make: no limit; make_vec passes the id's own)."""
+        -1, as in gymnasium.make: no limit; make_vec passes the id's own). `reveal_simulator`:
+        infos also carry each session's id and file and, from a server started with
+        --reveal-simulator, the world model's thinking (see the module's doc)."""
         if not base_url:
             raise InputError("The vector env runs its sub-envs as sessions of `awl serve`: it needs base_url.",
                              "Start `awl serve --model ...` and pass base_url='http://127.0.0.1:8760'.")
@@ -61,6 +64,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self._options = options
         self.num_envs = num_envs
         self.max_episode_steps = max_episode_steps
+        self.reveal_simulator = bool(reveal_simulator)
         self.single_action_space = AnyText(MAX_ACTION_CHARS, min_length=1)
         self.single_observation_space = AnyText(MAX_OBSERVATION_CHARS)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -136,7 +140,10 @@ class AgentWorldVectorEnv(VectorEnv):
         opened = self._client.create(**self._world, **{**self._options, **episode}, seed=seed)
         self._sessions[index] = opened["id"]
         self._steps[index] = 0
-        return opened["observation"], {"session": opened["id"], "trajectory": opened["file"], "turn": 0, "seed": seed}
+        info: dict[str, Any] = {"turn": 0, "seed": seed}
+        if self.reveal_simulator:
+            info.update(session=opened["id"], trajectory=opened["file"])
+        return opened["observation"], info
 
     def _step_one(self, index: int, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._autoreset[index]:
@@ -152,13 +159,17 @@ class AgentWorldVectorEnv(VectorEnv):
             done = self._client.step(sid, action, final=last)
         except ActionError as error:  # no turn, but a step (as TimeLimit counts it)
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
-            return reason, 0.0, False, self._count_step(index), {"session": sid, "invalid_action": reason}
-        record = done["record"]
-        info = {"session": sid, "turn": done["turn"], "thinking": record.get("thinking") or "",
-                "finish": record.get("finish"), "parse_method": record.get("parse_method"),
-                "cut_short": record.get("finish") in CUT_SHORT}
-        if done.get("reward_source"):
-            info["reward_source"] = done["reward_source"]
+            invalid = {"invalid_action": reason, **({"session": sid} if self.reveal_simulator else {})}
+            return reason, 0.0, False, self._count_step(index), invalid
+        info: dict[str, Any] = {"turn": done["turn"], "cut_short": bool(done.get("cut_short"))}
+        if self.reveal_simulator:
+            info["session"] = sid
+            record = done.get("record")  # sent by a server started with --reveal-simulator
+            if record is not None:
+                info.update(thinking=record.get("thinking") or "", finish=record.get("finish"),
+                            parse_method=record.get("parse_method"))
+            if done.get("reward_source"):
+                info["reward_source"] = done["reward_source"]
         return (done["observation"], float(done.get("reward", 0.0)), bool(done["terminated"]), self._count_step(index),
                 info)
 

@@ -13,7 +13,12 @@ sends is executed: the world model predicts what the environment would answer.
 - `terminated`: the action ended the task in the domain's own terms (domains/endings.py);
   `truncated`, as in Gymnasium, is a step limit's: this env has none, so it is False (the
   Gymnasium ids' TimeLimit sets it). An answer that hit its token limit, or looped and was
-  stopped, is `info["cut_short"]` (the observation may be cut; `info["finish"]` says which).
+  stopped, is `info["cut_short"]` (the observation may be cut).
+- The agent's view (defaults.REVEAL_SIMULATOR_HELP): `info` carries by default only what the
+  environment would show (`turn`, `cut_short`, `invalid_action`; after a reset `domain`, `task`,
+  `turn`, `seed`). `reveal_simulator=True` adds the simulator's side: `thinking`, `tokens`,
+  `timings`, `finish`, `parse_method`, `action` (as parsed), `reward_source`, `verdict` and the
+  `trajectory` path. The trajectory file keeps all of it either way.
 - An action the domain cannot read is no turn: the observation is the one-line reason and
   `info["invalid_action"]` holds it, so an agent can correct itself.
 """
@@ -32,7 +37,7 @@ from typing import Any
 
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
-from agentworld_local.errors import ActionError, AwlError, InputError, a_or_an
+from agentworld_local.errors import ActionError, InputError, a_or_an
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
 from agentworld_local.scenarios import scenario_by_name
@@ -58,18 +63,21 @@ class SimulatedEnv:
 
     def __init__(self, spec: SessionSpec, *, model: str | None = None, backend: Any = None,
                  load_options: dict[str, Any] | None = None, out_dir: str | Path | None = None,
-                 reward: Any = None, reward_timeout: float | None = DEFAULT_REWARD_TIMEOUT_S) -> None:
+                 reward: Any = None, reward_timeout: float | None = DEFAULT_REWARD_TIMEOUT_S,
+                 reveal_simulator: bool = False) -> None:
         """`model`: a registry name, a GGUF path, `scripted:FILE` or `openai:NAME@URL` (loaded
         now); `backend`: one loaded already (it then belongs to the env, which closes it);
         `load_options`: load_backend's (ctx, gpu_layers, threads, remote); `out_dir`: where the
         trajectory files go (default: awl's sessions folder); `reward`: what each turn earns
         (session/rewards.reward_hook's forms; default none: 0.0); `reward_timeout`: seconds
-        it may take for one turn (None: no limit)."""
+        it may take for one turn (None: no limit); `reveal_simulator`: `info` also carries the
+        simulator's side (see the module's doc)."""
         if model is None and backend is None and not (load_options or {}).get("remote"):
             raise InputError("No model given.", "Pass `model=` (a registry name, a .gguf path or scripted:FILE).")
         self.spec = spec
         self.domain = spec.resolve().domain  # a bad option or scenario is refused before the model loads
         self.reward = reward_hook(reward)
+        self.reveal_simulator = bool(reveal_simulator)
         self.out_dir = _ready_folder(Path(out_dir) if out_dir is not None else sessions_dir())
         self._runner = SessionRunner(backend=backend, reward_timeout=reward_timeout)
         # A program that ends without close() still closes the runner (an episode without a
@@ -114,8 +122,8 @@ class SimulatedEnv:
         opened = self._call(lambda: self._runner.open(NewSession.from_spec(resolved, path, reward=self.reward)))
         view = next(event.view for event in opened.said if isinstance(event, events.SessionOpened))
         self._session, self._path, self._view = str(view.path), Path(view.path), opened.view
-        return view.initial_state, {"trajectory": str(view.path), "domain": self.domain.name,
-                                    "task": view.settings.task, "turn": 0, "seed": episode_seed}
+        info = {"domain": self.domain.name, "task": view.settings.task, "turn": 0, "seed": episode_seed}
+        return view.initial_state, {**info, "trajectory": str(view.path)} if self.reveal_simulator else info
 
     def step(self, action: str, *, final: bool = False) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """One turn: the action goes to the world model, its predicted observation comes back.
@@ -127,17 +135,19 @@ class SimulatedEnv:
             said = self._call(lambda: self._runner.step(session, action, final=final)).said
         except ActionError as error:
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
-            return reason, 0.0, False, False, {"invalid_action": reason, "turn": self.turns, "trajectory": session}
+            info = {"invalid_action": reason, "turn": self.turns}
+            return reason, 0.0, False, False, {**info, "trajectory": session} if self.reveal_simulator else info
         finished = next(event for event in said if isinstance(event, events.TurnFinished))
         record = finished.record
-        info = {
-            # Copies: what a caller does with info never reaches the session's history.
-            "trajectory": session, "turn": finished.turn, "action": copy.deepcopy(record.action_payload),
-            "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
-            "finish": record.finish, "parse_method": record.parse_method, "cut_short": record.finish in CUT_SHORT,
-        }
+        info: dict[str, Any] = {"turn": finished.turn, "cut_short": record.finish in CUT_SHORT}
         rewarded = next((event for event in said if isinstance(event, events.Rewarded)), None)
-        if rewarded is not None:
+        if self.reveal_simulator:  # the simulator's side (the module's doc); the file keeps it either way
+            info.update({
+                # Copies: what a caller does with info never reaches the session's history.
+                "trajectory": session, "action": copy.deepcopy(record.action_payload),
+                "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
+                "finish": record.finish, "parse_method": record.parse_method})
+        if rewarded is not None and self.reveal_simulator:
             info["reward_source"] = rewarded.source
             if rewarded.verdict is not None:
                 info["verdict"] = copy.deepcopy(rewarded.verdict)
@@ -275,4 +285,4 @@ def control_list(value: Any) -> list[str]:
 
 #: make()'s options that build the session (SessionSpec's fields), and those of the env.
 SPEC_OPTIONS = tuple(item.name for item in fields(SessionSpec) if item.name not in ("domain", "scenario"))
-ENV_OPTIONS = ("backend", "load_options", "out_dir", "reward", "reward_timeout")
+ENV_OPTIONS = ("backend", "load_options", "out_dir", "reward", "reward_timeout", "reveal_simulator")

@@ -3,6 +3,16 @@
 The server parses requests and renders the runner's events; what a session does lives in
 session/. Every refusal is `{"error": ..., "hint": ...}` with a 4xx status (a 5xx is the
 server's own failure); `/docs` has the OpenAPI description.
+
+The agent's view (defaults.REVEAL_SIMULATOR_HELP): a step's or regenerate's answer and stream are
+the agent's, so by default they carry only what the environment would show (`turn`, `turns`,
+`observation`, `reward`, `terminated`, `truncated`, `cut_short`; a stream: `action`,
+`observation` and `observation_replaced` deltas, `reward` as its value, `turn_done` as the
+answer's fields, `cancelled`, `ready`, `error`); with `reveal_simulator` (`awl serve
+--reveal-simulator`) they add `session`, `head`, `reward_source` and `record` (the trajectory's
+line: thinking, raw answer, tokens), and a stream sends every session event as it is. The
+session routes (create, list, state, resume, fork, undo, close, trajectory) are the operator's:
+they keep ids and file paths.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from agentworld_local.errors import InputError
 from agentworld_local.scenarios import list_scenarios, scenario_by_name
 from agentworld_local.serve import errors
 from agentworld_local.serve.bridge import AsyncRunnerBridge
-from agentworld_local.serve.errors import for_http, responses
+from agentworld_local.serve.errors import responses
 from agentworld_local.serve.security import BodyLimit, HostOriginGuard
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner.outcome import Outcome
@@ -98,11 +108,13 @@ class ForkRequest(BaseModel):
 
 
 def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | None = None,
-             bridge: AsyncRunnerBridge | None = None, backend: Any = None, reward: Any = None) -> FastAPI:
+             bridge: AsyncRunnerBridge | None = None, backend: Any = None, reward: Any = None,
+             reveal_simulator: bool = False) -> FastAPI:
     """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
     (tests); session files go to `folder`. With `token`, every request but /docs needs it.
     `reward`: what each session's turns earn (session/rewards.reward_hook's forms). Requests
-    whose Host is not the server's (limits.allowed_hosts adds names) are refused (security.py)."""
+    whose Host is not the server's (limits.allowed_hosts adds names) are refused (security.py).
+    `reveal_simulator`: step answers and streams carry the simulator's side too (the module's doc)."""
     if token is not None and not token.strip():
         raise InputError("The server's token is empty.", "Give a long random secret, or no token.")
     bridge = bridge or AsyncRunnerBridge(backend=backend)
@@ -172,25 +184,28 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
         """One turn: the action goes to the world model; the saved turn comes back. Beyond the
         model's `parallel` it waits its turn (in order); it is never refused for other sessions."""
         turn = registry.turn(sid, "step", body.action, final=body.final)
-        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect))
+        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect),
+                            reveal_simulator)
 
     @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse,
               responses={**_STREAMED, **responses(*turn, json_route=False)})
     async def step_stream(sid: str, body: StepRequest) -> EventSourceResponse:
         """One turn as server-sent events: the session's events as they come, `turn_done` and `ready` last."""
         return await _sse(registry.turn(sid, "step", body.action, final=body.final), registry, sid,
-                          body.cancel_on_disconnect)
+                          body.cancel_on_disconnect, reveal_simulator)
 
     @app.post("/sessions/{sid}/regenerate", responses=responses(*turn))
     async def regenerate(sid: str, request: Request, body: TurnRequest | None = None) -> dict[str, Any]:
         """Run the last turn's action again with a new sample (the file keeps the old one)."""
         turn = registry.turn(sid, "regenerate")
-        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, bool(body and body.cancel_on_disconnect)))
+        return _turn_result(registry, sid, await _collect(turn, request, registry, sid,
+                                                          bool(body and body.cancel_on_disconnect)), reveal_simulator)
 
     @app.post("/sessions/{sid}/regenerate/stream", response_class=EventSourceResponse,
               responses={**_STREAMED, **responses(*turn, json_route=False)})
     async def regenerate_stream(sid: str, body: TurnRequest | None = None) -> EventSourceResponse:
-        return await _sse(registry.turn(sid, "regenerate"), registry, sid, bool(body and body.cancel_on_disconnect))
+        return await _sse(registry.turn(sid, "regenerate"), registry, sid, bool(body and body.cancel_on_disconnect),
+                          reveal_simulator)
 
     @app.post("/sessions/{sid}/cancel", responses=responses(*one, 409))
     async def cancel(sid: str) -> dict[str, Any]:
@@ -344,22 +359,25 @@ def _cancel_for_client(registry: SessionRegistry, sid: str) -> None:
         registry.cancel(sid)
 
 
-def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome) -> dict[str, Any]:
+def _turn_result(registry: SessionRegistry, sid: str, outcome: Outcome, reveal_simulator: bool) -> dict[str, Any]:
     finished = check(outcome).first(events.TurnFinished)
     record = finished.record
     domain = registry.state(sid)["domain"]
     rewarded = outcome.first(events.Rewarded)
-    return {"session": sid, "turn": finished.turn, "observation": record.observation,
-            "reward": rewarded.value if rewarded is not None else 0.0,
-            "reward_source": rewarded.source if rewarded is not None else None,
-            "terminated": ends_task(domain, record.action_payload),
-            # As in Gymnasium: the episode was cut by a limit (this server's --max-turns); a cut answer is cut_short.
-            "truncated": finished.turns >= registry.limits.max_turns, "cut_short": record.finish in CUT_SHORT,
-            "turns": finished.turns, "head": finished.head, "record": record.to_dict()}
+    answer = {"turn": finished.turn, "observation": record.observation,
+              "reward": rewarded.value if rewarded is not None else 0.0,
+              "terminated": ends_task(domain, record.action_payload),
+              # As in Gymnasium: the episode was cut by a limit (this server's --max-turns); a cut answer is cut_short.
+              "truncated": finished.turns >= registry.limits.max_turns, "cut_short": record.finish in CUT_SHORT,
+              "turns": finished.turns}
+    if reveal_simulator:  # the simulator's side (the module's doc); the trajectory keeps it either way
+        answer.update(session=sid, reward_source=rewarded.source if rewarded is not None else None,
+                      head=finished.head, record=record.to_dict())
+    return answer
 
 
 async def _sse(turn: AsyncIterator[events.SessionEvent], registry: SessionRegistry, sid: str,
-               cancel_on_disconnect: bool) -> EventSourceResponse:
+               cancel_on_disconnect: bool, reveal_simulator: bool) -> EventSourceResponse:
     """Server-sent events, one per session event (`event:` its name, `data:` its JSON). A
     refusal before the turn starts is an ordinary HTTP error, not a stream. A client that goes
     away leaves the turn running to its end (saved), or cancels it with `cancel_on_disconnect`."""
@@ -371,10 +389,12 @@ async def _sse(turn: AsyncIterator[events.SessionEvent], registry: SessionRegist
     async def body() -> AsyncIterator[dict[str, str]]:
         ended = first is None
         try:
-            if first is not None:
-                yield _sse_event(first)
+            for event in ([first] if first is not None else []):
+                if (sent := _sse_event(event, reveal_simulator)) is not None:
+                    yield sent
             async for event in turn:
-                yield _sse_event(event)
+                if (sent := _sse_event(event, reveal_simulator)) is not None:
+                    yield sent
             ended = True
         finally:
             if not ended and cancel_on_disconnect:
@@ -383,8 +403,23 @@ async def _sse(turn: AsyncIterator[events.SessionEvent], registry: SessionRegist
     return EventSourceResponse(body())
 
 
-def _sse_event(event: events.SessionEvent) -> dict[str, str]:
-    return {"event": event.name, "data": errors.safe_json(event.to_dict())}
+#: The events an agent's stream carries as they are (the module's doc); `turn_done` and `reward`
+#: are cut to the agent's fields, every other event (thinking, the raw answer...) stays the simulator's.
+_AGENT_EVENTS = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.TurnCancelled,
+                 events.Undone, events.Regenerated, events.Refused, events.Ready, events.ErrorEvent)
+
+
+def _sse_event(event: events.SessionEvent, reveal_simulator: bool) -> dict[str, str] | None:
+    if reveal_simulator or isinstance(event, _AGENT_EVENTS):
+        data = event.to_dict()
+    elif isinstance(event, events.TurnFinished):
+        data = {"event": event.name, "turn": event.turn, "observation": event.record.observation,
+                "cut_short": event.record.finish in CUT_SHORT, "turns": event.turns}
+    elif isinstance(event, events.Rewarded):
+        data = {"event": event.name, "turn": event.turn, "value": event.value}
+    else:
+        return None
+    return {"event": event.name, "data": errors.safe_json(data)}
 
 
 async def _reap(registry: SessionRegistry) -> None:

@@ -3,7 +3,9 @@
 An agent connected over MCP sees four tools: `act` (run a command or an action in the
 session's domain: one turn of the trajectory), `state` (the current screen or state, no
 turn), `undo` (drop the last turn) and `reset` (a new episode in a new file), and one
-resource, `awl://trajectory` (the current episode's session file). Nothing is executed: the
+resource, `awl://trajectory` (the current episode's session file; only with `--reveal-simulator`,
+as the `trajectory` field of `act` and `reset`: a file path is the simulator's side, not the
+agent's, defaults.REVEAL_SIMULATOR_HELP). Nothing is executed: the
 world model predicts every answer, and the session is an ordinary trajectory file
 (SimulatedEnv, over the runner).
 
@@ -60,7 +62,8 @@ class Observed(BaseModel):
     observation: str = Field(description="What the simulated environment shows now (the world model's prediction, "
                                          "or the starting state).")
     turn: int = Field(description="The turn's number on the current branch: 1 for the first action, 0 before it.")
-    trajectory: str = Field(description="The session file (JSONL) the episode's turns are saved in.")
+    trajectory: str | None = Field(None, description="The session file (JSONL) the episode's turns are saved in "
+                                                     "(only from a server started with --reveal-simulator).")
 
 
 class Step(Observed):
@@ -133,7 +136,7 @@ class SimulatedMachine:
                      *(["[the task was declared finished]"] if terminated else [])]
             step = Step(observation=observation, turn=info["turn"], terminated=terminated, truncated=truncated,
                         cut_short=info["cut_short"],
-                        reward=reward, trajectory=info["trajectory"])
+                        reward=reward, trajectory=info.get("trajectory"))
             return _result("\n".join([observation, *notes]), step)
 
     def state(self) -> str:
@@ -166,7 +169,7 @@ class SimulatedMachine:
                 options["scenario"] = scenario_by_name(scenario).name
             observation, info = self.env.reset(seed=seed, options=options or None)
             episode = Episode(observation=observation, turn=0, task=info["task"], seed=info["seed"],
-                              trajectory=info["trajectory"])
+                              trajectory=info.get("trajectory"))
             return _result(observation, episode)
 
     def trajectory(self) -> str:
@@ -183,7 +186,7 @@ class SimulatedMachine:
 def _result(text: str, structured: BaseModel) -> CallToolResult:
     # The text is what a text-only client read before structured content: the observation.
     return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=structured.model_dump(mode="json"))
+                          structured_content=structured.model_dump(mode="json", exclude_none=True))
 
 
 def build_server(env: SimulatedEnv) -> MCPServer:
@@ -209,12 +212,14 @@ def build_server(env: SimulatedEnv) -> MCPServer:
         tools=tools,
         instructions=(f"A simulated {domain.title}. A world model predicts what it answers; nothing you send is "
                       f"executed anywhere. Call `act` with one action, `state` to read the current state, `undo` to "
-                      f"take back the last action, `reset` for a new episode. Every call to `act` is a turn in the "
-                      f"session file, readable as the resource {TRAJECTORY_URI}."),
+                      f"take back the last action, `reset` for a new episode."
+                      + (f" Every call to `act` is a turn in the session file, readable as the resource "
+                         f"{TRAJECTORY_URI}." if env.reveal_simulator else "")),
     )
-    server.resource(TRAJECTORY_URI, name="trajectory", title="Session file", mime_type="application/jsonl",
-                    description="The current episode's session file: a header line, then a line for each turn, "
-                                "undo or control (JSON Lines).")(machine.trajectory)
+    if env.reveal_simulator:  # a file of the host is the simulator's side (the module's doc)
+        server.resource(TRAJECTORY_URI, name="trajectory", title="Session file", mime_type="application/jsonl",
+                        description="The current episode's session file: a header line, then a line for each turn, "
+                                    "undo or control (JSON Lines).")(machine.trajectory)
     return server
 
 

@@ -14,6 +14,12 @@ side by side up to the model's `parallel`; beyond it they wait in order, never r
   state), `done` (the action ended the task in the domain's terms, domains/endings.py),
   `reward` (the server's reward hook, else 0.0) and the turn's facts as fields: OpenEnv's
   serializer drops `metadata` from the wire, so `metadata` holds the same facts in-process only.
+- The agent's view (defaults.REVEAL_SIMULATOR_HELP): an observation carries by default only what
+  the environment would show (`observation`, `turn`, `done`, `reward`, `domain`, `task`,
+  `cut_short`, `invalid_action`; verifiers shows the policy the whole object); `session_id`,
+  `trajectory`, `thinking`, `finish` and `reward_source` are null, and `state` names no
+  trajectory and no episode id but one the client chose. `awl serve --openenv
+  --reveal-simulator` fills them. The trajectory file keeps all of it either way.
 - An action the domain cannot read is no turn: the observation is the reason
   (`invalid_action`), as SimulatedEnv does. Nothing an agent sends is ever executed.
 - OpenEnv's HTTP `/reset` and `/step` build a fresh environment for each request and close it
@@ -67,6 +73,8 @@ _OPTION_TYPES: dict[str, Any] = {"domain": str, "scenario": str, "task": str, "i
 _EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 _SEED_RANGE = 2**31
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: An observation's fields that are the simulator's side, sent only with --reveal-simulator.
+_SIMULATOR_FACTS = ("session_id", "trajectory", "thinking", "finish", "reward_source")
 
 
 class AwlAction(Action):
@@ -91,15 +99,20 @@ class AwlObservation(Observation):
     observation: str = Field("", description="The predicted screen or tool result; the reason when the action "
                                              "could not be read")
     turn: int = Field(0, description="Turns of the episode so far (0 after a reset)")
-    session_id: str | None = Field(None, description="The awl session (its file's name without .jsonl)")
-    trajectory: str | None = Field(None, description="The session's trajectory file on the server")
+    session_id: str | None = Field(None, description="The awl session (its file's name without .jsonl; only with "
+                                                     "--reveal-simulator)")
+    trajectory: str | None = Field(None, description="The session's trajectory file on the server (only with "
+                                                     "--reveal-simulator)")
     domain: str = Field("", description="terminal, swe, mcp, search, web, os or android")
     task: str | None = Field(None, description="The episode's task (after a reset)")
-    thinking: str | None = Field(None, description="The world model's reasoning for this turn")
-    finish: str | None = Field(None, description="How the answer ended: stop, length or repetition")
+    thinking: str | None = Field(None, description="The world model's reasoning for this turn (only with "
+                                                   "--reveal-simulator)")
+    finish: str | None = Field(None, description="How the answer ended: stop, length or repetition (only with "
+                                                 "--reveal-simulator)")
     cut_short: bool = Field(False, description="The answer was cut (its token limit, or a loop stopped)")
     invalid_action: str | None = Field(None, description="Why the action was not read (no turn was run)")
-    reward_source: str | None = Field(None, description="What gave the reward (python:..., judge:...)")
+    reward_source: str | None = Field(None, description="What gave the reward (python:..., judge:...; only with "
+                                                        "--reveal-simulator)")
 
 
 @dataclass
@@ -114,6 +127,8 @@ class OpenEnvHub:
     limits: ServeLimits = field(default_factory=ServeLimits)
     #: The default world's domain.
     domain: str = "terminal"
+    #: Observations and state carry the simulator's side too (the module's doc).
+    reveal_simulator: bool = False
 
     def send(self, send: Callable[[SessionRunner], Sent]) -> Outcome:
         """One command, waited for."""
@@ -145,6 +160,7 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         self.hub = hub  # built for every request (HTTP /state, /metadata): nothing opens here
         self._key: str | None = None  # the runner's name of the open session
         self._path: Path | None = None
+        self._chosen_id: str | None = None  # the episode_id the client gave its reset, if any
         self._domain = hub.domain
         self._task: str | None = None
         self._seed: int | None = None
@@ -168,6 +184,7 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         view = opened.view
         self._key, self._path, self._domain = str(view.path), Path(view.path), resolved.domain.name
         self._task, self._seed, self._turns = view.settings.task, spec.seed, 0
+        self._chosen_id = episode_id
         return self._observation(view.initial_state, task=self._task)
 
     def step(self, action: AwlAction, timeout_s: float | None = None, **kwargs: Any) -> AwlObservation:
@@ -205,9 +222,10 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
 
     @property
     def state(self) -> State:
-        return State(episode_id=self._path.stem if self._path else None, step_count=self._turns, domain=self._domain,
-                     task=self._task, seed=self._seed, trajectory=str(self._path) if self._path else None,
-                     model=self.hub.model)
+        reveal = self.hub.reveal_simulator and self._path is not None  # the module's doc: the agent's view
+        return State(episode_id=self._path.stem if reveal and self._path else self._chosen_id, step_count=self._turns,
+                     domain=self._domain, task=self._task, seed=self._seed,
+                     trajectory=str(self._path) if reveal else None, model=self.hub.model)
 
     def get_metadata(self) -> EnvironmentMetadata:
         world = self.hub.world.scenario or self.hub.domain
@@ -282,6 +300,8 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         done, reward = facts.pop("done", False), facts.pop("reward", None)
         facts = {"turn": self._turns, "session_id": self._path.stem if self._path else None,
                  "trajectory": str(self._path) if self._path else None, "domain": self._domain, **facts}
+        if not self.hub.reveal_simulator:  # the agent's view (the module's doc); the file keeps them
+            facts = {name: value for name, value in facts.items() if name not in _SIMULATOR_FACTS}
         return AwlObservation(observation=text, done=done, reward=reward, metadata=dict(facts), **facts)
 
     def _unread(self, reason: str, *, done: bool = False) -> AwlObservation:
@@ -306,23 +326,25 @@ def _refusal(error: AwlError) -> Refusal:
 
 def make_openenv_app(*, folder: Path, runner: SessionRunner | None = None, backend: Any = None,
                      world: SessionSpec | None = None, limits: ServeLimits = ServeLimits(), token: str | None = None,
-                     reward: Any = None) -> Any:
+                     reward: Any = None, reveal_simulator: bool = False) -> Any:
     """OpenEnv's app over `runner` (its model loaded) or a `backend` loaded already (tests);
     session files go to `folder`; `world`: the default world of a reset that names none. With
     `token`, every request and WebSocket needs `Authorization: Bearer TOKEN`. The server's
-    shutdown closes the runner (every session saved)."""
+    shutdown closes the runner (every session saved). `reveal_simulator`: observations and state
+    carry the simulator's side too (the module's doc)."""
     runner = runner if runner is not None else SessionRunner(backend=backend)
     folder.mkdir(parents=True, exist_ok=True)
     world = world or SessionSpec()
     domain = world.resolve().domain.name  # a bad default world is said before anything listens
-    hub = OpenEnvHub(runner, folder, world, reward_hook(reward), limits, domain)
+    hub = OpenEnvHub(runner, folder, world, reward_hook(reward), limits, domain, reveal_simulator)
     app = create_fastapi_app(functools.partial(AwlWorld, hub), AwlAction, AwlObservation,
                              concurrency_config=ConcurrencyConfig(max_concurrent_envs=limits.max_sessions,
                                                                   session_timeout=limits.idle_s))
     add_awl_routes(app, functools.partial(AwlWorld, hub), AwlAction)  # HTTP /reset and /step: serve/openenv_routes.py
     # As awl serve's REST app: a foreign Host or Origin refused, every body bounded as it streams in
     # (413 before OpenEnv reads it); each WebSocket message checked before OpenEnv's loop reads it.
-    app = WebSocketGuard(BodyLimit(app, limits.max_body_bytes), limits.max_body_bytes)
+    app = WebSocketGuard(BodyLimit(app, limits.max_body_bytes), limits.max_body_bytes,
+                         reset_keys=("seed", "episode_id", *RESET_OPTIONS))
     quiet_protocol_errors()  # a frame that is not UTF-8: one log line, no traceback
     return HostOriginGuard(_Guard(app, token, hub), allowed_hosts=limits.allowed_hosts)
 

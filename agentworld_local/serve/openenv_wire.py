@@ -37,20 +37,21 @@ _SHAPE = 'a JSON object such as {"type": "step", "data": {"action": "ls"}} (rese
 class WebSocketGuard:
     """OpenEnv's app with each WebSocket message checked and a gone client's sends dropped."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: Any, max_bytes: int, *, reset_keys: tuple[str, ...] = ()) -> None:
+        """`reset_keys`: what a reset's data may hold (an empty tuple: anything)."""
+        self.app, self.max_bytes, self.reset_keys = app, max_bytes, reset_keys
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
-        socket = _Socket(receive, send, self.max_bytes)
+        socket = _Socket(receive, send, self.max_bytes, self.reset_keys)
         await self.app(scope, socket.receive, socket.send)
 
 
 class _Socket:
-    def __init__(self, receive: Any, send: Any, max_bytes: int) -> None:
-        self._receive, self._send, self.max_bytes = receive, send, max_bytes
+    def __init__(self, receive: Any, send: Any, max_bytes: int, reset_keys: tuple[str, ...]) -> None:
+        self._receive, self._send, self.max_bytes, self.reset_keys = receive, send, max_bytes, reset_keys
         self.gone = False  # the client left: nothing more reaches it
 
     async def receive(self) -> dict[str, Any]:
@@ -83,6 +84,13 @@ class _Socket:
             return INVALID_JSON, f"Invalid JSON: {error}. Send {_SHAPE}."
         if not isinstance(value, dict):
             return VALIDATION_ERROR, f"A message is {_SHAPE}, not {_kind(value)}."
+        data = value.get("data")
+        if value.get("type") == "reset" and isinstance(data, dict) and self.reset_keys:
+            # Checked here: a key such as `self` or `session_id` would meet OpenEnv's own call first.
+            unknown = sorted(key for key in data if key not in self.reset_keys)
+            if unknown:
+                return VALIDATION_ERROR, (f"Unknown reset option `{unknown[0][:80]}`. reset() takes "
+                                          f"{', '.join(self.reset_keys)}.")
         return None
 
     async def send(self, message: dict[str, Any]) -> None:

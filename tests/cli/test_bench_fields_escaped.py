@@ -15,10 +15,10 @@ from tests.unit.test_agentworldbench import bench_job
 
 #: Tasks as a damaged or hostile benchmark file may hold them (the domain is the last part).
 TASKS = ["agentworldbench/term\x1b[2Jinal", "agentworldbench/a\ud800b", "agentworldbench/x\x07\x9b31m",
-         "agentworldbench/\x1b]0;pwned\x07web", "agentworldbench/[bold]markup[red]"]
+         "agentworldbench/\x1b]0;pwned\x07web", "agentworldbench/[bold]markup[red]", "agentworldbench/txt.\u202egpj"]
 ANSWER = "<think>\nx\n</think>\n\n<predicted_observation>\nmain.py\n</predicted_observation>"
-#: What no terminal output may hold raw: ESC, BEL, C1 controls (CSI 0x9b).
-RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: What no terminal output may hold raw: ESC, BEL, C1 controls (CSI 0x9b), bidirectional overrides.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def assert_escaped(text: str) -> None:

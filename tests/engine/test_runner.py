@@ -8,7 +8,6 @@ path with the generated fixtures. Each race runs many times.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from pathlib import Path
 

@@ -43,7 +43,7 @@ def test_every_id_is_registered_and_makes_the_same_environment_as_agentworld_loc
         spec = gymnasium.spec(entry.id)
         assert spec.nondeterministic is True and spec.kwargs == {"env_id": entry.id}
     env = gymnasium.make("agentworld/DiskFullServer-v0", model=f"scripted:{answers}", out_dir=tmp_path / "out",
-                         task="Find what fills the disk")
+                         reveal_simulator=True, task="Find what fills the disk")
     try:
         assert isinstance(env.unwrapped, AgentWorldEnv) and isinstance(env.unwrapped.world, SimulatedEnv)
         observation, info = env.reset(seed=3)

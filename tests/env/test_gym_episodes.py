@@ -47,7 +47,7 @@ def test_every_id_has_the_agent_s_default_step_limit():
 @pytest.mark.parametrize("limit", [None, 3])
 def test_a_random_agent_s_episode_ends_truncated_at_the_step_limit(tmp_path, limit):
     options = {} if limit is None else {"max_episode_steps": limit}
-    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, WHOLE), out_dir=tmp_path / "out", **options)
+    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, WHOLE), out_dir=tmp_path / "out", reveal_simulator=True, **options)
     try:
         steps, terminated, truncated, info = random_episode(env)
         assert (steps, terminated, truncated) == (limit or DEFAULT_STEPS, False, True)
@@ -60,7 +60,7 @@ def test_a_random_agent_s_episode_ends_truncated_at_the_step_limit(tmp_path, lim
 def test_an_answer_cut_at_its_token_limit_is_cut_short_not_truncated(tmp_path):
     """In Gymnasium `truncated` is a time or step limit; the model's token limit is info's."""
     cut = answer("unclosed_tag_at_length")
-    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, ["thinking_then_tags", cut.name]),
+    env = gymnasium.make("agentworld/Terminal-v0", model=scripted(tmp_path, ["thinking_then_tags", cut.name]), reveal_simulator=True,
                          out_dir=tmp_path / "out", think="full")
     try:
         env.reset(seed=1)
@@ -77,8 +77,8 @@ def test_an_answer_cut_at_its_token_limit_is_cut_short_not_truncated(tmp_path):
 def test_episodes_go_to_a_run_folder_of_their_own_unless_out_dir_says(tmp_path, monkeypatch):
     monkeypatch.setenv("AWL_HOME", str(tmp_path / "home"))
     model = scripted(tmp_path, WHOLE)
-    first = gymnasium.make("agentworld/Terminal-v0", model=model)
-    second = gymnasium.make("agentworld/DiskFullServer-v0", model=model, out_dir=None)
+    first = gymnasium.make("agentworld/Terminal-v0", model=model, reveal_simulator=True)
+    second = gymnasium.make("agentworld/DiskFullServer-v0", model=model, out_dir=None, reveal_simulator=True)
     try:
         _, info = first.reset(seed=1)
         run_dir = Path(info["run_dir"])
@@ -93,7 +93,7 @@ def test_episodes_go_to_a_run_folder_of_their_own_unless_out_dir_says(tmp_path, 
         second.close()
     assert sorted(path.parent for path in run_dir.glob("*.jsonl")) == [run_dir, run_dir]
     assert not list(sessions_dir().glob("*.jsonl"))  # nothing among the user's own sessions
-    chosen = gymnasium.make("agentworld/Terminal-v0", model=model, out_dir=tmp_path / "mine")
+    chosen = gymnasium.make("agentworld/Terminal-v0", model=model, out_dir=tmp_path / "mine", reveal_simulator=True)
     try:
         _, info = chosen.reset()
         chosen.step("ls")

@@ -37,7 +37,7 @@ def test_async_vector_env_with_its_default_settings_steps_real_observations(tmp_
     own inside the program's run folder."""
     monkeypatch.setenv("AWL_HOME", str(tmp_path / "home"))  # the workers (forked) inherit it
     model = scripted(tmp_path)
-    make = lambda: gymnasium.make("agentworld/Terminal-v0", model=model, think="full", max_episode_steps=-1)  # noqa: E731
+    make = lambda: gymnasium.make("agentworld/Terminal-v0", model=model, think="full", max_episode_steps=-1, reveal_simulator=True)  # noqa: E731
     env = AsyncVectorEnv([make, make])
     try:
         assert env.shared_memory and env.single_observation_space == AnyText(MAX_OBSERVATION_CHARS)
@@ -106,7 +106,7 @@ def test_the_shared_form_is_small_and_reads_what_was_written_last():
 # -- the vector env over `awl serve` -------------------------------------------------------------
 
 def vector(client, num_envs: int, **options):
-    return gymnasium.make_vec("agentworld/Terminal-v0", num_envs=num_envs, base_url=str(client.base_url), think="full",
+    return gymnasium.make_vec("agentworld/Terminal-v0", num_envs=num_envs, base_url=str(client.base_url), think="full", reveal_simulator=True,
                               **options)
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import gymnasium
-import httpx2
 import pytest
 from mcp import Client
 

@@ -13,7 +13,7 @@ from tests.cli.helpers import scripted_model
 
 
 def test_a_reset_names_another_scenario_of_the_domain_and_its_file_says_so(tmp_path):
-    with make("terminal", model=scripted_model(tmp_path, *(a.raw for a in ANSWERS)), out_dir=tmp_path) as env:
+    with make("terminal", model=scripted_model(tmp_path, *(a.raw for a in ANSWERS)), out_dir=tmp_path, reveal_simulator=True) as env:
         plain, _ = env.reset(seed=1)
         observation, info = env.reset(seed=2, options={"scenario": "disk-full-server"})
         header = read_trajectory(info["trajectory"]).header

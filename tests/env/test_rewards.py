@@ -20,7 +20,7 @@ from tests.serve.test_serve_http import scripted
 
 def env_with(tmp_path, reward, **options):
     return make("terminal", model=scripted_model(tmp_path, *(a.raw for a in ANSWERS)), out_dir=tmp_path,
-                reward=reward, **options)
+                reward=reward, **{"reveal_simulator": True, **options})
 
 
 def test_a_python_reward_sees_the_episode_so_far_and_its_value_is_the_steps_and_saved_beside_the_turn(tmp_path):

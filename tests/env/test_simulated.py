@@ -28,7 +28,8 @@ SHOWN = [item for item in ANSWERS if not item.several_blocks]
 
 
 def make_env(tmp_path: Path, answers, name: str = "agentworld/Terminal-v0", **options) -> SimulatedEnv:
-    return agentworld_local.make(name, backend=ScriptedBackend(list(answers)), out_dir=tmp_path, think="full", **options)
+    return agentworld_local.make(name, backend=ScriptedBackend(list(answers)), out_dir=tmp_path, think="full",
+                                **{"reveal_simulator": True, **options})  # the tests read info's simulator side
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 17])
@@ -225,7 +226,7 @@ def test_an_episode_on_the_real_llama_path(tmp_path, qwen_gguf):
     saved in the session file, and an action that would create a file creates none."""
     created = tmp_path / "created-by-agent"
     env = agentworld_local.make("agentworld/Terminal-v0", model=str(qwen_gguf), out_dir=tmp_path / "out", think="off",
-                                max_tokens=12, load_options={"ctx": 4096})
+                                max_tokens=12, load_options={"ctx": 4096}, reveal_simulator=True)
     try:
         runs = []
         for _ in range(2):

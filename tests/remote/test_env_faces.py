@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_make_runs_an_episode_on_a_server(fake, tmp_path, separate):
     fake.replies[:] = [Reply(ITEM.raw, separate=separate)]
     with agentworld_local.make("agentworld/Terminal-v0", f"openai:world@{fake.base_url}", out_dir=tmp_path,
-                               think="full") as env:
+                               think="full", reveal_simulator=True) as env:
         env.reset(seed=2)
         observation, _, _, truncated, info = env.step("ls -la")
         assert observation == ITEM.observation and not truncated and info["thinking"].startswith("The agent lists")

@@ -20,8 +20,9 @@ from agentworld_local.serve.server import bind
 @contextlib.contextmanager
 def served(folder: Path, backend: Any, *, wrap: Any = None, **options: Any) -> Iterator[httpx2.Client]:
     """A client of the server (base URL set); on exit the server stops as on Ctrl+C (sessions saved).
-    `wrap`: an ASGI middleware put around the app (a test's probe)."""
-    app = make_app(folder=folder, backend=backend, **options)
+    `wrap`: an ASGI middleware put around the app (a test's probe). Unless a test says otherwise,
+    the server reveals the simulator's side (`record`, `session`, `head`: the tests read them)."""
+    app = make_app(folder=folder, backend=backend, **{"reveal_simulator": True, **options})
     app = wrap(app) if wrap is not None else app
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))

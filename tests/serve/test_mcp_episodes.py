@@ -30,7 +30,7 @@ def test_the_tools_declare_their_output_schemas_and_honest_annotations(tmp_path)
     answers = answer_file(tmp_path, ["thinking_then_tags"])
 
     async def session() -> tuple:
-        async with Client(server(tmp_path, "--model", f"scripted:{answers}")) as client:
+        async with Client(server(tmp_path, "--reveal-simulator", "--model", f"scripted:{answers}")) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             return tools, await client.call_tool("act", {"action": "ls -la"})
 
@@ -59,7 +59,7 @@ def test_an_unknown_argument_is_refused_and_reaches_no_model(tmp_path):
     answers = answer_file(tmp_path, ["thinking_then_tags"])
 
     async def session() -> tuple:
-        async with Client(server(tmp_path, "--model", f"scripted:{answers}")) as client:
+        async with Client(server(tmp_path, "--reveal-simulator", "--model", f"scripted:{answers}")) as client:
             misspelt = await client.call_tool("act", {"actoin": "ls"})
             extra = await client.call_tool("act", {"action": "ls", "timeout": 5})
             on_state = await client.call_tool("state", {"verbose": True})
@@ -80,7 +80,7 @@ def test_after_the_end_of_the_task_act_is_refused_until_reset_starts_a_new_file(
 
     async def session() -> dict:
         seen = {}
-        async with Client(server(tmp_path, "--model", f"scripted:{answers}", "--seed", "3")) as client:
+        async with Client(server(tmp_path, "--reveal-simulator", "--model", f"scripted:{answers}", "--seed", "3")) as client:
             seen["first"] = await client.call_tool("act", {"action": "ls -la"})
             seen["end"] = await client.call_tool("act", {"action": "[]"})
             seen["after"] = await client.call_tool("act", {"action": "pwd"})
@@ -119,7 +119,7 @@ def test_the_trajectory_is_a_resource_the_client_lists_and_reads(tmp_path):
 
     async def session() -> dict:
         seen = {}
-        async with Client(server(tmp_path, "--model", f"scripted:{answers}")) as client:
+        async with Client(server(tmp_path, "--reveal-simulator", "--model", f"scripted:{answers}")) as client:
             seen["listed"] = (await client.list_resources()).resources
             seen["start"] = await client.read_resource("awl://trajectory")
             seen["act"] = (await client.call_tool("act", {"action": "ls -la"})).structured_content

@@ -106,7 +106,7 @@ def test_openenvs_own_validator_passes_against_the_running_server(tmp_path):
 def test_four_episodes_at_once_each_to_done_each_in_its_own_file(tmp_path):
     backend = MeetingBackend([item.scripted(2) for item in SHOWN], parallel=4)
     model_says = {item.observation for item in SHOWN}
-    with openenv_served(tmp_path, backend, limits=ServeLimits(max_sessions=4)) as url:
+    with openenv_served(tmp_path, backend, limits=ServeLimits(max_sessions=4), reveal_simulator=True) as url:
         async def agent(index: int) -> tuple[list[str], Any, list[Any], Any]:
             actions = [f"echo s{index}-t{turn}" for turn in range(3)] + ["[]"]
             async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
@@ -137,7 +137,7 @@ def test_four_episodes_at_once_each_to_done_each_in_its_own_file(tmp_path):
 
 
 def test_an_unreadable_action_is_an_observation_with_its_reason_and_no_turn(tmp_path):
-    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), reveal_simulator=True) as url:
         _, (bad, good), state = episode(url, ['[{"keystrokes": 3}]', "pwd"])
     assert bad.done is False and bad.reward == 0.0 and bad.observation["turn"] == 0
     reason = bad.observation["invalid_action"]
@@ -160,10 +160,10 @@ def broken_on_the_first_turn(episode: Any) -> float:
 
 def test_a_python_reward_reaches_the_client_and_the_file(tmp_path):
     backend = ScriptedBackend([item.scripted() for item in SHOWN])
-    with openenv_served(tmp_path, backend, reward=turns_then_endings) as url:
+    with openenv_served(tmp_path, backend, reward=turns_then_endings, reveal_simulator=True) as url:
         _, steps, state = episode(url, ["ls", {"action": "pwd", "final": True}, "[]"])
         _, unrewarded, _ = episode(url, ["ls"], reward=False)
-    with openenv_served(tmp_path / "broken", backend, reward=broken_on_the_first_turn) as url:
+    with openenv_served(tmp_path / "broken", backend, reward=broken_on_the_first_turn, reveal_simulator=True) as url:
         async def broken() -> Any:
             async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
                 await env.reset()
@@ -190,7 +190,7 @@ def test_an_action_that_would_touch_the_host_is_only_predicted(tmp_path):
     marker = host / "marker"
     actions = [f"touch {marker}", f"rm -f {victim}", f"echo changed > {victim}", f"mkdir {marker}.d",
                json.dumps([{"keystrokes": f"python3 -c \"open('{marker}.py', 'w')\"\n", "duration": 1}])]
-    with openenv_served(tmp_path / "sessions", ScriptedBackend([answer("marker_form").scripted()])) as url:
+    with openenv_served(tmp_path / "sessions", ScriptedBackend([answer("marker_form").scripted()]), reveal_simulator=True) as url:
         _, steps, _ = episode(url, actions)
     assert [step.observation["observation"] for step in steps] == [answer("marker_form").observation] * len(actions)
     assert sorted(path.name for path in host.iterdir()) == ["keep.txt"]
@@ -198,7 +198,7 @@ def test_an_action_that_would_touch_the_host_is_only_predicted(tmp_path):
 
 
 def test_reset_options_name_the_world_and_a_bad_one_is_one_line(tmp_path):
-    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), reveal_simulator=True) as url:
         started, _, state = episode(url, ["pwd"], episode_id="my-episode", seed=7, initial_state="me@box:/srv$ ",
                                     controls="the disk is full")
         with pytest.raises(RuntimeError, match="Unknown reset option `taks`. reset\\(\\) takes seed"):
@@ -236,7 +236,7 @@ class TokenEnvClient(GenericEnvClient):
 
 def test_the_docs_sync_client_runs_an_episode_to_done(tmp_path):
     backend = ScriptedBackend([answer("thinking_then_tags").scripted(), answer("marker_form").scripted()])
-    with openenv_served(tmp_path, backend, world=SessionSpec(scenario="disk-full-server")) as url:
+    with openenv_served(tmp_path, backend, world=SessionSpec(scenario="disk-full-server"), reveal_simulator=True) as url:
         seen = []
         with GenericEnvClient(base_url=url).sync() as env:
             result = env.reset(task="Find out why the disk is full", seed=7)
@@ -253,7 +253,7 @@ def test_the_docs_sync_client_runs_an_episode_to_done(tmp_path):
 
 
 def test_a_token_guards_every_request_and_the_websocket(tmp_path):
-    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), token="t0ken") as url:
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), token="t0ken", reveal_simulator=True) as url:
         assert httpx2.get(f"{url}/health").status_code == 401
         assert httpx2.get(f"{url}/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert httpx2.get(f"{url}/health", headers={"Authorization": "Bearer t0ken"}).json() == {"status": "healthy"}
@@ -282,7 +282,7 @@ def test_a_token_guards_every_request_and_the_websocket(tmp_path):
 def test_a_web_page_cannot_drive_the_websocket_nor_a_rebound_host(tmp_path):
     """Browsers apply no CORS to WebSockets: a foreign Origin (a page the user visits) and a
     foreign Host (DNS rebinding) are refused before the socket opens, as on awl serve's REST app."""
-    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), reveal_simulator=True) as url:
         ws = url.replace("http", "ws") + "/ws"
         for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"}):
             with pytest.raises(InvalidStatus) as refused:
@@ -324,7 +324,7 @@ def test_a_bad_start_is_one_line(tmp_path, prelude, args, said):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
 def test_awl_serve_openenv_serves_episodes_and_sigterm_keeps_every_turn(tmp_path):
-    server = awl(tmp_path, "--openenv", "--domain", "terminal", "--token-env", "MY_TOKEN", env={"MY_TOKEN": "t0ken"})
+    server = awl(tmp_path, "--openenv", "--reveal-simulator", "--domain", "terminal", "--token-env", "MY_TOKEN", env={"MY_TOKEN": "t0ken"})
     try:
         port = server.args[server.args.index("--port") + 1]
         base = f"http://127.0.0.1:{port}"
@@ -351,7 +351,7 @@ def test_awl_serve_openenv_serves_episodes_and_sigterm_keeps_every_turn(tmp_path
 def test_an_action_sent_as_json_is_read_as_its_text(tmp_path):
     """A client that decodes the policy's reply as JSON (verifiers does) sends the terminal's
     `[]` as a list: it still ends the task, as the text `[]` does."""
-    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()])) as url:
+    with openenv_served(tmp_path, ScriptedBackend([answer("marker_form").scripted()]), reveal_simulator=True) as url:
         with connect(url.replace("http", "ws") + "/ws") as socket:
             socket.send(json.dumps({"type": "reset", "data": {}}))
             socket.recv(timeout=60)

@@ -12,7 +12,6 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -125,6 +124,9 @@ HOSTILE_MESSAGES = [
     '{"type": "step", "data": {"action": "' + "x" * 300_000 + '"}}',
     '{"type": "step", "data": {"action": "ls", "final": "yes"}}',
     '{"type": ["step"], "data": 3}',
+    # Keys that would meet OpenEnv's own call before awl's reset (Python's "multiple values" text).
+    '{"type": "reset", "data": {"self": 1}}', '{"type": "reset", "data": {"func": 1}}',
+    '{"type": "reset", "data": {"session_id": "x"}}',
 ]
 
 
@@ -147,6 +149,9 @@ def test_every_websocket_message_it_cannot_take_is_an_openenv_error_and_the_sess
         assert "digits" in answers[10]["data"]["message"]
         assert "200000" in answers[11]["data"]["message"]
         assert "final" in json.dumps(answers[12])  # "yes" is not true
+        for said, key in zip(answers[14:17], ("self", "func", "session_id")):
+            assert f"Unknown reset option `{key}`" in said["data"]["message"], said
+            assert "multiple values" not in said["data"]["message"]
     assert tracebacks(records) == []
 
 

@@ -42,7 +42,8 @@ class InFlight:
 
 
 def vector(client, num_envs: int = 4, env_id: str = "agentworld/Terminal-v0", **options):
-    return gymnasium.make_vec(env_id, num_envs=num_envs, base_url=str(client.base_url), think="full", **options)
+    return gymnasium.make_vec(env_id, num_envs=num_envs, base_url=str(client.base_url), think="full",
+                              **{"reveal_simulator": True, **options})
 
 
 def test_make_vec_steps_every_sub_env_at_once_each_in_its_own_session(tmp_path):
@@ -118,7 +119,7 @@ def test_make_vec_with_twice_as_many_sub_envs_as_the_models_slots_steps_them_all
     backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, parallel=2)
     with served(tmp_path, backend) as client:
         assert client.get("/health").json()["parallel"] == 2
-        env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=4, base_url=str(client.base_url), think="off",
+        env = gymnasium.make_vec("agentworld/Terminal-v0", num_envs=4, base_url=str(client.base_url), think="off", reveal_simulator=True,
                                  max_tokens=6, temperature=0.8, max_episode_steps=1)
         _, infos = env.reset(seed=3)
         played: dict[str, str] = {}

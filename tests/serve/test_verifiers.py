@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 pytest.importorskip("openenv")
 
-from agentworld_local.testing import ScriptedBackend  # noqa: E402
+from agentworld_local.testing import ScriptedAnswer, ScriptedBackend  # noqa: E402
 from agentworld_local.testing.answers import answer  # noqa: E402
 from agentworld_local.trajectory.reader import read_trajectory  # noqa: E402
 from tests.serve.test_openenv import LOCAL, openenv_served  # noqa: E402
@@ -62,3 +61,30 @@ def test_verifiers_openenv_taskset_plays_an_awl_world_to_its_end_and_sums_its_re
     assert second["observation"] == answer("marker_form").observation  # the model's, nothing run on the host
     (session,) = tmp_path.glob("*.jsonl")
     assert [turn.action for turn in read_trajectory(session).turns] == ["ls -la", "[]"]
+
+
+#: The world model's reasoning in every answer of the test below: the policy must never read it.
+SECRET = "SIMULATOR-SECRET: the flag is hidden in /root/.flag"
+
+
+def secret_answer(observation: str) -> ScriptedAnswer:
+    return ScriptedAnswer(f"<think>\n{SECRET}\n</think>\n<predicted_observation>\n{observation}\n"
+                          "</predicted_observation>")
+
+
+def test_verifiers_sends_the_policy_no_thinking_no_session_id_and_no_path_of_the_world_model(tmp_path,
+                                                                                             verifiers_python):
+    """Issue 41's agent's view: verifiers shows the policy awl's whole observation object, so by
+    default it holds only what the environment would show; the trajectory keeps the thinking."""
+    backend = ScriptedBackend([secret_answer("README.md  src"), secret_answer("root@sandbox:/app# ")])
+    with openenv_served(tmp_path, backend) as url:
+        ran = subprocess.run([str(verifiers_python), str(ROOT / "tests" / "serve" / "verifiers_driver.py"), url,
+                              json.dumps(["ls", "[]"]), json.dumps({"seed": 3})],
+                             capture_output=True, text=True, env=LOCAL, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout.splitlines()[-1])
+    sent = json.dumps(seen["payloads"])  # everything the scripted player (the policy) was sent
+    (session,) = tmp_path.glob("*.jsonl")
+    assert len(seen["payloads"]) == 2 and "README.md  src" in sent
+    assert "SIMULATOR-SECRET" not in sent and session.stem not in sent and str(tmp_path) not in sent
+    assert [turn.thinking.strip() for turn in read_trajectory(session).turns] == [SECRET, SECRET]
