@@ -35,6 +35,7 @@ from agentworld_local.tui.session_files import SessionFileActions
 from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
+from agentworld_local.tui.sent_commands import BUSY_LABELS, SentCommand
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.views.terminal_scrollback import scrollback, typed_text
@@ -53,40 +54,6 @@ def placeholder(domain: Any) -> str:
     from agentworld_local.domains.forms import session_action_examples
 
     return " · ".join([*session_action_examples(domain), ":undo", ":regenerate", ":control TEXT"])
-
-
-#: What the status bar says while the oldest command this screen sent runs, by its kind.
-BUSY_LABELS = {"turn": "generating… (esc cancels)", "files": "listing files… (esc cancels)", "undo": "undoing…",
-               "control": "adding the control…"}
-
-
-class SentCommand:
-    """A command this screen sent, until the screen has shown its `Ready`: its kind ("turn",
-    "files", "undo", "control"), whether the agent proposed it, and what its own events said.
-    Its Sent is watched on the runner's thread (each event is put there before it is emitted
-    to the app), so the UI thread can tell the command's events from the session's others."""
-
-    def __init__(self, kind: str, sent: Sent, *, agent: bool = False) -> None:
-        self.kind = kind
-        self.agent = agent
-        self.ran = False  # its turn began: a cancel stopped it (else it was dropped while it waited)
-        self.dropped = False  # cancelled before it ran: it changed nothing
-        self.finished: events.TurnFinished | None = None
-        self._own: set[int] = set()  # ids of its events the screen tells apart (its Sent keeps them alive)
-        sent.watch(self._saw)
-
-    def _saw(self, session: str | None, event: events.SessionEvent) -> None:
-        if isinstance(event, events.TurnStarted):
-            self.ran = True
-        elif isinstance(event, events.TurnFinished):
-            self.finished = event
-        elif isinstance(event, events.Ready) and event.cancelled_by:
-            self.dropped = True
-        if isinstance(event, (events.Ready, events.TurnCancelled, events.Notice)):
-            self._own.add(id(event))
-
-    def owns(self, event: events.SessionEvent) -> bool:
-        return id(event) in self._own
 
 
 def action_suggester(domain: Any) -> SuggestFromList:
