@@ -81,6 +81,28 @@ def drain(turns: int, places: int, folder: Path, *, sessions: int, idle_s: float
         runner.close()
 
 
+def measure(turns: int, small: int, places: int, idle_s: float) -> tuple[float, float, float]:
+    """(ms per turn with `small` waiting, with `turns` waiting, CPU s/s while `turns` wait)."""
+    with tempfile.TemporaryDirectory() as folder:
+        drain(small, places, Path(folder), sessions=small)  # warm-up: imports, first files
+        few, _ = drain(small, places, Path(folder), sessions=turns)
+        many, cpu_busy = drain(turns, places, Path(folder), sessions=turns, idle_s=idle_s)
+    return few * 1e3, many * 1e3, cpu_busy
+
+
+def section(quick: bool) -> str:
+    """The report's section (bench/performance.py)."""
+    turns = 500 if quick else 2000
+    few, many, cpu_busy = measure(turns, 50, 4, 1.0 if quick else 2.0)
+    return "\n".join([
+        "## mailbox_drain", "",
+        f"Waiting turns as data: {turns} sessions open, a scripted model with 4 places; 50 or {turns} steps "
+        "queued behind four held at a gate, then drained (ms of the runner's own work per turn).", "",
+        "| waiting | ms per turn |", "|---|---|", f"| 50 | {few:.3f} |", f"| {turns} | {many:.3f} |", "",
+        f"Ratio {turns} / 50: **{many / few:.2f}x** (target: at most 1.5x). CPU while {turns - 4} turns only wait: "
+        f"**{cpu_busy:.3f} s per s** (target: about 0)."])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000)
@@ -88,13 +110,10 @@ def main() -> None:
     parser.add_argument("--places", type=int, default=4)
     parser.add_argument("--idle", type=float, default=2.0, help="seconds to watch the CPU while turns only wait")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        drain(args.small, args.places, Path(folder), sessions=args.small)  # warm-up: imports, first files
-        small, _ = drain(args.small, args.places, Path(folder), sessions=args.turns)
-        large, cpu_busy = drain(args.turns, args.places, Path(folder), sessions=args.turns, idle_s=args.idle)
+    small, large, cpu_busy = measure(args.turns, args.small, args.places, args.idle)
     print(f"places: {args.places}")
-    print(f"drain, {args.small} waiting:   {small * 1e3:.3f} ms per turn")
-    print(f"drain, {args.turns} waiting: {large * 1e3:.3f} ms per turn")
+    print(f"drain, {args.small} waiting:   {small:.3f} ms per turn")
+    print(f"drain, {args.turns} waiting: {large:.3f} ms per turn")
     print(f"ratio ({args.turns} / {args.small}): {large / small:.2f}x (target: at most 1.5x)")
     print(f"CPU while {args.turns - args.places} turns only wait: {cpu_busy:.3f} s per s (target: about 0)")
 

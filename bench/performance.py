@@ -29,7 +29,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 #: The report's sections in order: bench/<name>.py each (prefill, first_turn, session_loop, state_cache,
-#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, serve_remote_overhead and
+#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, mailbox_drain, serve_remote_overhead and
 #: rl_step_cost are written with the features they measure). prefill and first_turn measure
 #: against llama.cpp's llama-server where one is found (`--llama-server PATH`, AWL_LLAMA_SERVER, PATH).
 SECTIONS = (
@@ -50,6 +50,7 @@ SECTIONS = (
     "serve_throughput",
     "serve_parallel",
     "serve_load",
+    "mailbox_drain",
     "serve_remote_overhead",
     "rl_step_cost",
 )

@@ -111,7 +111,7 @@ class SessionRegistry:
         source = self._session(sid)
         out = self._new_path(source.domain)
         return await self._opened(
-            lambda runner: runner.fork(source.key, source.turns if turn is None else turn, out, switch=False))
+            lambda runner: runner.fork(source.key, turn, out, switch=False))  # None: all, as it runs
 
     async def close(self, sid: str, why: str = "it was closed by a client") -> dict[str, Any]:
         session = self._session(sid)

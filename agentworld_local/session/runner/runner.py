@@ -127,9 +127,10 @@ class SessionRunner:
         return self._submit("control", session,
                             lambda command: self._say(command, self._get(command).add_control(text)))
 
-    def fork(self, session: str, turn: int, out: Path, *, switch: bool = True) -> Sent:
-        """A new file with the first `turn` turns; it opens as a session of its own (with
-        `switch`, this one closes: the face goes on in the new file)."""
+    def fork(self, session: str, turn: int | None, out: Path, *, switch: bool = True) -> Sent:
+        """A new file with the first `turn` turns (None: all it has when the fork runs, after the
+        commands before it); it opens as a session of its own (with `switch`, this one closes:
+        the face goes on in the new file)."""
         return self._submit("fork", session, lambda command: self._fork(command, turn, Path(out), switch))
 
     def list_files(self, session: str) -> Sent:
@@ -449,9 +450,9 @@ class SessionRunner:
         for event in resimulate_row(self._backend, row, source, settings, out, command.cancel):
             self._say(command, event)
 
-    def _fork(self, command: Command, turn: int, out: Path, switch: bool) -> None:
+    def _fork(self, command: Command, turn: int | None, out: Path, switch: bool) -> None:
         source = self._get(command)
-        child = source.fork(turn, out)
+        child = source.fork(len(source.history) if turn is None else turn, out)
         child.reward = source.reward
         assert child.forked is not None
         self._say(command, child.forked)
