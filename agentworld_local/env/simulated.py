@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.defaults import DEFAULT_REWARD_TIMEOUT_S
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
 from agentworld_local.errors import ActionError, InputError, a_or_an
@@ -44,7 +45,6 @@ from agentworld_local.scenarios import scenario_by_name
 from agentworld_local.session.files import ensure_new_file
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
-from agentworld_local.session.rewards.timed import DEFAULT_REWARD_TIMEOUT_S
 from agentworld_local.session.runner.outcome import Outcome, Sent
 from agentworld_local.session.runner.types import SessionState
 from agentworld_local.session.spec import SessionSpec

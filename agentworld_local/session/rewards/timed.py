@@ -14,11 +14,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agentworld_local.defaults import DEFAULT_REWARD_TIMEOUT_S  # noqa: F401 - the runner's default, named here too
 from agentworld_local.errors import AwlError, Cancelled
-from agentworld_local.session.rewards import EpisodeSoFar, Reward, RewardHook, give_reward
+from agentworld_local.session.rewards import (
+    EpisodeSoFar,
+    Reward,
+    RewardHook,
+    give_reward,
+)
 from agentworld_local.session.runner.mailbox import CANCELLED_BY
-
 
 
 def reward_in_time(hook: RewardHook, episode: EpisodeSoFar, *, limit_s: float | None, wake: threading.Event,

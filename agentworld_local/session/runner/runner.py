@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.defaults import DEFAULT_REWARD_TIMEOUT_S
 from agentworld_local.domains.base import Action
 from agentworld_local.engine import events
 from agentworld_local.engine.settings import SessionSettings
@@ -46,7 +47,7 @@ from agentworld_local.engine.world import World
 from agentworld_local.errors import AwlError, Cancelled, InputError
 from agentworld_local.session.core import Session
 from agentworld_local.session.rewards import reward_hook
-from agentworld_local.session.rewards.timed import DEFAULT_REWARD_TIMEOUT_S, reward_in_time
+from agentworld_local.session.rewards.timed import reward_in_time
 from agentworld_local.session.runner.mailbox import BY_CLIENT, BY_CLOSING, CANCELLED_BY, VERBS, Command
 from agentworld_local.session.runner.order import Order
 from agentworld_local.session.runner.outcome import Sent
