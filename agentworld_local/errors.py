@@ -43,7 +43,12 @@ class AwlError(Exception):
 
 
 class Cancelled(AwlError):
-    """Long work (a model load) stopped because the user asked it to."""
+    """Long work (a model load, a turn, a reward) stopped because someone asked it to. `by`:
+    who, when a face answers it differently ("client", or "closing": a server shutting down)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, by: str = "") -> None:
+        super().__init__(message, hint)
+        self.by = by
 
 
 class InputError(AwlError):

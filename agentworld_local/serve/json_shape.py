@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: How deep a message may nest: each protocol's own messages nest a few levels, an action's or
-#: a tool call's arguments a few more.
-MAX_DEPTH = 100
+# How deep a message may nest: the limit every parsed file and message of awl's has.
+from agentworld_local.safe_parse import MAX_DEPTH
+
 #: The most digits a number may have (a seed, a count: 20 digits hold any 64-bit integer).
 MAX_DIGITS = 100
 
@@ -51,8 +51,3 @@ def shape(text: str) -> Shape:
         elif first != '"':
             digits = max(digits, len(token))
     return Shape(peak, digits)
-
-
-def nesting(text: str) -> int:
-    """How deep the arrays and objects of `text` nest (its strings skipped)."""
-    return shape(text).depth

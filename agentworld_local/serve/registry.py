@@ -81,7 +81,6 @@ class SessionRegistry:
         self._closed: OrderedDict[str, str] = OrderedDict()
         self._opening = 0  # sessions being opened now: they count against --max-sessions
         self._resuming: dict[str, _Resuming] = {}  # while a session is being resumed: one opens it
-        self._opening_domains: dict[str, str] = {}  # a session opened, until its Ready registers it
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -223,23 +222,26 @@ class SessionRegistry:
                               "Close one (DELETE /sessions/ID) and try again.")
         self._opening += 1
         try:
-            outcome = check(await self.bridge.call(send, watch=self._register, **options))
+            outcome = check(await self.bridge.call(send, watch=self._registering(), **options))
         finally:
             self._opening -= 1
         return self._open[Path(outcome.first(events.SessionOpened).path).stem].state()
 
-    def _register(self, event: events.SessionEvent) -> None:
-        """A session the runner opened is followed from then on (in the command's task, so a
-        client that went away meanwhile leaves no session the server does not know): from its
-        opening command's Ready, which carries its view."""
-        if isinstance(event, events.Ready) and isinstance(event.view, SessionState):
-            view = event.view
-            path = Path(view.id)
-            domain = self._opening_domains.pop(view.id, "")
-            self._open[path.stem] = OpenSession(path.stem, path, domain, view)
-            self._closed.pop(path.stem, None)
-        elif isinstance(event, events.SessionOpened):
-            self._opening_domains[event.path] = event.domain
+    def _registering(self) -> Callable[[events.SessionEvent], None]:
+        """What follows one opening command's events: the session it opened is followed from its
+        Ready on, which carries its view (in the command's task, so a client that went away
+        meanwhile leaves no session the server does not know)."""
+        opened: list[events.SessionOpened] = []
+
+        def register(event: events.SessionEvent) -> None:
+            if isinstance(event, events.SessionOpened):
+                opened.append(event)
+            elif isinstance(event, events.Ready) and isinstance(event.view, SessionState) and opened:
+                path = Path(event.view.id)
+                self._open[path.stem] = OpenSession(path.stem, path, opened[-1].domain, event.view)
+                self._closed.pop(path.stem, None)
+
+        return register
 
     def _session(self, sid: str) -> OpenSession:
         session = self._open.get(sid)

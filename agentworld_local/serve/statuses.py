@@ -21,7 +21,7 @@ def status_of(error: BaseException) -> int:
     if isinstance(error, ActionError):
         return 422
     if isinstance(error, Cancelled):
-        return SHUTTING_DOWN if getattr(error, "by", "") == BY_CLOSING else CANCELLED
+        return SHUTTING_DOWN if error.by == BY_CLOSING else CANCELLED
     if isinstance(error, BackendBusy):
         return 503
     if isinstance(error, GenerationError):

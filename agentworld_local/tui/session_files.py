@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentworld_local.files import fit_name
+from agentworld_local.files import fit_name, user_path
 from agentworld_local.tui.dialogs import PromptDialog
 
 
@@ -54,6 +54,6 @@ class SessionFileActions:
         def chosen(text: str | None) -> None:
             if text:
                 with self.awl_app.guarded():
-                    then(Path(text).expanduser())
+                    then(user_path(text))  # the one rule for a path a user writes (`~`, `~name`)
 
         self.app.push_screen(PromptDialog(title, "path/to/session.jsonl", value), chosen)

@@ -47,10 +47,8 @@ def reward_in_time(hook: RewardHook, episode: EpisodeSoFar, *, limit_s: float | 
     if not done.is_set():
         by = stopped() if stopped is not None else ""
         if by:
-            cancelled = Cancelled(f"The reward {hook.name} of turn {turn} was stopped: {CANCELLED_BY.get(by, by)}.",
-                                  "The turn is saved without a reward.")
-            cancelled.by = by  # type: ignore[attr-defined] - read by faces that answer a closing differently
-            raise cancelled
+            raise Cancelled(f"The reward {hook.name} of turn {turn} was stopped: {CANCELLED_BY.get(by, by)}.",
+                            "The turn is saved without a reward.", by=by)
         raise AwlError(f"The reward {hook.name} did not answer within {limit_s:g} s on turn {turn}.",
                        "The turn is saved without a reward; make the hook faster, or give it longer "
                        "(--reward-timeout, reward_timeout=).")

@@ -100,8 +100,7 @@ class Mailboxes:
         """Every command that has not started, of `session` (None: of every mailbox), taken out
         of its mailbox; a mailbox keeps only its running command."""
         taken: list[Command] = []
-        keys = list(self._boxes) if session is None else [session] if session in self._boxes else []
-        for key in keys:
+        for key in self._keys(session):
             box = self._boxes[key]
             kept = deque(command for command in box if command.started)
             taken.extend(command for command in box if not command.started)
@@ -114,13 +113,12 @@ class Mailboxes:
 
     def of(self, session: str | None) -> Iterator[Command]:
         """The commands of `session` (None: all), the running ones first."""
-        keys = list(self._boxes) if session is None else [session] if session in self._boxes else []
-        for key in keys:
+        for key in self._keys(session):
             yield from self._boxes[key]
 
-    def front(self, key: str) -> Command | None:
-        box = self._boxes.get(key)
-        return box[0] if box else None
+    def _keys(self, session: str | None) -> list[str]:
+        """The mailboxes of `session` (None: every one) that hold anything."""
+        return list(self._boxes) if session is None else [session] if session in self._boxes else []
 
     def holds(self, session: str) -> int:
         """Commands of `session` in its mailbox, the running one included."""

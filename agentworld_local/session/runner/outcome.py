@@ -131,7 +131,7 @@ class Outcome:
             if isinstance(event, events.LoadCancelled):
                 return "client"
             if isinstance(event, events.ErrorEvent) and isinstance(event.error, Cancelled):
-                return getattr(event.error, "by", "") or "client"
+                return event.error.by or "client"
             if isinstance(event, events.Ready) and event.cancelled_by:
                 return event.cancelled_by
         return ""
@@ -151,11 +151,10 @@ class Outcome:
             raise_failure(event, defects=defects)
         by = self.cancelled_by
         if by:
-            cancelled = (Cancelled("Stopped: the runner is closing (a server shutting down).",
-                                   "Nothing unfinished was saved; resume the session on the next server.")
-                         if by == "closing" else Cancelled("Cancelled.", "Nothing unfinished was saved; try again."))
-            cancelled.by = by  # type: ignore[attr-defined] - read by faces that answer a closing differently
-            raise cancelled
+            if by == "closing":
+                raise Cancelled("Stopped: the runner is closing (a server shutting down).",
+                                "Nothing unfinished was saved; resume the session on the next server.", by=by)
+            raise Cancelled("Cancelled.", "Nothing unfinished was saved; try again.", by=by)
 
 
 def raise_failure(event: events.SessionEvent, *, defects: bool = False) -> None:
@@ -167,7 +166,5 @@ def raise_failure(event: events.SessionEvent, *, defects: bool = False) -> None:
         raise AwlError(event.message, event.hint)
     if isinstance(event, events.Refused):
         if event.by == "closing":  # a server shutting down: not the client's mistake
-            closing = Cancelled(event.message, event.hint)
-            closing.by = "closing"  # type: ignore[attr-defined]
-            raise closing
+            raise Cancelled(event.message, event.hint, by="closing")
         raise InputError(event.message, event.hint)

@@ -147,8 +147,9 @@ class SessionRunner:
         """Stop what runs now and drop what waits: with `session`, that session's commands
         alone. Each ends cancelled `by` BY_CLIENT or BY_CLOSING. How many commands it touched."""
         touched, dropped, reopened = self._order.cancel(session, by)
-        for command in dropped:
+        for command in dropped:  # they never started: their Ready is said here
             self._skip(command)
+            self._say(command, self._ready_event(command, skipped=True))
         self._launch(reopened)
         return len(touched)
 
@@ -241,7 +242,7 @@ class SessionRunner:
         skipped = command.cancel.is_set()  # cancelled as it started: nothing is changed
         try:
             if skipped:
-                self._skip(command, ended=False)
+                self._skip(command)
             else:
                 command.body(command)
         except BaseException as error:  # noqa: BLE001 - a face shows it; the files hold every finished turn,
@@ -253,21 +254,24 @@ class SessionRunner:
 
     def _end(self, command: Command, *, skipped: bool = False) -> Session | None:
         """The command's last word (its Ready, with where its session is now), then the next."""
+        self._say(command, self._ready_event(command, skipped=skipped))
+        self._launch(self._order.ended(command))
+        return self._sessions.get(command.session or "")
+
+    def _ready_event(self, command: Command, *, skipped: bool) -> events.Ready:
+        """`command`'s Ready: where its session is now (its view), and who cancelled it when it
+        was `skipped` (cancelled before it ran)."""
         session = self._sessions.get(command.session or "")
         view = session_state(command.session, session) if session is not None else None
-        turns, head = (view.turns, view.head) if view is not None else (None, None)
         by = (command.cancelled_by or BY_CLIENT) if skipped else ""
-        self._say(command, events.Ready(command.name, turns, head, view, by))
-        self._launch(self._order.ended(command))
-        return session
+        return events.Ready(command.name, view.turns if view else None, view.head if view else None, view, by)
 
     def _release_place(self, command: Command) -> None:
         """The turn's record is saved: the model's place goes to the next turn now."""
         self._launch(self._order.release_place(command))
 
-    def _skip(self, command: Command, *, ended: bool = True) -> None:
-        """A command cancelled before it ran: it changed nothing. `ended`: it never started, so
-        its Ready is said here (a started one says it in `_end`)."""
+    def _skip(self, command: Command) -> None:
+        """A command cancelled before it ran: it changed nothing (its Ready follows)."""
         session = self._sessions.get(command.session or "")
         if command.name in ("step", "regenerate") and session is not None:
             turns = len(session.history)
@@ -276,10 +280,6 @@ class SessionRunner:
         else:
             self._say(command, events.Notice(f"Cancelled before it ran ({CANCELLED_BY.get(command.cancelled_by, '')}): "
                                              f"nothing was changed ({command.name})."))
-        if ended:
-            view = session_state(command.session, session) if session is not None else None
-            turns, head = (view.turns, view.head) if view is not None else (None, None)
-            self._say(command, events.Ready(command.name, turns, head, view, command.cancelled_by or BY_CLIENT))
 
     def _prefetch_next(self, session: Session | None) -> None:
         """While the user reads and types, evaluate the known start of `session`'s next turn
