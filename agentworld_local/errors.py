@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -83,16 +84,44 @@ class BackendBusy(GenerationError):
     """A backend serves one generation at a time; another one is still in flight."""
 
 
+class WorldStoreError(AwlError):
+    """A shared world's store cannot be opened, read or written (worlds/)."""
+
+
 def a_or_an(word: str) -> str:
     """`word` with its article, as it sounds: "an os session", "an android world", "a web page"."""
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
-def refuse_unknown(given: Iterable[str], accepted: Iterable[str], where: str, *, shown: str = "") -> None:
-    """InputError for the first of `given` not in `accepted` (`Unknown option `x` for WHERE.`),
-    with a "did you mean" and what is accepted (`shown` first: an option taken elsewhere)."""
+def refuse_unknown(given: Iterable[str], accepted: Iterable[str], where: str, *, shown: str = "",
+                   also: Iterable[str] = ()) -> None:
+    """InputError naming every one of `given` not in `accepted` (`Unknown option `x` for WHERE.`),
+    each with a "did you mean" (from `accepted` and `also`: names taken elsewhere, such as a
+    named parameter), and what is accepted (`shown` first: the options taken elsewhere)."""
     accepted = tuple(accepted)
     unknown = sorted(set(given) - set(accepted))
-    if unknown:
-        raise InputError(f"Unknown option `{unknown[0]}` for {where}.",
-                         f"{did_you_mean(unknown[0], accepted)} Accepted: {shown}{', '.join(accepted)}.".lstrip())
+    if not unknown:
+        return
+    known = (*accepted, *also)
+    if len(unknown) == 1:
+        message, guesses = f"Unknown option `{unknown[0]}` for {where}.", did_you_mean(unknown[0], known)
+    else:
+        message = f"Unknown options {', '.join(f'`{word}`' for word in unknown)} for {where}."
+        guesses = " ".join(f"`{word}`: {guess[0].lower()}{guess[1:]}" for word in unknown
+                           if (guess := did_you_mean(word, known)))
+    raise InputError(message, f"{guesses} Accepted: {shown}{', '.join(accepted)}.".lstrip())
+
+
+#: The most of a refused name an error shows back.
+SHOWN_CHARS = 80
+
+
+def shown_name(value: Any) -> str:
+    """A client's value as an error may show it: one line, at most SHOWN_CHARS characters, no
+    control character and no lone surrogate (an answer must always encode as UTF-8)."""
+    if not isinstance(value, str):
+        return f"({type(value).__name__})"
+    text = "".join(char if char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF else "\N{REPLACEMENT CHARACTER}"
+                   for char in value[:SHOWN_CHARS + 1])
+    text = text.replace("`", "'")
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}…"

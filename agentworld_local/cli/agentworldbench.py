@@ -27,14 +27,16 @@ from agentworld_local.agentworldbench.predictions import PredictionsFile, RunSet
 from agentworld_local.agentworldbench.rows import BenchFile
 from agentworld_local.agentworldbench.selection import Malformed, select_lines, work_order
 from agentworld_local.agentworldbench.parallel import predict_rows_at_once
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL
+from agentworld_local.engine.remote.options import SERVER_PARALLEL_DEFAULTS
 from agentworld_local.cli.model_options import check_concurrency, model_or_server, offload_model_options, remote_model_options
-from agentworld_local.defaults import MODEL_HELP
+from agentworld_local.defaults import DEFAULT_THINK_TOKENS, MODEL_HELP
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.trajectory.jsonl import dumps
 
 FORMATS = (FORMAT,)
+#: `--format html`: a session's pages in one file (web, os, android).
+HTML = "html"
 
 
 def print_warnings(warnings: list[str]) -> None:
@@ -46,22 +48,27 @@ def print_warnings(warnings: list[str]) -> None:
 @app.command()
 def export(
     file: Path = typer.Argument(..., metavar="FILE", help="A trajectory (.jsonl) written by `awl run`.", show_default=False, callback=user_path_option),
-    format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}, asciicast (a terminal session as an asciinema .cast recording)."),
+    format: str = typer.Option(FORMAT, "--format", "-f", help=f"Output layout. One of: {', '.join(FORMATS)}, asciicast (a terminal session as an asciinema .cast recording), html (a web, os or android session's pages as one self-contained, inert HTML file)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write here instead of stdout (never overwrites).", show_default=False, callback=user_path_option),
 ) -> None:
-    """Export a session: benchmark rows (one JSONL row per turn of its current branch), or a terminal session as an asciinema recording.
+    """Export a session: benchmark rows (one JSONL row per turn of its current branch), a terminal session as an asciinema recording, or a web or desktop session's pages as one HTML file.
 
     Each row has `task`, `id`, `prompt` and `response` (every turn's prompt and observation), `current_prompt`, `system_str`, `turn_idx` and `total_turns`, as in AgentWorldBench. A file made by `awl import` gives back the rows it was imported from.
 
-    Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`; `awl export session.jsonl --format asciicast --out session.cast` then `asciinema play session.cast`.
+    The HTML file has a section per turn (its number, the action, the page), opens offline, and shows the model's markup as `o` does: sandboxed, with nothing loaded and no script run.
+
+    Example: `awl export session.jsonl --format agentworldbench --out session-bench.jsonl`; `awl export session.jsonl --format asciicast --out session.cast` then `asciinema play session.cast`; `awl export shop.jsonl --format html --out shop.html`.
     """
     if format == "asciicast":  # a recording, not benchmark rows: cli/replay.py writes it
         from agentworld_local.cli.replay import export_asciicast
 
         export_asciicast(file, out)
         return
+    if format == HTML:
+        _export_html(file, out)
+        return
     if format not in FORMATS:
-        raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}, asciicast.")
+        raise InputError(f"Unknown export format `{format}`.", f"Use one of: {', '.join(FORMATS)}, asciicast, {HTML}.")
     if out is not None:
         ensure_new_file(out)
     traj = read_trajectory(file)
@@ -72,6 +79,26 @@ def export(
         return
     write_whole(out, plan.chunks())
     stderr_console().print(f"[dim]wrote {len(plan)} {'row' if len(plan) == 1 else 'rows'} to {escape(str(out))}[/dim]")
+
+
+def _export_html(file: Path, out: Path | None) -> None:
+    """`--format html`: the session's pages as one inert HTML file (views/session_page.py);
+    stdout without --out, and an existing file is never overwritten."""
+    from agentworld_local.views.session_page import session_html
+
+    if out is not None:
+        ensure_new_file(out, session=False)  # a page, not a session
+    traj = read_trajectory(file)
+    print_warnings(traj.warnings)
+    # Refused before a byte is written; lone surrogates were replaced on the way, this is a backstop.
+    data = session_html(traj).encode("utf-8", "replace")
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    write_whole(out, [data])
+    stderr_console().print(f"[dim]wrote {escape(str(out))}: open it in a browser (it loads nothing and runs no "
+                           f"script)[/dim]")
 
 
 def _to_stdout(plan: ExportPlan) -> None:
@@ -124,7 +151,7 @@ def bench_predict(
     top_p: float = typer.Option(BENCH_SAMPLING.top_p, "--top-p", help="Nucleus sampling (the model card's)."),
     top_k: int = typer.Option(BENCH_SAMPLING.top_k, "--top-k", help="Sample among this many likeliest tokens (the model card's)."),
     max_tokens: int = typer.Option(BENCH_SAMPLING.max_tokens, "--max-tokens", help="Most new tokens per row, thinking and answer together (the official evaluation's)."),
-    think: str = typer.Option(None, "--think", help=f"Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens. Default: {BENCH_THINK.label()}.", show_default=False),
+    think: str = typer.Option(None, "--think", help=f"Thinking: `full` (the model decides, as the official evaluation), `off`, or a budget in tokens. Default: {BENCH_THINK.label()}, the official evaluation's budget ({BENCH_SAMPLING.max_tokens:,} new tokens for thinking and answer, --max-tokens), not the {DEFAULT_THINK_TOKENS:,}-token thinking budget of `awl run`.", show_default=False),
     stop_at_observation: bool = typer.Option(False, "--stop-at-observation", help="End each answer at its first closed observation block (the official evaluation generates to the end of the turn)."),
     repetition_guard: bool = typer.Option(False, "--repetition-guard", help="End an answer that falls into a degenerate loop (the official evaluation has no such guard)."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed; each row samples with seed + its turn number."),
@@ -133,7 +160,7 @@ def bench_predict(
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: llama.cpp's choice).", show_default=False),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per finished row on stdout, and a summary at the end."),
     verbose: bool = typer.Option(False, "--verbose", help="Show llama.cpp's own log."),
-    concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {DEFAULT_SERVER_PARALLEL}).", show_default=False),
+    concurrency: int = typer.Option(None, "--concurrency", help=f"With --backend openai: trajectories predicted at once, each in its order (default: what the server says it decodes at once, else {SERVER_PARALLEL_DEFAULTS}; llama-cpp-python's server still gets one request at a time).", show_default=False),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Predict again the rows of --out whose request kept failing (without it a rerun keeps them: they are written as the official run writes them, with an empty gen)."),
     remote: RemoteOptions | None = None,
     offload: OffloadOptions | None = None,

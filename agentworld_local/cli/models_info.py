@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,11 +140,23 @@ def _count(n: int) -> str:
     return str(n)
 
 
-def _per_layer_weights(estimate: dict[str, Any]) -> str:
-    sizes: dict[str, list[int]] = defaultdict(list)
-    for layer in estimate["layers"]:
-        sizes[layer["kind"]].append(layer["weight_bytes"])
-    return ", ".join(f"{len(v)} {kind} x {format_bytes(sum(v) / len(v))}" for kind, v in sizes.items() if kind != "mtp")
+def _weights_parts(memory: dict[str, Any]) -> str:
+    """The weights' parts, which add up to them: "embeddings 1.0 MiB + output 1.0 MiB + 2 attention
+    layers 0.5 MiB + ...", each kind of layer without its routed experts when there are some."""
+    experts = bool(memory["expert_bytes"])
+    words = []
+    for part in memory["weights_parts"]:
+        name, count, size = part["part"], part["count"], format_bytes(part["bytes"])
+        if name == "output" and memory["tied_output_bytes"]:
+            words.append(f"output norm {size} (the output head is the embeddings)")
+        elif name == "experts":
+            words.append(f"routed experts of {count} layers {size}")
+        elif name in ("embeddings", "output", "other tensors"):
+            words.append(f"{name} {size}")
+        else:
+            layers = "layer" if count == 1 else "layers"
+            words.append(f"{count} {name} {layers}{' without experts' if experts else ''} {size}")
+    return " + ".join(words)
 
 
 def _render_registry(table: Table, registry: dict[str, Any]) -> None:
@@ -170,7 +181,9 @@ def _render_registry(table: Table, registry: dict[str, Any]) -> None:
 
 def _render_gguf(table: Table, facts: dict[str, Any]) -> None:
     gguf, llama_cpp = facts["gguf"], facts["llama_cpp"]
-    table.add_row("file", f"{facts['path']}  ({gguf['file_size']:,} bytes, {format_bytes(gguf['file_size'])})")
+    header = gguf["file_size"] - gguf["tensor_bytes"]  # metadata and vocabulary, before the tensors' data
+    table.add_row("file", f"{facts['path']}  ({gguf['file_size']:,} bytes, {format_bytes(gguf['file_size'])}: "
+                          f"{format_bytes(gguf['tensor_bytes'])} of tensors, {format_bytes(header)} of header)")
     table.add_row("architecture", gguf["architecture"] + (f"  ({gguf['name']})" if gguf["name"] else ""))
     if llama_cpp["knows_architecture"] and not llama_cpp["error"]:
         support = f"yes, llama-cpp-python {llama_cpp['version']} loads it"
@@ -185,6 +198,10 @@ def _render_gguf(table: Table, facts: dict[str, Any]) -> None:
         summary_line += f", {gguf['recurrent_layers']} recurrent"
     if gguf["nextn_layers"]:
         summary_line += f", {gguf['nextn_layers']} MTP/nextn (skipped when loading)"
+    if gguf["declared_block_count"] != gguf["block_count"]:
+        missing = gguf["declared_nextn_layers"] - gguf["nextn_layers"]
+        summary_line += (f"; the header declares {gguf['declared_block_count']}, but the file holds no tensors for "
+                         f"{'its MTP layer' if missing == 1 else f'{missing} MTP layers'} (loaded as {gguf['block_count']})")
     table.add_row("layers", summary_line)
     if gguf["expert_count"]:
         shared = f" + {gguf['expert_shared_count']} shared" if gguf["expert_shared_count"] else ""
@@ -203,8 +220,14 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
     if plan.get("ctx_reason", "as asked") != "as asked":
         table.add_row("context (no --ctx)", f"{n_ctx:,} tokens: {plan['ctx_reason']}")
     table.add_row(f"memory at {n_ctx:,} tokens", "(estimate, before loading)")
-    mtp = f"; MTP layer skipped: {format_bytes(memory['skipped_mtp_bytes'])}" if memory["skipped_mtp_bytes"] else ""
-    table.add_row("  weights", f"{format_bytes(memory['weights_bytes'])}  ({_per_layer_weights(memory)}{mtp})")
+    which = "the file's tensors but its MTP layer" if memory["skipped_mtp_bytes"] else "the file's tensors"
+    table.add_row("  weights", f"{format_bytes(memory['weights_bytes'])}  ({which}: {_weights_parts(memory)})")
+    if memory["skipped_mtp_bytes"]:
+        table.add_row("  not loaded", f"{format_bytes(memory['skipped_mtp_bytes'])}  (the file's MTP layer: "
+                                      "`--speculate mtp` loads it)")
+    if memory["tied_output_bytes"] and plan["gpu_layers"] and plan["gpus"]:
+        table.add_row("  output head copy", f"{format_bytes(memory['tied_output_bytes'])}  (llama.cpp copies the "
+                                            "embeddings for the output layer on the GPU; in the GPU memory below)")
     attention = sum(layer["kind"] == "attention" for layer in memory["layers"])
     table.add_row("  KV cache", f"{format_bytes(memory['kv_bytes'])}  ({attention} attention layers, "
                                 f"{format_bytes(memory['kv_bytes_per_token'])} per token, {memory['kv_type']})")

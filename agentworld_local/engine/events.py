@@ -293,6 +293,18 @@ class FilesListed(SessionEvent):
 
 
 @dataclass(frozen=True)
+class FromWorld(SessionEvent):
+    """The turn's answer comes from its shared world's store (worlds/), not from the model:
+    `source` is "store" (this very turn was played before) or "read" (a read the world
+    answered before). The answer's events follow, whole."""
+
+    name: ClassVar[str] = "from_world"
+    turn: int
+    world: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Notice(SessionEvent):
     """Something the user should know, said once (e.g. an empty observation)."""
 
@@ -332,7 +344,7 @@ class Saved(SessionEvent):
 EVENT_TYPES: tuple[type[SessionEvent], ...] = (
     TurnStarted, ThinkingDelta, AnswerDelta, UntaggedDelta, ObservationDelta, ObservationReplaced, ContextTrimmed,
     TurnFinished, Rewarded, TurnCancelled, Undone, Regenerated, ControlAdded, Forked, SessionOpened, Refused, Ready,
-    LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Discarded, Saved,
+    LoadProgress, ModelLoaded, LoadCancelled, FilesListed, Notice, ErrorEvent, Discarded, Saved, FromWorld,
 )
 _BY_NAME = {kind.name: kind for kind in EVENT_TYPES}
 

@@ -46,7 +46,7 @@ def load_backend(
     flash attention, KV cache type, for a GGUF. `parallel` (`--parallel`): the most turns that
     run at once, the backend's `parallel`: a GGUF gets that many sequences in its context, decoded
     together, each with `ctx` tokens of KV cache (default 1); a server's own count bounds it
-    (default: the server's count, else DEFAULT_SERVER_PARALLEL).
+    (default: the server's count, else the default of its kind: remote/server_kinds.py).
     """
     notice = notice or _ignore
     check_ctx_value(ctx)
@@ -74,6 +74,11 @@ def load_backend(
     if parallel > MAX_PARALLEL:
         raise InputError(f"--parallel {parallel:,} is more than llama.cpp runs at once in one context ({MAX_PARALLEL}).",
                          f"Use `--parallel {MAX_PARALLEL}` or less (each takes --ctx tokens of KV cache).")
+    from agentworld_local.models.inspect import held_layers_notice
+
+    layers = held_layers_notice(resolved.path)  # an MTP block declared, not held: loaded without it
+    if layers and getattr(offload, "speculate", None) != "mtp":  # with mtp the load refuses, saying why
+        notice(layers)
     n_ctx = check_ctx_for_model(resolved.path, ctx, notice=notice, offload=offload, parallel=parallel)
     from agentworld_local.engine.llama import LlamaBackend
     from agentworld_local.engine.llama.state_cache import user_state_cache

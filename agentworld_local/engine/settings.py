@@ -29,3 +29,5 @@ class SessionSettings:
     system_prompt: str | None = None
     #: Where system_prompt came from when a prompt pack gave it (recorded in the header).
     prompt_pack: dict[str, Any] | None = None
+    #: The shared world the session plays in (worlds/): the same actions meet the same answers.
+    shared_world: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 
 from agentworld_local.contract.parse import OBS_OPEN, observation_so_far, parse_output, partial_tag_length
@@ -28,14 +28,24 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.prompt_composition import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine import events
 from agentworld_local.engine.types import AnswerChunk, GenerationDone, ThinkingChunk
-from agentworld_local.errors import InputError
+from agentworld_local.errors import InputError, WorldStoreError
 from agentworld_local.trajectory.schema import TurnRecord, utc_now
+from agentworld_local.worlds.keys import WorldInputs
+from agentworld_local.worlds.reads import read_of
+from agentworld_local.worlds.shared import WorldTurn, shared_world
+from agentworld_local.worlds.store import StoredAnswer
+
+#: TurnRecord.extra key: the shared world a turn was played in, and where its answer came from.
+WORLD_KEY = "world"
+#: A turn the world answered from its store evaluated and generated nothing.
+SERVED_TOKENS = {"prompt_total": 0, "prompt_evaluated": 0, "thinking": 0, "generated": 0}
 
 
 #: What World.step yields: the session events of one turn (engine/events.py).
 WorldEvent = (
     events.ThinkingDelta | events.AnswerDelta | events.UntaggedDelta | events.ObservationDelta
     | events.ObservationReplaced | events.ContextTrimmed | events.TurnFinished | events.TurnCancelled
+    | events.FromWorld | events.Notice
 )
 
 
@@ -119,6 +129,8 @@ class World:
         self._next_id = max(next_id, max((r.id for r in self.history), default=0) + 1)
         # Added mid-session; they enter the next turn's prompt and are recorded on that turn.
         self._pending_controls: list[str] = []
+        #: The shared world this session plays in (worlds/), or None: its own imagined world.
+        self.shared = shared_world(self.settings.shared_world) if self.settings.shared_world else None
 
     # -- prompts --------------------------------------------------------------------
 
@@ -227,12 +239,14 @@ class World:
         *,
         prompt: str | None = None,
         seed: int | None = None,
+        sample: int = 0,
     ) -> Iterator[WorldEvent]:
         """Send one agent action; stream thinking and observation; record the finished turn.
 
         `prompt` sends a ready-made turn prompt verbatim (re-simulating a benchmark row);
         pending control instructions then stay pending. `seed` replaces the turn's own
-        sampling seed (session seed + turn number), e.g. for a regenerated sample.
+        sampling seed (session seed + turn number), e.g. for a regenerated sample, which is
+        the turn's `sample` (its attempt) in a shared world's store.
         """
         parsed = self.domain.parse_action(action) if isinstance(action, str) else action
         controls_added = list(self._pending_controls) if prompt is None else []
@@ -243,6 +257,59 @@ class World:
         if cut is not None:
             n_ctx = self.backend.info.n_ctx
             yield events.ContextTrimmed(turn, FIRST_DROPPABLE, kept_from - 1, cut.tokens_before, cut.tokens_after, n_ctx)
+        world_turn = None
+        if self.shared is not None:
+            world_turn = self._world_turn(parsed, prompt, sample, cancel)
+            if world_turn is None:  # cancelled while another session predicted this very turn
+                yield events.TurnCancelled(turn, len(self.history), self.head)
+                return
+        try:
+            if world_turn is not None and world_turn.answer is not None:
+                answer, tokens, timings = world_turn.answer, dict(SERVED_TOKENS), {}
+                yield from self._served(turn, world_turn)
+            else:
+                predicted = yield from self._predict(turn, prompt, kept_from, cancel, seed)
+                if predicted is None:
+                    yield events.TurnCancelled(turn, len(self.history), self.head)
+                    return
+                answer, tokens, timings = predicted
+                if world_turn is not None:
+                    answer = yield from self._keep(turn, world_turn, answer)
+        finally:
+            if world_turn is not None:
+                world_turn.release()
+        record = TurnRecord(
+            id=self._next_id,
+            parent=self.history[-1].id if self.history else None,
+            turn=turn,
+            action=parsed.text,
+            action_payload=parsed.payload,
+            prompt=prompt,
+            raw_output=answer.raw_output,
+            thinking=answer.thinking,
+            observation=answer.observation,
+            parse_method=answer.parse_method,
+            tokens=tokens,
+            timings={**timings, "total_s": round(time.perf_counter() - started, 4)},
+            finish=answer.finish,
+            created=utc_now(),  # the header's form, so every timestamp in a file reads alike
+            controls_added=controls_added,
+            context=omitted_note(kept_from, cut, self.backend.info.n_ctx),
+        )
+        if world_turn is not None:
+            record.extra[WORLD_KEY] = {"name": world_turn.world.name, "from": world_turn.source}
+        if self.on_turn is not None:
+            self.on_turn(record)  # saved first: if this raises, the turn never happened
+        del self._pending_controls[: len(controls_added)]
+        self._next_id += 1
+        self.history.append(record)
+        yield events.TurnFinished(turn, record)
+
+    def _predict(
+        self, turn: int, prompt: str, kept_from: int, cancel: threading.Event | None, seed: int | None,
+    ) -> Generator[WorldEvent, None, tuple[StoredAnswer, dict, dict] | None]:
+        """The model's answer to `prompt`, streamed as events; with its token counts and
+        timings, or None when cancelled."""
         # The known start first, in its own chunks, whether or not it was prefetched between
         # turns: prefetched or not, a turn's prompt is evaluated in the same split.
         start = self.turn_start()
@@ -274,8 +341,7 @@ class World:
                 done = event
         assert done is not None, "a backend must finish with GenerationDone"
         if done.stats.finish == "cancelled":
-            yield events.TurnCancelled(turn, len(self.history), self.head)
-            return
+            return None
         parsed_output = parse_output(done.raw_output, think_open=done.think_open)
         observation = parsed_output.observation
         if observation.startswith(stream.emitted):
@@ -285,45 +351,58 @@ class World:
         else:
             yield events.ObservationReplaced(turn, observation)
         stats = done.stats
-        record = TurnRecord(
-            id=self._next_id,
-            parent=self.history[-1].id if self.history else None,
-            turn=turn,
-            action=parsed.text,
-            action_payload=parsed.payload,
-            prompt=prompt,
-            raw_output=done.raw_output,
-            thinking=parsed_output.thinking,
-            observation=observation,
-            parse_method=parsed_output.method,
-            tokens={
-                "prompt_total": stats.prompt_tokens_total,
-                "prompt_evaluated": known + stats.prompt_tokens_evaluated,
-                "thinking": stats.thinking_tokens,
-                "generated": stats.generated_tokens,
-                # Prompt-lookup drafts verified and accepted (--speculate), only where some were.
-                **({"drafted": stats.drafted, "accepted": stats.accepted} if stats.drafted else {}),
-                # The counts that are awl's estimates (a server that did not report them).
-                **({"estimated": sorted(stats.estimated)} if stats.estimated else {}),
-            },
-            timings={
-                "prompt_s": round(known_s + stats.prompt_s, 4),
-                "generate_s": round(stats.generate_s, 4),
-                "restore_s": round(stats.restore_s, 6),
-                "total_s": round(time.perf_counter() - started, 4),
-                "tokens_per_s": round(stats.tokens_per_s, 2),
-            },
-            finish=stats.finish,
-            created=utc_now(),  # the header's form, so every timestamp in a file reads alike
-            controls_added=controls_added,
-            context=omitted_note(kept_from, cut, self.backend.info.n_ctx),
-        )
-        if self.on_turn is not None:
-            self.on_turn(record)  # saved first: if this raises, the turn never happened
-        del self._pending_controls[: len(controls_added)]
-        self._next_id += 1
-        self.history.append(record)
-        yield events.TurnFinished(turn, record)
+        answer = StoredAnswer(done.raw_output, parsed_output.thinking, observation, parsed_output.method, stats.finish)
+        tokens = {
+            "prompt_total": stats.prompt_tokens_total,
+            "prompt_evaluated": known + stats.prompt_tokens_evaluated,
+            "thinking": stats.thinking_tokens,
+            "generated": stats.generated_tokens,
+            # Prompt-lookup drafts verified and accepted (--speculate), only where some were.
+            **({"drafted": stats.drafted, "accepted": stats.accepted} if stats.drafted else {}),
+            # The counts that are awl's estimates (a server that did not report them).
+            **({"estimated": sorted(stats.estimated)} if stats.estimated else {}),
+            # The thinking budget ended the thinking, only where it did (older files lack it).
+            **({"thinking_cut": True} if stats.thinking_cut else {}),
+        }
+        timings = {
+            "prompt_s": round(known_s + stats.prompt_s, 4),
+            "generate_s": round(stats.generate_s, 4),
+            "restore_s": round(stats.restore_s, 6),
+            "tokens_per_s": round(stats.tokens_per_s, 2),
+        }
+        return answer, tokens, timings
+
+    # -- shared worlds (worlds/) ----------------------------------------------------------
+
+    def _world_turn(self, action: Action, prompt: str, sample: int, cancel: threading.Event | None) -> WorldTurn | None:
+        settings = self.settings
+        inputs = WorldInputs(model=self.backend.info.name, domain=self.domain.name, system_prompt=self.system_prompt(),
+                             sampling=settings.sampling.to_dict(), think=settings.think.label(), seed=settings.seed)
+        earlier = [(r.prompt, r.observation if r.history_message is None else r.history_message) for r in self.history]
+        read = read_of(self.domain, action)
+        return self.shared.turn(inputs.turn_key(earlier, prompt), sample,
+                                None if read is None else inputs.read_key(read), cancel)
+
+    def _served(self, turn: int, world_turn: WorldTurn) -> Iterator[WorldEvent]:
+        """A turn the world answered before: its answer, as the model's would stream."""
+        yield events.FromWorld(turn, world_turn.world.name, world_turn.source)
+        answer = world_turn.answer
+        if answer.thinking:
+            yield events.ThinkingDelta(turn, answer.thinking)
+        if answer.observation:
+            yield events.ObservationDelta(turn, answer.observation)
+
+    def _keep(self, turn: int, world_turn: WorldTurn, answer: StoredAnswer) -> Generator[WorldEvent, None, StoredAnswer]:
+        """Store a predicted answer in the world; what the world holds (another process may
+        have stored this turn first: then its answer replaces this one, so both agree)."""
+        try:
+            kept = world_turn.keep(answer)
+        except WorldStoreError as error:  # the turn still happened; it is in the file
+            yield events.Notice(f"The shared world could not keep turn {turn}: {error.one_line()}")
+            return answer
+        if kept.observation != answer.observation:
+            yield events.ObservationReplaced(turn, kept.observation)
+        return kept
 
     def run_turn(
         self, action: str | Action, cancel: threading.Event | None = None, *, prompt: str | None = None

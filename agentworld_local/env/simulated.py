@@ -125,14 +125,17 @@ class SimulatedEnv:
         info = {"domain": self.domain.name, "task": view.settings.task, "turn": 0, "seed": episode_seed}
         return view.initial_state, {**info, "trajectory": str(view.path)} if self.reveal_simulator else info
 
-    def step(self, action: str, *, final: bool = False) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str, *, final: bool = False,
+             on_event: Callable[[events.SessionEvent], None] | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """One turn: the action goes to the world model, its predicted observation comes back.
-        `final`: the caller ends the episode after it (its step limit), which a reward may judge."""
+        `final`: the caller ends the episode after it (its step limit), which a reward may judge.
+        `on_event`: sees each of the turn's events as it comes, on this thread (a face's progress;
+        what it may pass on is its own to decide: thinking is the simulator's side)."""
         session = self._open_session()
         if not isinstance(action, str):
             raise InputError(f"An action is text, not {type(action).__name__}.", self.domain.action_help())
         try:
-            said = self._call(lambda: self._runner.step(session, action, final=final)).said
+            said = self._call(lambda: self._runner.step(session, action, final=final), on_event=on_event).said
         except ActionError as error:
             reason = f"Invalid action: {error.message} {error.hint or ''}".strip()
             info = {"invalid_action": reason, "turn": self.turns}
@@ -217,14 +220,14 @@ class SimulatedEnv:
             raise InputError("No session is open.", "Call reset() first.")
         return self._session
 
-    def _call(self, send: Callable[[], Sent]) -> Outcome:
+    def _call(self, send: Callable[[], Sent], on_event: Callable[[events.SessionEvent], None] | None = None) -> Outcome:
         """Send one command and wait for its end; a refusal, an error or a cancel is raised as
         its AwlError (a defect as itself), after the env has taken the session's view from it
         (a turn whose reward failed is still a turn of the file). Ctrl+C cancels what runs (a
         turn stops at its next token; nothing half-done is saved)."""
         sent = send()
         try:
-            outcome = sent.wait()
+            outcome = sent.wait(on_event=on_event)
         except KeyboardInterrupt:
             self._runner.cancel()
             sent.wait()

@@ -5,6 +5,10 @@ returns a `GgufSummary`: architecture, layers (MTP/nextn layers included, and wh
 layers are attention or recurrent), experts, context length, quantization, per-layer
 weight sizes and whether a chat template is embedded. `models.memory` turns it into a
 memory estimate.
+
+The layers are the ones the file holds: some community GGUFs declare an MTP block they hold
+no tensors for; the summary counts the blocks held, and `kv_overrides()` / `layers_notice()`
+say what llama.cpp must be told instead of the header, and the user.
 """
 
 from __future__ import annotations
@@ -114,8 +118,8 @@ class GgufSummary:
     gguf_version: int
     architecture: str
     name: str | None
-    block_count: int  # as the file declares it, MTP/nextn layers included
-    nextn_layers: int
+    block_count: int  # the blocks the file holds, MTP/nextn layers included (what awl has llama.cpp load)
+    nextn_layers: int  # the MTP/nextn layers among them
     context_length: int | None
     embedding_length: int
     head_count: int
@@ -132,13 +136,46 @@ class GgufSummary:
     chat_template: bool
     layers: tuple[LayerInfo, ...]
     input_bytes: int  # token embedding: llama.cpp keeps it on the CPU
-    output_bytes: int  # output norm + head (the head is a copy of the embedding when tied)
+    output_bytes: int  # output norm + head, as the file holds them
     recurrent: RecurrentShape = field(default_factory=RecurrentShape)
+    #: The file has no output head: llama.cpp uses the token embedding (a GPU copy when the output layer is offloaded).
+    tied_output: bool = False
+    other_bytes: int = 0  # tensors outside the blocks, the embedding and the output (rope factors, ...)
+    #: The header's block_count / nextn_predict_layers, when they declare blocks the file does not hold (else as above).
+    declared_block_count: int | None = None
+    declared_nextn_layers: int | None = None
 
     @property
     def n_layers(self) -> int:
         """Layers the model runs (MTP layers excluded)."""
         return self.block_count - self.nextn_layers
+
+    @property
+    def header_block_count(self) -> int:
+        return self.block_count if self.declared_block_count is None else self.declared_block_count
+
+    @property
+    def missing_blocks(self) -> int:
+        """Blocks the header declares that the file holds no tensors for (MTP layers: it loads without them)."""
+        return self.header_block_count - self.block_count
+
+    def kv_overrides(self) -> dict[str, int]:
+        """Metadata llama.cpp must read instead of the header's for this file to load: the blocks
+        it holds ({} for a file that holds what it declares)."""
+        if not self.missing_blocks:
+            return {}
+        return {f"{self.architecture}.block_count": self.block_count,
+                f"{self.architecture}.nextn_predict_layers": self.nextn_layers}
+
+    def layers_notice(self) -> str | None:
+        """One line for the user when the header declares blocks the file does not hold, else None."""
+        if not self.missing_blocks:
+            return None
+        declared_mtp = self.declared_nextn_layers or 0
+        what = ("no MTP layer" if not self.nextn_layers
+                else f"{self.missing_blocks} of its {declared_mtp} MTP layers missing")
+        return (f"{self.path.name} declares {self.header_block_count} layers but holds {self.block_count} ({what}): "
+                f"loading it as {self.block_count}.")
 
     @property
     def attention_layers(self) -> int:
@@ -168,6 +205,8 @@ class GgufSummary:
             "name": self.name,
             "block_count": self.block_count,
             "nextn_layers": self.nextn_layers,
+            "declared_block_count": self.header_block_count,
+            "declared_nextn_layers": self.nextn_layers if self.declared_nextn_layers is None else self.declared_nextn_layers,
             "n_layers": self.n_layers,
             "attention_layers": self.attention_layers,
             "recurrent_layers": self.recurrent_layers,
@@ -183,6 +222,7 @@ class GgufSummary:
             "quantization": self.quantization,
             "tensor_bytes_by_type": self.tensor_bytes_by_type,
             "n_params": self.n_params,
+            "tensor_bytes": self.tensor_bytes,
             "bits_per_weight": round(self.bits_per_weight, 2),
             "chat_template": self.chat_template,
         }
@@ -247,12 +287,56 @@ def _file_type(value: int | None) -> str | None:
     return label.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 
+def held_blocks(declared: int, nextn: int, indexes: set[int]) -> tuple[int, int]:
+    """(blocks, MTP layers) to load a file whose tensors are in blocks `indexes` and whose header
+    declares `declared` blocks, the last `nextn` of them MTP layers: the declared ones, unless
+    the file stops short of its MTP layers (community GGUFs that declare one and hold none of
+    its tensors), then only the blocks it holds. Missing trunk blocks are not papered over: the
+    load fails and says which tensor is missing."""
+    held = max(indexes, default=-1) + 1
+    missing = declared - held
+    if indexes and 0 < missing <= nextn:
+        return held, nextn - missing
+    return declared, nextn
+
+
+def truncation(path: str | Path) -> str | None:
+    """Why `path` is shorter than its header and tensor index say it is (its size and the bytes
+    its tensors need), or None when all its tensor data is there (or it cannot be read)."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        reader = _FastReader(file)
+    except _Truncated as error:
+        return str(error)
+    except (ValueError, KeyError, IndexError, OverflowError, struct.error):
+        return f"{size:,} bytes; its header ends early or is corrupt"
+    except OSError:
+        return None
+    end = _data_end(reader)
+    return f"{size:,} bytes, but its tensors need {end:,}" if end > size else None
+
+
+def _data_end(reader: gguf.GGUFReader) -> int:
+    """Where the last tensor's data ends, by the tensor index."""
+    return max((t.data_offset + t.n_bytes for t in reader.tensors), default=reader.data_offset)
+
+
+def held_layers_notice(path: str | Path) -> str | None:
+    """`layers_notice()` of the GGUF at `path`, None when it holds what it declares or cannot be
+    read (its load says what is wrong)."""
+    try:
+        return inspect_gguf(path).layers_notice()
+    except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
+        return None
+
+
 def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
     """Summarise a GGUF from its header; `name` (a registry name) makes error hints exact."""
     file = check_gguf_path(path)
     reader = _read(file, name)
     file_size = file.stat().st_size
-    end = max((t.data_offset + t.n_bytes for t in reader.tensors), default=reader.data_offset)
+    end = _data_end(reader)
     if end > file_size:
         raise _damaged(file, f"{file_size:,} bytes, but its tensors need {end:,}", name)
     arch_field = reader.fields.get("general.architecture")
@@ -274,7 +358,7 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
     expert_bytes: Counter[int] = Counter()
     layer_names: dict[int, list[str]] = {}
     by_type: Counter[str] = Counter()
-    input_bytes = output_bytes = n_params = 0
+    input_bytes = output_bytes = other_bytes = n_params = 0
     for tensor in reader.tensors:
         by_type[tensor.tensor_type.name] += int(tensor.n_bytes)
         n_params += int(tensor.n_elements)
@@ -289,8 +373,14 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
             input_bytes += int(tensor.n_bytes)
         elif tensor.name.startswith(_OUTPUT_TENSORS):
             output_bytes += int(tensor.n_bytes)
-    if not any(t.name.startswith("output.") for t in reader.tensors):
-        output_bytes += input_bytes  # tied head: llama.cpp duplicates the embedding for the output layer
+        else:
+            other_bytes += int(tensor.n_bytes)
+    # No head: llama.cpp uses the embedding (and copies it for an output layer on the GPU).
+    tied = not any(t.name.startswith("output.") for t in reader.tensors)
+
+    declared_blocks, declared_nextn = block_count, nextn
+    block_count, nextn = held_blocks(block_count, nextn, set(layer_names))
+    n_layers = block_count - nextn
 
     layers = []
     for index in range(max(block_count, max(layer_names, default=-1) + 1)):
@@ -336,6 +426,10 @@ def inspect_gguf(path: str | Path, *, name: str | None = None) -> GgufSummary:
         layers=tuple(layers),
         input_bytes=input_bytes,
         output_bytes=output_bytes,
+        tied_output=tied,
+        other_bytes=other_bytes,
+        declared_block_count=declared_blocks if declared_blocks != block_count else None,
+        declared_nextn_layers=declared_nextn if declared_blocks != block_count else None,
         recurrent=RecurrentShape(
             conv_kernel=meta.int("ssm.conv_kernel"),
             inner_size=meta.int("ssm.inner_size"),

@@ -2,7 +2,10 @@
 
 Four parts, following what llama.cpp allocates (llama-model.cpp, llama-kv-cache.cpp,
 llama-memory-recurrent.cpp in the vendored sources):
-- weights: the tensors it loads (an MTP/nextn layer is skipped unless asked for);
+- weights: the tensors it loads, exactly the file's (an MTP/nextn layer is skipped unless
+  asked for; `weights_parts` splits them so that the parts add up); a model whose output head
+  is its embedding (tied) gets a GPU copy of it when the output layer is offloaded, counted
+  in `gpu_bytes` only (on the CPU both are the same mapped bytes);
 - KV cache: only attention layers keep one (K and V of `n_ctx` cells each, f16 unless
   `--kv-type` says otherwise; in hybrid models the recurrent layers have none);
 - recurrent state: per recurrent layer, f32 conv + SSM state for one sequence, fixed size;
@@ -62,6 +65,8 @@ class MemoryEstimate:
     context_length: int | None
     kv_type: str = "f16"
     flash_attn: bool = False
+    tied_output_bytes: int = 0  # the embedding's copy an offloaded output layer gets when the head is tied
+    other_bytes: int = 0  # tensors outside blocks, embedding and output (placed with the output layer)
 
     @property
     def expert_bytes(self) -> int:
@@ -69,7 +74,28 @@ class MemoryEstimate:
 
     @property
     def weights_bytes(self) -> int:
-        return self.input_bytes + self.output_bytes + sum(layer.weight_bytes for layer in self.layers)
+        """The file's tensors that llama.cpp loads (all of them but a skipped MTP layer)."""
+        return self.input_bytes + self.output_bytes + self.other_bytes + sum(layer.weight_bytes for layer in self.layers)
+
+    @property
+    def weights_parts(self) -> list[dict[str, Any]]:
+        """`weights_bytes` split into parts that add up to it: the embedding, the output, each
+        kind of layer (their routed experts apart), the routed experts, anything else."""
+        parts = [{"part": "embeddings", "count": 1, "bytes": self.input_bytes},
+                 {"part": "output", "count": 1, "bytes": self.output_bytes}]
+        kinds: dict[str, list[LayerCost]] = {}
+        for layer in self.layers:
+            if layer.kind != "mtp":
+                kinds.setdefault(layer.kind, []).append(layer)
+        for kind, layers in kinds.items():  # "attention", "recurrent", "other": their routed experts apart
+            parts.append({"part": kind, "count": len(layers),
+                          "bytes": sum(layer.weight_bytes - layer.expert_bytes for layer in layers)})
+        if self.expert_bytes:
+            parts.append({"part": "experts", "count": sum(layer.expert_bytes > 0 for layer in self.layers),
+                          "bytes": self.expert_bytes})
+        if self.other_bytes:
+            parts.append({"part": "other tensors", "count": 1, "bytes": self.other_bytes})
+        return parts
 
     @property
     def kv_bytes(self) -> int:
@@ -131,7 +157,7 @@ class MemoryEstimate:
             return 0
         layers = self._on_gpu(gpu_layers)
         weights = sum(layer.total(self.n_ctx) for layer in layers) - self.cpu_experts(layers, cpu_moe)
-        return self.output_bytes + weights + self.compute_bytes
+        return self.output_bytes + self.tied_output_bytes + self.other_bytes + weights + self.compute_bytes
 
     def cpu_bytes(self, gpu_layers: int, cpu_moe: int = 0) -> int:
         """Host memory for the rest; a partial offload (or experts in RAM) keeps a host compute buffer too."""
@@ -140,7 +166,7 @@ class MemoryEstimate:
         rest = sum(layer.total(self.n_ctx) for layer in self.layers if layer.index not in indexes)
         experts = self.cpu_experts(on_gpu, cpu_moe)
         everything_offloaded = (gpu_layers < 0 or gpu_layers >= self.max_gpu_layers) and not experts
-        output = 0 if gpu_layers else self.output_bytes
+        output = 0 if gpu_layers else self.output_bytes + self.other_bytes
         compute = 0 if everything_offloaded else self.compute_bytes
         return self.input_bytes + output + rest + experts + compute + self.held_bytes
 
@@ -151,6 +177,8 @@ class MemoryEstimate:
             "flash_attn": self.flash_attn,
             "expert_bytes": self.expert_bytes,
             "weights_bytes": self.weights_bytes,
+            "weights_parts": self.weights_parts,
+            "tied_output_bytes": self.tied_output_bytes,
             "kv_bytes": self.kv_bytes,
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "recurrent_bytes": self.recurrent_bytes,
@@ -214,6 +242,8 @@ def estimate_memory(summary: GgufSummary, n_ctx: int, *, n_ubatch: int = DEFAULT
         layers=tuple(costs),
         input_bytes=summary.input_bytes,
         output_bytes=summary.output_bytes,
+        tied_output_bytes=summary.input_bytes if summary.tied_output else 0,
+        other_bytes=summary.other_bytes,
         skipped_bytes=skipped,
         compute_fixed=fixed,
         compute_per_token=per_token,

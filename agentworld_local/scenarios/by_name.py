@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld_local.errors import InputError, did_you_mean
+from agentworld_local.errors import InputError, did_you_mean, shown_name
 from agentworld_local.scenarios.loader import list_scenarios
 from agentworld_local.scenarios.schema import Scenario
 
 #: What a scenario's name can never hold (scenarios/schema.py allows lowercase, digits, dashes).
 _NOT_IN_A_NAME = ("/", "\\", ":", "\0")
-#: The most of a refused name an error shows back.
-_SHOWN_CHARS = 80
 
 
 def scenario_by_name(value: Any) -> Scenario:
@@ -44,14 +42,3 @@ def unknown_scenario_name(value: Any, names: list[str]) -> InputError:
                       "user's), never from a file.",
                       f"{suggestion + ' ' if suggestion else ''}GET /scenarios or `awl scenarios list` lists them; "
                       "a scenario of your own goes in `<config dir>/scenarios/`.")
-
-
-def shown_name(value: Any) -> str:
-    """A client's value as an error may show it: one line, at most _SHOWN_CHARS characters, no
-    control character and no lone surrogate (an answer must always encode as UTF-8)."""
-    if not isinstance(value, str):
-        return f"({type(value).__name__})"
-    text = "".join(char if char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF else "\N{REPLACEMENT CHARACTER}"
-                   for char in value[:_SHOWN_CHARS + 1])
-    text = text.replace("`", "'")
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}…"

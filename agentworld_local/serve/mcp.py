@@ -9,10 +9,12 @@ agent's, defaults.REVEAL_SIMULATOR_HELP). Nothing is executed: the
 world model predicts every answer, and the session is an ordinary trajectory file
 (SimulatedEnv, over the runner).
 
-`act` and `reset` declare an output schema and return structured content beside the text a
-text-only client reads; every tool refuses arguments it does not declare. After an action
-that ends the task (`[]` in the terminal) the episode is over: `act` is refused until
-`reset` (or an `undo` of the ending).
+`act`, `state`, `undo` and `reset` declare an output schema and return structured content
+beside the text a text-only client reads; every tool refuses arguments it
+does not declare, and a bad argument is said in one line (pydantic's own text and URL stay
+here). After an action that ends the task (`[]` in the terminal) the episode is over: `act` is
+refused until `reset` (or an `undo` of the ending). While `act` runs, a client that sent a
+progressToken hears the turn's phases as progress notifications (serve/mcp_progress.py).
 
 The one module that imports `mcp`. Tool calls run on the SDK's worker threads; the runner
 orders them (the session's mailbox): concurrent calls queue there, in order, and what the
@@ -27,19 +29,22 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from agentworld_local import __version__
+from agentworld_local.engine import events
 from agentworld_local.env.simulated import SimulatedEnv
 from agentworld_local.errors import AwlError
 from agentworld_local.files import os_error_text
 from agentworld_local.scenarios import scenario_by_name
 from agentworld_local.serve.jsonrpc_lines import claimed_stdio
+from agentworld_local.serve.mcp_progress import Progress, TurnProgress
+from agentworld_local.terminal_text import shorten
 
 TRAJECTORY_URI = "awl://trajectory"
 
@@ -75,6 +80,12 @@ class Step(Observed):
     reward: float = Field(description="What the turn earned (0.0 unless the session has a reward hook).")
 
 
+class Current(Observed):
+    """What `state` and `undo` return as structured content: where the episode is, no turn run."""
+
+    ended: bool = Field(description="The last action ended the task: `act` is refused until `reset` (or an `undo`).")
+
+
 class Episode(Observed):
     """What `reset` returns as structured content: a new episode, before its first action."""
 
@@ -89,11 +100,31 @@ class StrictTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         takes = list(self.parameters.get("properties", {}))
         unknown = [name for name in arguments if name not in takes]
+        known = ", ".join(f"`{name}`" for name in takes) or "no arguments"
         if unknown:
-            known = ", ".join(f"`{name}`" for name in takes) or "no arguments"
             raise ToolError(f"Error executing tool {self.name}: unknown argument "
                             f"{', '.join(f'`{name}`' for name in unknown)}; `{self.name}` takes {known}.")
-        return await super().run(arguments, context, convert_result)
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            # pydantic's text is several lines and a URL: one line, in the tool's terms.
+            raise ToolError(f"Error executing tool {self.name}: {_invalid(error.__cause__)}; "
+                            f"`{self.name}` takes {known}.") from None
+
+
+def _invalid(error: ValidationError) -> str:
+    """A ValidationError of a tool's arguments as one line: each bad argument and why."""
+    said = []
+    for problem in error.errors(include_url=False, include_context=False):
+        name = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        if problem["type"] == "missing":
+            said.append(f"`{name}` is missing")
+            continue
+        given = shorten(repr(problem.get("input")), 40)
+        said.append(f"`{name}`: {problem['msg'].rstrip('.')} (got {given})")
+    return "; ".join(said) or "invalid arguments"
 
 
 def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
@@ -115,21 +146,36 @@ class SimulatedMachine:
         except AwlError as error:  # one line and the next step, as an MCP tool error
             raise ToolError(f"{error.message} {error.hint or ''}".strip()) from None
 
-    async def act(self, action: Annotated[str, Field(description="One action, as the tool's description shows.")]
-                  ) -> Annotated[CallToolResult, Step]:
+    async def act(self, action: Annotated[str, Field(description="One action, as the tool's description shows.")],
+                  ctx: Context) -> Annotated[CallToolResult, Step]:
+        progress = TurnProgress()
+        cancelled = False
+
+        def tell(event: events.SessionEvent) -> None:
+            """On the turn's thread: a notification when the phase is worth saying (a no-op
+            for a request without a progressToken). It never stops the turn."""
+            said = progress.update(event)
+            if said is None or cancelled:
+                return
+            try:
+                anyio.from_thread.run(_notify, ctx, said)
+            except Exception:  # noqa: BLE001 - a client gone or a closed loop: the turn goes on
+                pass
+
         try:
             # Abandoned on the client's cancel: the turn is stopped below, and the thread ends with it.
-            return await anyio.to_thread.run_sync(self._act, action, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(self._act, action, tell, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
+            cancelled = True  # no notification for a request that is over
             self.env.cancel()  # the turn stops at its next token; nothing is saved for it
             raise
 
-    def _act(self, action: str) -> CallToolResult:
+    def _act(self, action: str, tell: Callable[[events.SessionEvent], None] | None = None) -> CallToolResult:
         with self._said():
             if self.env.ended:
                 raise ToolError(f"The episode is over: turn {self.env.turns} ended the task. Call `reset` to start a "
                                 f"new episode (or `undo` to take the ending back).")
-            observation, reward, terminated, truncated, info = self.env.step(action)
+            observation, reward, terminated, truncated, info = self.env.step(action, on_event=tell)
             if "invalid_action" in info:
                 raise ToolError(info["invalid_action"])
             notes = [*(["[the answer reached its token limit and may be cut]"] if info["cut_short"] else []),
@@ -139,15 +185,20 @@ class SimulatedMachine:
                         reward=reward, trajectory=info.get("trajectory"))
             return _result("\n".join([observation, *notes]), step)
 
-    def state(self) -> str:
+    def state(self) -> Annotated[CallToolResult, Current]:
         with self._said():
-            return self.env.observation
+            return self._current(self.env.observation)
 
-    def undo(self) -> str:
+    def undo(self) -> Annotated[CallToolResult, Current]:
         with self._said():
             if self.env.turns == 0:
                 raise ToolError("There is no action to undo.")
-            return self.env.undo()  # only the last turn can have ended the task: it is gone
+            return self._current(self.env.undo())  # only the last turn can have ended the task: it is gone
+
+    def _current(self, observation: str) -> CallToolResult:
+        path = self.env.trajectory if self.env.reveal_simulator else None
+        return _result(observation, Current(observation=observation, turn=self.env.turns, ended=self.env.ended,
+                                            trajectory=str(path) if path is not None else None))
 
     def reset(
         self,
@@ -183,6 +234,10 @@ class SimulatedMachine:
         return text[:text.rfind("\n") + 1]  # a line being written now is not whole yet
 
 
+async def _notify(ctx: Context, said: Progress) -> None:
+    await ctx.report_progress(said.progress, None, said.message)
+
+
 def _result(text: str, structured: BaseModel) -> CallToolResult:
     # The text is what a text-only client read before structured content: the observation.
     return CallToolResult(content=[TextContent(type="text", text=text)],
@@ -197,9 +252,9 @@ def build_server(env: SimulatedEnv) -> MCPServer:
         strict_tool(machine.act, name="act", annotations=ACT_HINTS,
                     description=f"Send one action to the simulated {domain.title} and get what it shows next. "
                                 f"{domain.action_help()} After an action that ends the task, call `reset`."),
-        strict_tool(machine.state, name="state", annotations=STATE_HINTS, structured_output=False,
+        strict_tool(machine.state, name="state", annotations=STATE_HINTS,
                     description=f"The current state of the simulated {domain.title} (no action is sent)."),
-        strict_tool(machine.undo, name="undo", annotations=UNDO_HINTS, structured_output=False,
+        strict_tool(machine.undo, name="undo", annotations=UNDO_HINTS,
                     description="Take back the last action (the one that ended the task too); returns the state "
                                 "that is current again."),
         strict_tool(machine.reset, name="reset", annotations=RESET_HINTS,

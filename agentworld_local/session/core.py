@@ -151,7 +151,7 @@ class Session:
         self._turn_agent = agent
         self.last_reward = None
         try:
-            yield from self.world.step(parsed, cancel, seed=seed)
+            yield from self.world.step(parsed, cancel, seed=seed, sample=self._attempt)
         finally:
             self._attempt = 0  # read by _save_turn while the turn is saved
             self._turn_agent = None

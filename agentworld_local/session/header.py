@@ -9,11 +9,14 @@ from agentworld_local.engine.world import World
 from agentworld_local.session.resume_rules import model_ref
 from agentworld_local.trajectory.schema import Header
 
+#: Header.extra key: the shared world the session plays in (a resume or a fork rejoins it).
+SHARED_WORLD = "shared_world"
+
 
 def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: str = "") -> Header:
     info = world.backend.info
     settings = world.settings
-    return Header(
+    header = Header(
         awl_version=__version__,
         model=model_ref(info),
         sampling=settings.sampling.to_dict(),
@@ -31,3 +34,6 @@ def header_for(world: World, *, scenario: dict[str, Any] | None = None, note: st
         world=settings.world_description,
         state_format=getattr(world.domain, "state_format", None),
     )
+    if settings.shared_world:  # written only when there is one, so other headers are unchanged
+        header.extra[SHARED_WORLD] = settings.shared_world
+    return header

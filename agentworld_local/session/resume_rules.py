@@ -221,6 +221,8 @@ def settings_from_header(header: Header) -> SessionSettings:
         tools=header.tools,
         system_prompt=header.system_prompt,
         prompt_pack=header.prompt_pack,
+        # A name the file may hold anything under: the world checks it when the session opens.
+        shared_world=header.extra.get("shared_world") or None,
     )
 
 

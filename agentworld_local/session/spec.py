@@ -24,6 +24,7 @@ from agentworld_local.errors import InputError, a_or_an
 from agentworld_local.scenarios import load_scenario
 from agentworld_local.scenarios.schema import Scenario
 from agentworld_local.session.sampling import check_sampling
+from agentworld_local.worlds.names import check_world_name
 
 #: The domain of a session that names neither a domain nor a scenario.
 DEFAULT_DOMAIN = "terminal"
@@ -63,6 +64,8 @@ class SessionSpec:
     seed: int = DEFAULT_SEED
     #: A prompt pack: a directory laid out like the official `prompts/` (domains/packs.py).
     prompts: Path | None = None
+    #: The shared world to join by name (worlds/); None: the session imagines its own.
+    shared_world: str | None = None
 
     def check(self) -> ThinkBudget:
         """What can be refused without reading any file: thinking, sampling, text. Returns the budget."""
@@ -70,6 +73,8 @@ class SessionSpec:
         check_sampling(max_tokens=self.max_tokens, temperature=self.temperature)
         for name, text in (("--task", self.task), *(("--control", text) for text in self.controls)):
             check_text(name, text)
+        if self.shared_world is not None:
+            self.shared_world = check_world_name(self.shared_world)
         return budget
 
     def resolve(self) -> ResolvedSpec:
@@ -83,9 +88,11 @@ class SessionSpec:
             )
         domain_name = self.domain or (chosen.domain if chosen else DEFAULT_DOMAIN)
         sampling = SamplingConfig(temperature=self.temperature, max_tokens=self.max_tokens)
-        settings = SessionSettings(sampling=sampling, think=budget, seed=self.seed)
+        settings = SessionSettings(sampling=sampling, think=budget, seed=self.seed, shared_world=self.shared_world)
         if chosen is not None:
             settings = chosen.apply(settings)
+            if self.think is not None:  # --think overrides the scenario's own budget
+                settings.think = budget
         if self.task is not None:
             settings.task = self.task
         if self.initial_state is not None:

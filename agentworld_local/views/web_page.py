@@ -4,7 +4,9 @@ The page is model output, so the browser must not run or fetch anything it says:
 is a small wrapper whose Content-Security-Policy allows no script and no network, and the
 page itself sits in a sandboxed iframe (`srcdoc`). HTML is shown as the model wrote it, with
 each element id (`bid`) drawn next to its element; an accessibility tree becomes a readable
-nested list with the ids visible, so a user can pick the id for `click 12`.
+nested list with the ids visible, so a user can pick the id for `click 12`. A whole session's
+pages (`awl export --format html`, views/session_page.py) are drawn with the same `page_view`
+inside the same `inert_document`.
 """
 
 from __future__ import annotations
@@ -51,24 +53,40 @@ def is_html(text: str) -> bool:
     return stripped.startswith("<") and not stripped.startswith("<?xml")
 
 
+#: What every page of awl says of itself: none of it is real.
+SIMULATED_NOTE = "Simulated by a world model: nothing on this page is real, links and forms do nothing."
+
+
 def web_page_html(state: str, *, title: str = "", note: str = "") -> str:
     """The wrapper document for one page state (HTML or an accessibility tree)."""
-    state = _clean(state)
-    url = _page_url(state)
-    heading = title or _page_title(state) or "simulated page"
+    state = clean_text(state)
+    url = page_url(state)
+    heading = title or page_title(state) or "simulated page"
     bar = [f"<div><strong>{escape(heading)}</strong></div>"]
     if url:
         bar.append(f'<div class="url">{escape(url)}</div>')
-    bar.append(f'<div class="note">{escape(note or "Simulated by a world model: nothing on this page is real, links and forms do nothing.")}</div>')
+    bar.append(f'<div class="note">{escape(note or SIMULATED_NOTE)}</div>')
+    return inert_document(heading, f"<header>{''.join(bar)}</header>\n{page_view(state)}")
+
+
+def page_view(state: str) -> str:
+    """One web page state, inert: HTML in a sandboxed iframe (scripts, forms and navigation off;
+    the wrapper's CSP holds inside it too), with each element's id drawn; an accessibility tree
+    as a readable list. Only for a document that carries `inert_document`'s CSP."""
+    state = clean_text(state)
     if is_html(state):
-        body = f'<iframe sandbox="" title="page" srcdoc="{escape(_BID_STYLE + state, quote=True)}"></iframe>'
-    else:
-        body = f'<main class="ax">{axtree_html(state)}</main>'
+        return f'<iframe sandbox="" title="page" srcdoc="{escape(_BID_STYLE + state, quote=True)}"></iframe>'
+    return f'<main class="ax">{axtree_html(state)}</main>'
+
+
+def inert_document(title: str, body: str, *, style: str = "") -> str:
+    """A whole HTML document around `body` (trusted markup: what it holds of the model's text is
+    escaped or in `page_view`'s sandbox) whose Content-Security-Policy lets nothing load or run."""
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-        f"<title>{escape(heading)} - awl</title>\n<style>{_WRAPPER_STYLE}</style></head>\n"
-        f"<body><header>{''.join(bar)}</header>\n{body}\n</body></html>\n"
+        f"<title>{escape(clean_text(title))} - awl</title>\n<style>{_WRAPPER_STYLE}{style}</style></head>\n"
+        f"<body>{body}\n</body></html>\n"
     )
 
 
@@ -102,10 +120,10 @@ def write_web_page(state: str, *, directory: str | Path | None = None, title: st
     return path
 
 
-def _clean(text: str) -> str:
-    """No NUL or other C0 control bytes (a browser shows them as garbage), no lone surrogates."""
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "\ufffd", text)
+def clean_text(text: str) -> str:
+    """No NUL or other C0 control bytes (a browser shows them as garbage), no lone surrogates
+    (no encoder takes them): each becomes U+FFFD, as in terminal_text."""
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]", "\ufffd", text)
 
 
 def _indent(line: str) -> int:
@@ -130,7 +148,7 @@ def _ax_item(line: str) -> str:
     return "".join(parts)
 
 
-def _page_url(state: str) -> str:
+def page_url(state: str) -> str:
     for line in state.splitlines()[:6]:
         stripped = line.strip()
         if stripped.startswith("URL:"):
@@ -143,7 +161,7 @@ def _page_url(state: str) -> str:
     return ""
 
 
-def _page_title(state: str) -> str:
+def page_title(state: str) -> str:
     if is_html(state):
         found = re.search(r"<title>(.*?)</title>", state, re.IGNORECASE | re.DOTALL)
         return " ".join(found.group(1).split()) if found else ""

@@ -38,7 +38,8 @@ def test_the_tools_declare_their_output_schemas_and_honest_annotations(tmp_path)
     act, state, undo, reset = (tools[name] for name in ("act", "state", "undo", "reset"))
     assert set(act.output_schema["properties"]) == {"observation", "turn", "terminated", "truncated", "cut_short", "reward", "trajectory"}
     assert set(reset.output_schema["properties"]) >= {"observation", "turn", "trajectory"}
-    assert state.output_schema is None and undo.output_schema is None  # their text is the whole answer
+    assert set(state.output_schema["properties"]) == set(undo.output_schema["properties"]) == {
+        "observation", "turn", "ended", "trajectory"}
     # What act returns is what its schema promises (the SDK's client checks it too).
     jsonschema.validate(result.structured_content, act.output_schema)
     (path,) = session_files(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -15,9 +16,10 @@ from llama_cpp import Llama
 
 from agentworld_local.engine.llama.devices import llama_cpp_version
 from agentworld_local.engine.llama.logs import LOGS
-from agentworld_local.engine.llama.mtp import with_mtp_layers
+from agentworld_local.engine.llama.mtp import require_mtp_layer, with_mtp_layers
 from agentworld_local.engine.llama.placement import llama_kwargs, tuned_load
 from agentworld_local.errors import AwlError, Cancelled, ModelLoadError
+from agentworld_local.models.inspect import GgufSummary, inspect_gguf, truncation
 from agentworld_local.models.offload_options import OffloadOptions
 
 
@@ -116,11 +118,48 @@ def explain_load_failure(path: Path, log: str) -> AwlError:
             "Try a smaller quantization, fewer `--gpu-layers`, or a smaller `--ctx` "
             "(`awl models info FILE --plan` shows what fits).",
         )
+    short = truncation(path)
+    if short is not None:
+        return ModelLoadError(f"{path.name} is truncated or damaged ({short}).",
+                              "Download it again (`awl models pull NAME` for a registry model).")
+    missing = _MISSING_TENSOR.search(log)
+    if missing:
+        return ModelLoadError(
+            f"llama.cpp could not load {path.name}: it has no tensor `{missing.group(1) or missing.group(2)}`"
+            f"{_blocks_said(path)}. All its tensor data is there, so downloading it again will not help.",
+            "The file was converted without that tensor: use another GGUF of this model.",
+        )
     detail = next((line.strip() for line in reversed(log.splitlines()) if "error" in line.lower()), "")
+    detail = detail.split("error loading model:")[-1].strip()
     return ModelLoadError(
-        f"llama.cpp could not load {path.name}" + (f": {detail}" if detail else "."),
-        "Check that the download is complete; run with `--verbose` to see llama.cpp's log.",
+        f"llama.cpp could not load {path.name}" + (f": {detail}" if detail else "") + " (all its tensor data is "
+        "there: the cause is the file's content or this llama.cpp build, not the download).",
+        f"Try another GGUF of this model or a newer llama-cpp-python (this is {llama_cpp_version()}); "
+        "run with `--verbose` to see llama.cpp's log.",
     )
+
+
+#: llama.cpp's words for a tensor the model needs and the file lacks (loader, and check_tensor_dims).
+_MISSING_TENSOR = re.compile(r"missing tensor '([^']+)'|tensor '([^']+)' not found")
+
+
+def _blocks_said(path: Path) -> str:
+    """" (its header declares 9 layers; it holds 8)" when the header and the tensors disagree, else ""."""
+    summary = _summary(path)
+    if summary is None:
+        return ""
+    indexes = {layer.index for layer in summary.layers if layer.weight_bytes}
+    held = max(indexes, default=-1) + 1
+    declared = summary.header_block_count
+    return f" (its header declares {declared} layers; it holds {held})" if held != declared else ""
+
+
+def _summary(path: Path) -> GgufSummary | None:
+    """The file's header summary, None when it cannot be read (llama.cpp then says what is wrong)."""
+    try:
+        return inspect_gguf(path)
+    except Exception:  # noqa: BLE001 - a damaged file gets its own clear message from the load
+        return None
 
 
 class OutOfMemory(Exception):
@@ -192,7 +231,13 @@ def open_llama(
     """Llama() over the GGUF; `echo`: where llama.cpp's log lines go (verbose), None: kept only;
     `options`: expert offload, flash attention, KV cache type (placement.py); `parallel`:
     how many sessions keep a place in the context at once (with_parallel); `rollback`: recurrent
-    tokens a sequence can drop at its end (with_rollback); `mtp`: load the model's MTP block too."""
+    tokens a sequence can drop at its end (with_rollback); `mtp`: load the model's MTP block too.
+    A file that declares an MTP block it holds no tensors for loads as the blocks it holds
+    (GgufSummary.kv_overrides); `mtp` is then refused before the load (mtp.require_mtp_layer)."""
+    summary = _summary(path)
+    if mtp:
+        require_mtp_layer(path.name, summary)
+    overrides = summary.kv_overrides() if summary is not None else {}
     LOGS.clear()
     LOGS.echo = echo
     try:
@@ -209,6 +254,7 @@ def open_llama(
                 swa_full=True,
                 # Llama's own verbose mode prints to stderr; its log reaches `echo` through LOGS.
                 verbose=False,
+                kv_overrides=overrides or None,
                 **llama_kwargs(options),
             )
     except (ValueError, RuntimeError, OSError):

@@ -49,6 +49,18 @@ def _function(name: str) -> Any:
     return function
 
 
+def require_mtp_layer(name: str, summary: Any) -> None:
+    """Refuse `--speculate mtp` before the load when the file (its `GgufSummary`) holds no MTP
+    layer: none declared, or one declared without its tensors (some community GGUFs)."""
+    if summary is None or summary.nextn_layers >= 1:
+        return  # a file the header reader cannot summarise: llama.cpp's own count decides (MtpDrafter)
+    declared = summary.declared_nextn_layers or 0
+    why = (f"its header declares {'one' if declared == 1 else declared}, but the file holds none of its tensors"
+           if declared else "none is declared in its header")
+    raise AwlError(f"{name} has no multi-token-prediction (MTP) layer ({why}), so `--speculate mtp` has nothing "
+                   "to draft with.", "Use `--speculate on` (prompt lookup), or a GGUF converted with its MTP layer.")
+
+
 @contextlib.contextmanager
 def with_mtp_layers(enabled: bool) -> Iterator[None]:
     """While a `Llama()` is created: its model loads the MTP block too (`load_mtp`; skipped by default)."""
