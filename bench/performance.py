@@ -29,8 +29,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 #: The report's sections in order: bench/<name>.py each (prefill, first_turn, session_loop, state_cache,
-#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, mailbox_drain, serve_remote_overhead and
-#: rl_step_cost are written with the features they measure). prefill and first_turn measure
+#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, mailbox_drain, serve_remote_overhead,
+#: rl_step_cost and worlds_grpo are written with the features they measure). prefill and first_turn measure
 #: against llama.cpp's llama-server where one is found (`--llama-server PATH`, AWL_LLAMA_SERVER, PATH).
 SECTIONS = (
     "turn_cost",
@@ -53,6 +53,7 @@ SECTIONS = (
     "mailbox_drain",
     "serve_remote_overhead",
     "rl_step_cost",
+    "worlds_grpo",
 )
 
 

@@ -39,7 +39,7 @@ class WorldInputs:
     seed: int
 
     def _fixed(self) -> list[Any]:
-        return [KEY_FORMAT, self.model, self.domain, self.system_prompt, sorted(self.sampling.items()), self.think]
+        return [KEY_FORMAT, model_identity(self.model), self.domain, self.system_prompt, sorted(self.sampling.items()), self.think]
 
     def turn_key(self, earlier: Iterable[tuple[str, str]], prompt: str) -> str:
         """The key of the turn sent with `prompt` after the `earlier` turns (prompt, observation)."""
@@ -52,6 +52,13 @@ class WorldInputs:
     def read_key(self, read: str) -> str:
         """The key of an action that only reads the world (its canonical text, worlds/reads.py)."""
         return "r:" + hashlib.sha256(_canonical(["read", *self._fixed(), read])).hexdigest()
+
+
+def model_identity(name: str) -> str:
+    """The model as a world knows it: its name without a folder, a `.gguf` suffix or case, so a
+    GGUF loaded here (`tiny-qwen.gguf`) and the same file served as `tiny-qwen` share a world."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return (base[: -len(".gguf")] if base.lower().endswith(".gguf") else base).lower()
 
 
 def _canonical(value: Any) -> bytes:
