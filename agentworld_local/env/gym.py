@@ -14,7 +14,9 @@ sampling may ignore the seed. Each id has a step limit (MAX_EPISODE_STEPS) that 
 TimeLimit applies: `truncated` is that limit, as everywhere in Gymnasium, and the step it cuts
 reaches the session as final (a reward that judges an episode's end is asked then); an answer
 cut at its token limit is `info["cut_short"]`. `info` carries the world model's thinking, token
-counts and file paths only with `make(..., reveal_simulator=True)` (env/simulated.py). See docs/gym.md.
+counts and file paths only with `make(..., reveal_simulator=True)` (env/simulated.py). A shared
+world (`make(..., shared_world=NAME)`, or `reset(options={"shared_world": NAME})`) gives envs that
+reset with the same seed the same observations for the same actions. See docs/gym.md.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from agentworld_local.defaults import DEFAULT_EPISODE_STEPS
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
 from agentworld_local.env.factory import make
 from agentworld_local.env.ids import env_ids
+from agentworld_local.env.simulated import ENV_OPTIONS, SPEC_OPTIONS
+from agentworld_local.errors import refuse_unknown
 from agentworld_local.paths import sessions_dir
 from agentworld_local.scenarios import scenario_by_name
 
@@ -58,6 +62,9 @@ MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 #: Each sub-env's room in AsyncVectorEnv's shared memory, in UTF-8 bytes: a default answer
 #: (4,096 tokens) fits; a longer observation is handed over in a file instead.
 SHARED_TEXT_BYTES = 64 * 1024
+#: What `gymnasium.make` takes itself (and the env's own `model` and `render_mode`): a
+#: misspelling of one reaches the env as an unknown keyword, and is told the name it meant.
+GYMNASIUM_KEYWORDS = ("model", "render_mode", "max_episode_steps", "disable_env_checker")
 #: How far up the call stack a step looks for its TimeLimit (make's own wrappers put it 2-4
 #: frames up; a user's wrappers in between add one or two each).
 _WRAPPER_FRAMES = 32
@@ -208,6 +215,10 @@ class AgentWorldEnv(gymnasium.Env):
             # gymnasium.make has warned already; this is Gymnasium's error for the case.
             raise UnsupportedMode(f"render_mode={render_mode!r} is not supported by {env_id}: use 'ansi' "
                                   "(the current observation as text) or none.")
+        # Every keyword that is not an option, each with the name it was likely meant as, before
+        # anything is made (a folder, a model load).
+        refuse_unknown(options, (*SPEC_OPTIONS, *ENV_OPTIONS), env_id, also=GYMNASIUM_KEYWORDS,
+                       shown="model, render_mode, max_episode_steps, disable_env_checker, ")
         self.render_mode = render_mode
         if options.get("out_dir") is None:
             options["out_dir"] = run_folder()

@@ -12,6 +12,9 @@ an answer cut at its token limit is `infos["cut_short"]`. `infos` carry the sess
 paths and the world model's thinking only with `reveal_simulator=True` (thinking also needs the
 server's `--reveal-simulator`; defaults.REVEAL_SIMULATOR_HELP). A step or reset waits for every
 sub-env, as Gymnasium's AsyncVectorEnv does, before it raises what failed (docs/gym.md).
+`shared_world=NAME` (or a reset's `options`) puts every sub-env's session in that shared world:
+sub-envs reset with the same seed (`seed=[s] * num_envs`) meet the same observations for the
+same actions.
 """
 
 from __future__ import annotations
@@ -29,9 +32,13 @@ from agentworld_local.env.client import ServerClient
 from agentworld_local.env.gym import MAX_OBSERVATION_CHARS, AnyText
 from agentworld_local.env.ids import resolve_env
 from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
+from agentworld_local.worlds.names import check_world_name
 
 #: What each sub-env's session may set (the server's `POST /sessions` fields).
-SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "temperature", "max_tokens")
+SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "temperature", "max_tokens", "shared_world")
+#: The vector env's own keywords and `gymnasium.make_vec`'s (a misspelling of one is told its name).
+VECTOR_KEYWORDS = ("num_envs", "base_url", "token", "timeout", "max_episode_steps", "reveal_simulator",
+                   "vectorization_mode", "vector_kwargs", "wrappers")
 _SEED_RANGE = 2**31
 
 
@@ -47,6 +54,9 @@ class AgentWorldVectorEnv(VectorEnv):
         -1, as in gymnasium.make: no limit; make_vec passes the id's own). `reveal_simulator`:
         infos also carry each session's id and file and, from a server started with
         --reveal-simulator, the world model's thinking (see the module's doc)."""
+        # First, so that `base_ur=...` is told `base_url`, not that base_url is missing.
+        refuse_unknown(options, SESSION_OPTIONS, "the vector env", also=VECTOR_KEYWORDS,
+                       shown=f"{', '.join(VECTOR_KEYWORDS)}, ")
         if not base_url:
             raise InputError("The vector env runs its sub-envs as sessions of `awl serve`: it needs base_url.",
                              "Start `awl serve --model ...` and pass base_url='http://127.0.0.1:8760'.")
@@ -57,7 +67,7 @@ class AgentWorldVectorEnv(VectorEnv):
         if max_episode_steps is not None and (not isinstance(max_episode_steps, int) or max_episode_steps < 1):
             raise InputError(f"max_episode_steps is {max_episode_steps!r}.",
                              "Give 1 or more, or -1 (or None) for no limit.")
-        refuse_unknown(options, SESSION_OPTIONS, "the vector env")
+        _check_world(options)  # a bad name is said before any session opens
         chosen = resolve_env(env_id)
         self.env_id = env_id
         self._world = {"scenario": chosen.scenario} if chosen.scenario else {"domain": chosen.domain}
@@ -86,6 +96,7 @@ class AgentWorldVectorEnv(VectorEnv):
         unknown = sorted(set(episode) - set(SESSION_OPTIONS))
         if unknown:
             raise InputError(f"Unknown reset option `{unknown[0]}`.", f"Accepted: {', '.join(SESSION_OPTIONS)}.")
+        _check_world(episode)
         opened = self._every(lambda index: self._reset_one(index, seeds[index], episode))
         self._autoreset[:] = False
         infos: dict[str, Any] = {}
@@ -170,6 +181,8 @@ class AgentWorldVectorEnv(VectorEnv):
                             parse_method=record.get("parse_method"))
             if done.get("reward_source"):
                 info["reward_source"] = done["reward_source"]
+            if record is not None and isinstance(record.get("world"), dict):  # a record's extra is at its top
+                info["world"] = record["world"]  # where the answer came from: the shared world's side
         return (done["observation"], float(done.get("reward", 0.0)), bool(done["terminated"]), self._count_step(index),
                 info)
 
@@ -185,6 +198,15 @@ class AgentWorldVectorEnv(VectorEnv):
                 self._client.close_session(sid)
             except InputError:
                 pass  # closed already (the server's idle limit): every turn is saved either way
+
+
+def _check_world(options: dict[str, Any]) -> None:
+    """`shared_world` as every face checks it (worlds/names.py): a name, never a path. None: the
+    vector env's own (for a reset), else the server's `--shared-world`."""
+    if options.get("shared_world") is not None:
+        options["shared_world"] = check_world_name(options["shared_world"])
+    else:
+        options.pop("shared_world", None)
 
 
 def _named(failed: list[Done[int, Any]], num_envs: int) -> BaseException:

@@ -16,7 +16,8 @@ shell command, BrowserGym's `click(bid)` or `fill(bid, value)`, a tool server's 
 their JSON schemas. A method writes its arguments as the domain's raw action text, so the
 file reads as if an agent had typed it. `reward` sums what the server's reward hook
 (`awl serve --reward ...`) gave this episode's turns; `done` is the domain's own ending, after
-which a tool call changes nothing (docs/trl.md).
+which a tool call changes nothing (docs/trl.md). `environment_factory(..., shared_world=NAME)`
+puts every rollout in one shared world: the same seed and actions meet the same observations.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ from agentworld_local.env.client import ServerClient
 from agentworld_local.env.ids import EnvId, resolve_env
 from agentworld_local.errors import ActionError, AwlError, InputError, refuse_unknown
 from agentworld_local.scenarios import load_scenario, scenario_by_name, unknown_scenario_name
+from agentworld_local.worlds.names import check_world_name
 
 #: What every session of a class may set (the server's `POST /sessions` fields).
-SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "seed", "temperature", "max_tokens", "reward")
+SESSION_OPTIONS = ("task", "initial_state", "controls", "think", "seed", "temperature", "max_tokens", "reward",
+                   "shared_world")
 #: What `reset(**row)` reads from a dataset row; every other field (TRL's `prompt`...) is ignored.
 ROW_FIELDS = ("task", "initial_state", "controls", "seed", "scenario", "domain")
 #: What a tool call answers once the episode is over (nothing is sent to the server).
@@ -189,14 +192,18 @@ def environment_factory(world: str = "terminal", *, base_url: str | None = None,
     `disk-full-server`). `base_url`: a running `awl serve` (its `--reward` scores the turns);
     `token`: its bearer token. `session`: every session's options (task, initial_state,
     controls, think, seed, temperature, max_tokens; `reward=False` turns the server's reward
-    off). `owns_reward`: the class gets `get_reward()` (the episode's `reward`), which TRL 1.10
+    off; `shared_world="grpo-1"` puts every rollout in that shared world, so a group's rollouts
+    that take the same actions meet the same observations). `owns_reward`: the class gets `get_reward()` (the episode's `reward`), which TRL 1.10
     and later take as a reward source of its own; leave it off when a reward function of yours
     reads `env.reward`, or the reward counts twice (and before 1.10 it would be a tool).
     """
+    own = ("base_url", "token", "timeout", "owns_reward")  # first: `base_ur=` is told `base_url`
+    refuse_unknown(session, SESSION_OPTIONS, "a TRL environment", also=own, shown=f"{', '.join(own)}, ")
     if not base_url:
         raise InputError("A TRL environment runs its rollouts as sessions of `awl serve`: it needs base_url.",
                          "Start `awl serve --model ... --reward ...` and pass base_url='http://127.0.0.1:8760'.")
-    refuse_unknown(session, SESSION_OPTIONS, "a TRL environment")
+    if session.get("shared_world") is not None:  # by name only, never a path: said before any rollout
+        session["shared_world"] = check_world_name(session["shared_world"])
     if isinstance(world, str) and world.strip().endswith(".toml"):  # a server opens scenarios by name only
         raise unknown_scenario_name(world, [])
     chosen = resolve_env(world)
@@ -221,12 +228,23 @@ def episode_reward(environments: list[AgentWorldEnv], **_: Any) -> list[float | 
     return [None if env.failure else env.reward for env in environments]
 
 
-def close_environments(env_class: type[AgentWorldEnv]) -> None:
+def close_environments(env_class: type[AgentWorldEnv]) -> list[str]:
     """Close the open session of every instance of `env_class` (each saved) and its connections.
-    TRL never closes an environment: call this when training ends, or let the server's idle limit."""
-    for instance in list(env_class._instances):
-        instance._close()
-    env_class._client.close()
+    TRL never closes an environment: call this when training ends, also when it fails (a
+    `finally:`), or the sessions wait on the server for its idle limit. One session the server
+    could not close (it is gone, or failed) does not keep the others open: their ids come back,
+    and the server's idle limit closes them (every turn is saved either way)."""
+    left = []
+    try:
+        for instance in list(env_class._instances):
+            sid = instance.session
+            try:
+                instance._close()
+            except AwlError:
+                left.append(str(sid))
+    finally:
+        env_class._client.close()
+    return left
 
 
 class _OwnsReward:
