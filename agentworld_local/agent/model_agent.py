@@ -83,7 +83,8 @@ class ModelAgent:
         self._current = threading.Event()  # the cancel of the proposal in progress
         self._backend: Any = backend
         if backend is None:
-            options = {**(load_options or {}), "remote": _remote(spec, key_env)}
+            # One proposal at a time: one request at a time (said to no one as a capacity).
+            options = {"parallel": 1, **(load_options or {}), "remote": _remote(spec, key_env)}
             try:
                 self._backend = self._on_owner(lambda: _load(spec, options, self._stop, notice), self._stop)
             except BaseException:  # a failed or interrupted load leaves no thread behind

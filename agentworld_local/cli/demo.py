@@ -66,7 +66,7 @@ def demo(
     runner = start_runner()
     try:
         say_model_limits(load_model(runner, model, quiet=False, gpu_layers=gpu_layers, ctx=ctx, remote=remote,
-                                    offload=offload), think)
+                                    offload=offload, parallel=1), think)
         code = play_lines(runner, lambda: runner.open(new), plan.lines,
                           printer=TurnPrinter(as_json=False, show_thinking=False))
     finally:

@@ -1,4 +1,7 @@
-"""`awl doctor`: what this machine and this llama.cpp build can do, and how to fix a CPU-only build."""
+"""`awl doctor`: what this machine and this llama.cpp build can do, and how to fix a CPU-only build;
+given a server (`--backend openai --base-url URL --api-model NAME`), what awl makes of it: its kind,
+context and the turns awl sends it at once, and the notices a connect prints (a hybrid model on an
+engine whose prefix cache cannot reuse it)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import typer
 from agentworld_local import __version__
 from agentworld_local.cli.consoles import facts_console
 from agentworld_local.cli.main import app
+from agentworld_local.cli.model_options import remote_model_options
+from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.models.units import format_bytes
 
 if TYPE_CHECKING:
@@ -23,8 +28,9 @@ SCHEMA = "agentworld-local/doctor"
 VERSION = 1
 
 
-def collect() -> dict[str, Any]:
-    """Every fact `awl doctor` reports, as plain data (the `--json` output)."""
+def collect(remote: RemoteOptions | None = None) -> dict[str, Any]:
+    """Every fact `awl doctor` reports, as plain data (the `--json` output); `server` only when
+    a server is given (`remote`)."""
     from agentworld_local.engine import llama  # llama_cpp loads only for commands that need it
     from agentworld_local.models.hardware import rebuild_advice, system_gpus  # psutil, when doctor runs
 
@@ -51,7 +57,34 @@ def collect() -> dict[str, Any]:
                 "system": hardware.system},
         "advice": {"why": advice[0], "command": advice[1]} if advice else None,
         "files": _files(),
+        **({"server": _server(remote)} if remote is not None else {}),
     }
+
+
+def _server(remote: RemoteOptions) -> dict[str, Any]:
+    from agentworld_local.engine.remote.server_kinds import server_report  # openai loads only when asked
+
+    return server_report(remote)
+
+
+def _render_server(server: dict[str, Any], console: Console) -> None:
+    from rich.table import Table
+
+    console.print()
+    if "error" in server:
+        console.print(f"[yellow]Server {server['endpoint']}: {server['error']}[/yellow]", highlight=False)
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("server", f"{server['endpoint']} ({server['kind_label']}), model {server['model']}")
+    table.add_row("context", f"{server['context']:,} tokens" if server["context"] else "not said (give it with --ctx)")
+    said = "as the server says" if server["parallel_reported"] else "awl's default for this server"
+    table.add_row("turns at once", f"{server['parallel']} ({said}; --parallel N to change)")
+    table.add_row("hybrid model", "yes" if server["hybrid"] else "no (or not said)")
+    console.print(table, markup=False)
+    for notice in server["notices"]:
+        console.print(notice, style="yellow", markup=False, highlight=False)
 
 
 def _files() -> dict[str, Any]:
@@ -122,6 +155,8 @@ def render(facts: dict[str, Any], console: Console) -> None:
     else:
         console.print("No GPU found: models run on the CPU. `awl models info MODEL --plan` shows what fits in RAM.",
                       markup=False)
+    if "server" in facts:
+        _render_server(facts["server"], console)
 
 
 DOCTOR_HELP = (
@@ -129,15 +164,21 @@ DOCTOR_HELP = (
     "(CUDA, Metal, Vulkan or CPU only), GPUs and their free memory, RAM, CPU threads.\n\n"
     "When llama-cpp-python was built for the CPU only on a machine with an NVIDIA GPU (or Apple Silicon), "
     "it prints the exact command that rebuilds it with CUDA (or Metal).\n\n"
-    "Example: `awl doctor`, or `awl doctor --json`."
+    "Given a server, it also says what awl makes of it: its kind, its context, the turns awl sends it "
+    "at once, and whether its model is hybrid on an engine whose prefix cache cannot reuse it "
+    "(each turn then costs the whole conversation).\n\n"
+    "Example: `awl doctor`, `awl doctor --json`, or "
+    "`awl doctor --backend openai --base-url http://127.0.0.1:8000/v1 --api-model Qwen/Qwen-AgentWorld-35B-A3B`."
 )
 
 
 @app.command(help=DOCTOR_HELP)
+@remote_model_options
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the facts as one JSON object."),
+    remote: RemoteOptions | None = None,
 ) -> None:
-    facts = collect()
+    facts = collect(remote)
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
         return

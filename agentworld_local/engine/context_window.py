@@ -30,6 +30,19 @@ SLACK = 8
 FIRST_DROPPABLE = 2
 
 
+#: The next step when the context is full, after a turn that has earlier turns to fork back to.
+LARGER_CTX = "Start again with a larger `--ctx`"
+
+
+def overflow_hint(messages: list[dict[str, str]], larger: str = LARGER_CTX) -> str:
+    """The hint of a "does not fit the context" error: `larger` (a larger context), then, with
+    earlier turns in `messages`, a fork at one of them; on turn 1 there is none to go back to,
+    so a shorter first turn."""
+    if any(message.get("role") == "assistant" for message in messages):
+        return f"{larger}, or fork the session at an earlier turn."
+    return f"{larger}, or send a shorter action, task or initial state: the first turn alone does not fit."
+
+
 def answer_room(sampling: SamplingConfig, think: ThinkBudget, n_ctx: int) -> int:
     """Tokens held back for the answer."""
     if sampling.max_tokens_counts_thinking:  # max_tokens already bounds thinking and answer together

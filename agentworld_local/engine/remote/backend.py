@@ -9,9 +9,14 @@ server that refuses that is named in one error line. Cancel closes the HTTP stre
 once, from a watcher thread, so a server busy thinking stops streaming to us.
 
 Capacity: the turns sent at once are the server's own count (llama-server's slots, SGLang's
-running-request limit), bounded by the user's `--parallel`; a server that says nothing
-(vLLM) gets DEFAULT_SERVER_PARALLEL. Each session generates through a view of its own
-(`for_session`): its own guard and close over the shared connections.
+running-request limit), bounded by the user's `--parallel`; a server that says nothing gets
+the default of its kind (server_kinds.py: vLLM and SGLang batch many, llama-cpp-python's
+server takes one at a time and never sees a second). Each session generates through a view
+of its own (`for_session`): its own guard and close over the shared connections.
+
+Context: a request asks for no more new tokens than the server's context (reported, or the
+user's --ctx) leaves after the prompt (awl's estimate); a server that refuses the count it
+was asked anyway is asked again for what its refusal says is left.
 
 Undo, fork and regenerate need nothing here: every request carries the whole
 conversation, and the server's prefix cache decides what it evaluates again.
@@ -31,14 +36,20 @@ import openai
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
+from agentworld_local.engine.context_window import overflow_hint
 from agentworld_local.engine.remote.client import (
+    NEAR_CONTEXT_SHARE,
+    SERVE_LARGER,
+    asks_too_many_tokens,
     describe_error,
     is_context_overflow,
     make_client,
+    room_left,
     server_facts,
     server_name,
 )
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
+from agentworld_local.engine.remote.options import RemoteOptions
+from agentworld_local.engine.remote.server_kinds import ONE_AT_A_TIME, TurnGate, capacity, prefix_cache_notice
 from agentworld_local.engine.remote.stream import AnswerStream
 from agentworld_local.engine.remote.usage import ServedCounts, usage_request
 from agentworld_local.engine.thinking import FORCED_THINK_END
@@ -50,7 +61,7 @@ from agentworld_local.engine.types import (
     SamplingConfig,
     ThinkBudget,
 )
-from agentworld_local.errors import GenerationError, InputError, ModelError
+from agentworld_local.errors import GenerationError, ModelError, RequestRefused
 
 BACKEND_NAME = "openai"
 #: How often the watcher looks at the cancel flag (a close takes at most this long to start).
@@ -97,6 +108,9 @@ class OpenAIBackend:
                 f"Use `--api-model {served[0]}`.",
             )
         context = n_ctx or self.facts.n_ctx or DEFAULT_CTX
+        #: Whether the context is the server's or the user's (--ctx), not awl's guess: only then
+        #: does a request's answer size follow it.
+        self.context_known = bool(n_ctx or self.facts.n_ctx)
         if n_ctx and self.facts.n_ctx and n_ctx > self.facts.n_ctx:
             self._notice(f"The server's context is {self.facts.n_ctx:,} tokens; using that, not --ctx {n_ctx:,}.")
             context = self.facts.n_ctx
@@ -108,7 +122,15 @@ class OpenAIBackend:
         if not self.facts.continues_answers:
             self._notice(f"The server at {options.endpoint} (llama-server) cannot continue an answer while the model "
                          "thinks, so a thinking budget (--think N) is not honoured there: thinking runs to its end.")
-        self.parallel = self._server_parallel(parallel)
+        self.parallel, said = capacity(self.facts, parallel, options.endpoint)
+        if said:
+            self._notice(said)
+        hybrid = prefix_cache_notice(self.facts, options.base_url, options.endpoint)
+        if hybrid:
+            self._notice(hybrid)
+        #: A server that cuts an answer when another request arrives never sees more than
+        #: `parallel` at once, whoever calls (shared by every view).
+        self._gate = TurnGate(self.parallel, _WATCH_S) if self.facts.kind == ONE_AT_A_TIME else None
         self._guard = GenerationGuard()
         self._closed = threading.Event()  # the backend's: closing it stops every view
         self._view_closed: threading.Event | None = None  # a view's own
@@ -119,20 +141,6 @@ class OpenAIBackend:
         self.notices.append(text)
         if self._notice_sink is not None:
             self._notice_sink(text)
-
-    def _server_parallel(self, parallel: int | None) -> int:
-        server = self.facts.parallel
-        if parallel is not None and parallel < 1:
-            raise InputError(f"--parallel {parallel} must be at least 1.", "E.g. `--parallel 4`.")
-        if server is None:
-            if parallel is None:
-                self._notice(f"The server at {self.options.endpoint} does not say how many requests it decodes at "
-                             f"once; awl sends up to {DEFAULT_SERVER_PARALLEL} turns at once (--parallel N to change).")
-            return parallel or DEFAULT_SERVER_PARALLEL
-        if parallel is not None and parallel > server:
-            self._notice(f"The server at {self.options.endpoint} decodes {server} requests at once; "
-                         f"awl sends that many, not --parallel {parallel}.")
-        return min(server, parallel or server)
 
     #: Nothing to evaluate ahead (Backend.prefetch), no checkpoints.
     idle_prefetch = False
@@ -170,7 +178,16 @@ class OpenAIBackend:
         if self._closed.is_set() or (self._view_closed is not None and self._view_closed.is_set()):
             raise GenerationError("The connection to the server was closed.", "Load the model again to run another turn.")
         with self._guard.hold():
-            yield from self._generate(messages, sampling, think, seed, EitherEvent(cancel, self._view_closed, self._closed))
+            stop = EitherEvent(cancel, self._view_closed, self._closed)
+            if self._gate is None:
+                yield from self._generate(messages, sampling, think, seed, stop)
+                return
+            entered = self._gate.enter(stop.is_set)  # cancelled while waiting: no request is sent
+            try:
+                yield from self._generate(messages, sampling, think, seed, stop)
+            finally:
+                if entered:
+                    self._gate.leave()
 
     def close(self) -> None:
         """A view: stop its own generation in flight. The backend: stop every view's and
@@ -211,6 +228,24 @@ class OpenAIBackend:
             return (think.tokens or 0) + sampling.max_tokens + _SLACK_TOKENS
         return None
 
+    def _within_context(self, cap: int | None, messages: list[dict[str, str]], asked: int) -> int | None:
+        """`cap`, lowered to what the known context leaves after the prompt (estimated); a
+        request with no cap stays without (the server bounds it by its context itself).
+        RequestRefused when the prompt leaves nothing. `asked`: the answer's --max-tokens."""
+        if not self.context_known:
+            return cap
+        prompt = estimate_tokens(messages)
+        room = self.info.n_ctx - prompt
+        if room < 1:
+            where = (f"the server's context of {self.info.n_ctx:,} tokens" if self.facts.n_ctx
+                     else f"the context of {self.info.n_ctx:,} tokens that --ctx gives")
+            raise RequestRefused(
+                f"The conversation (~{prompt:,} tokens, awl's estimate) leaves no room for an answer "
+                f"(--max-tokens {asked}) in {where}.",
+                overflow_hint(messages, SERVE_LARGER),
+            )
+        return None if cap is None else min(cap, room)
+
     def _generate(self, messages: list[dict[str, str]], sampling: SamplingConfig, think: ThinkBudget,
                   seed: int, cancel: Any) -> Iterator[GenerationEvent]:
         started = time.perf_counter()
@@ -220,13 +255,15 @@ class OpenAIBackend:
         stats.prompt_tokens_evaluated = stats.prompt_tokens_total
         served = ServedCounts()
         answer = AnswerStream(think=think, sampling=sampling, stats=stats, server_separates=self.server_separates)
-        request = self._request(messages, sampling, think, seed, max_tokens=self._max_tokens(sampling, think))
+        cap = self._within_context(self._max_tokens(sampling, think), messages, sampling.max_tokens)
+        request = self._request(messages, sampling, think, seed, max_tokens=cap)
         finish = yield from self._stream(request, answer, stats, served, cancel)
         if finish == "budget":
             yield from answer.end_thinking()
             assistant = {"role": "assistant", "content": THINK_OPEN + "\n" + answer.thinking_text + FORCED_THINK_END}
-            request = self._request([*messages, assistant], sampling, think, seed,
-                                    max_tokens=sampling.max_tokens + _SLACK_TOKENS, continuing=True)
+            continued = [*messages, assistant]
+            cap = self._within_context(sampling.max_tokens + _SLACK_TOKENS, continued, sampling.max_tokens)
+            request = self._request(continued, sampling, think, seed, max_tokens=cap, continuing=True)
             served.next_request()
             finish = yield from self._stream(request, answer, stats, served, cancel, continuation=True)
         self.server_separates = answer.server_separates
@@ -244,18 +281,7 @@ class OpenAIBackend:
         if cancel.is_set():
             return "cancelled"
         started = time.perf_counter()
-        try:
-            stream = self._client.chat.completions.create(**request)
-        except openai.BadRequestError as error:
-            if continuation and not is_context_overflow(error):
-                raise GenerationError(
-                    f"The server at {self.options.endpoint} refuses to continue an answer "
-                    f"({error.status_code}), so the thinking budget cannot be honoured there.",
-                    "Use `--think full` (the model decides) or `--think off` with this server.",
-                ) from None
-            raise describe_error(error, self.options, models=self.facts.models) from None
-        except openai.OpenAIError as error:
-            raise describe_error(error, self.options, models=self.facts.models) from None
+        stream = self._open(request, continuation)
         finish = None  # set by the server's finish_reason: a stream that ends without one was cut
         first = True
         room = self._room(request)
@@ -267,7 +293,7 @@ class OpenAIBackend:
                 except StopIteration:
                     if finish is None and not cancel.is_set():
                         if first:
-                            raise self._not_a_stream(stream) from None
+                            raise self._not_a_stream(stream, request["messages"]) from None
                         raise self._broken(EOFError("the answer ended before the server finished it"), stream) from None
                     break
                 except Exception as error:  # noqa: BLE001 - reading the stream: the transport's errors vary
@@ -298,6 +324,30 @@ class OpenAIBackend:
                         return "budget"
         return "cancelled" if cancel.is_set() else finish
 
+    def _open(self, request: dict[str, Any], continuation: bool) -> Any:
+        """The server's stream for `request`. A server that refuses the new tokens asked as more
+        than its context leaves, and says how many it leaves, is asked once more for those."""
+        for again in (True, False):
+            try:
+                return self._client.chat.completions.create(**request)
+            except openai.BadRequestError as error:
+                left = room_left(error) if again and asks_too_many_tokens(error) else None
+                if left is not None and 0 < left < (request.get("max_tokens") or left + 1):
+                    request["max_tokens"] = left
+                    continue
+                if continuation and not is_context_overflow(error):
+                    raise GenerationError(
+                        f"The server at {self.options.endpoint} refuses to continue an answer "
+                        f"({error.status_code}), so the thinking budget cannot be honoured there.",
+                        "Use `--think full` (the model decides) or `--think off` with this server.",
+                    ) from None
+                raise describe_error(error, self.options, models=self.facts.models,
+                                     messages=request["messages"]) from None
+            except openai.OpenAIError as error:
+                raise describe_error(error, self.options, models=self.facts.models,
+                                     messages=request["messages"]) from None
+        raise AssertionError("unreachable")  # the second try returns or raises
+
     def _room(self, request: dict[str, Any]) -> int:
         """Characters this request's answer may bring: its token cap (the context when it has
         none) at CHARS_PER_TOKEN. A 10 MB chunk under --max-tokens 64 is cut, not recorded."""
@@ -316,12 +366,26 @@ class OpenAIBackend:
                 brought += len(text)
         return brought
 
-    def _not_a_stream(self, stream: Any) -> GenerationError:
-        """The server answered 200 with no event at all: a JSON answer or a web page."""
+    def _not_a_stream(self, stream: Any, messages: list[dict[str, str]]) -> GenerationError:
+        """The server answered 200 with no event at all: a JSON answer or a web page; or an event
+        stream it closed at once, which a prompt too long for its context explains where the
+        prompt is near the context (llama-cpp-python's server fails such a prompt that way)."""
         response = getattr(stream, "response", None)
         kind = str(getattr(response, "headers", {}).get("content-type", "")).split(";")[0].strip().lower()
         if "event-stream" in kind or not kind:
-            return self._broken(EOFError("the answer ended before its first piece"), stream)
+            prompt = estimate_tokens(messages)
+            if self.context_known and prompt >= self.info.n_ctx * NEAR_CONTEXT_SHARE:
+                context = f" of {self.info.n_ctx:,} tokens" + ("" if self.facts.n_ctx else " (--ctx)")
+            elif not self.context_known and self.facts.kind == ONE_AT_A_TIME:
+                context = " (it does not say its context: give it with --ctx)"
+            else:
+                return self._broken(EOFError("the answer ended before its first piece"), stream)
+            return GenerationError(
+                f"The server at {server_name(self.options, response)} closed the answer before its first piece: the "
+                f"prompt (~{prompt:,} tokens, awl's estimate) may not fit the server's context{context}; this turn "
+                "was not saved.",
+                overflow_hint(messages, SERVE_LARGER) + " Its log says why.",
+            )
         named = "JSON" if "json" in kind else "an HTML page" if "html" in kind else kind
         return GenerationError(
             f"The server at {server_name(self.options, response)} answered {named}, not an event stream "
@@ -338,10 +402,14 @@ class OpenAIBackend:
         cause = " ".join(str(error).split())[:200] or type(error).__name__
         timed_out = "timeout" in type(error).__name__.lower() or "timed out" in cause.lower()
         what = f"sent nothing for {self.options.timeout_s:g} seconds" if timed_out else f"stopped mid-answer ({cause})"
+        hint = "Check that the server is still running, then send the action again."
+        if self.parallel > 1 and not timed_out and self.facts.kind == "openai":  # a server awl does not know
+            hint = ("Check that the server is still running; one that takes one request at a time cuts an answer when "
+                    "another arrives: then run awl with --parallel 1 (awl serve) or --concurrency 1 (bench predict).")
         return GenerationError(
             f"The server at {server_name(self.options, getattr(stream, 'response', None))} {what}; "
             "this turn was not saved.",
-            "Check that the server is still running, then send the action again.",
+            hint,
         )
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from agentworld_local.engine.context_window import overflow_hint
 from agentworld_local.engine.remote.options import RemoteOptions, endpoint_label
 from agentworld_local.errors import AwlError, GenerationError, ModelError, RequestRefused
 from agentworld_local.safe_parse import SyntaxProblem, load_json
@@ -45,9 +46,13 @@ class ServerFacts:
     #: It continues an assistant message while thinking is on (False: llama-server refuses to).
     continues_answers: bool = True
     #: Which server it is, where it shows (llama-server's /props, SGLang's /get_server_info,
-    #: vLLM's `max_model_len` in /v1/models), else "openai": what each reports of its counts
-    #: differs (remote/usage.py).
+    #: vLLM's `max_model_len` in /v1/models, llama-cpp-python's server by its /openapi.json),
+    #: else "openai": what each reports of its counts and capacity differs (remote/usage.py,
+    #: remote/server_kinds.py).
     kind: str = "openai"
+    #: What the server says the model is: its id, vLLM's `root`, llama-server's and SGLang's
+    #: `model_path` (remote/server_kinds.py reads the architecture from them).
+    names: tuple[str, ...] = ()
 
 
 def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
@@ -64,6 +69,7 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
     models = [entry.id for entry in entries]
     n_ctx = trained = parallel = None
     vllm = False
+    names: list[Any] = [options.api_model]
     for entry in entries:
         if entry.id == options.api_model:
             extra = entry.model_extra or {}
@@ -71,6 +77,7 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
             vllm = _positive(extra.get("max_model_len")) is not None
             n_ctx = _positive(extra.get("max_model_len")) or _positive(meta.get("n_ctx"))
             trained = _positive(meta.get("n_ctx_train"))
+            names += [extra.get("root"), extra.get("parent")]
     props = _get_json(options, "/props") or {}  # llama-server
     settings = props.get("default_generation_settings") or {}
     # A slot's context (llama-server splits -c over -np slots), never the training one first:
@@ -83,11 +90,26 @@ def server_facts(client: openai.OpenAI, options: RemoteOptions) -> ServerFacts:
         n_ctx = n_ctx or _positive(info.get("context_length"))
         parallel = parallel or _positive(info.get("max_running_requests"))
     n_ctx = n_ctx or trained
+    names += [props.get("model_path"), info.get("model_path")]
     # Only llama-server answers /props with generation settings; it refuses an assistant
     # prefill while thinking is on, so a thinking budget cannot stop and continue there.
     llama_server = bool(props.get("default_generation_settings"))
     kind = "llama-server" if llama_server else "sglang" if info else "vllm" if vllm else "openai"
-    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server, kind=kind)
+    if kind == "openai" and _is_llama_cpp_python(options):
+        kind = "llama-cpp-python"
+    return ServerFacts(models=models, n_ctx=n_ctx, parallel=parallel, continues_answers=not llama_server, kind=kind,
+                       names=tuple(dict.fromkeys(name for name in names if isinstance(name, str) and name)))
+
+
+def _is_llama_cpp_python(options: RemoteOptions) -> bool:
+    """llama-cpp-python's own server (`python -m llama_cpp.server`): its OpenAPI document names
+    it (and its /extras routes). Read there, not at /v1/models: every request to its model routes
+    takes the model's lock, and a waiting one cuts the answer in flight."""
+    document = _get_json(options, "/openapi.json") or {}
+    info = document.get("info")
+    title = str(info.get("title") or "") if isinstance(info, dict) else ""
+    paths = document.get("paths")
+    return "llama.cpp Python" in title or (isinstance(paths, dict) and "/extras/tokenize/count" in paths)
 
 
 def _model_entries(listed: Any, options: RemoteOptions) -> list[Any]:
@@ -173,8 +195,43 @@ def is_context_overflow(error: openai.APIStatusError) -> bool:
     return error.status_code in (400, 413, 422) and bool(_CONTEXT_OVERFLOW.search(server_said(error)))
 
 
-def describe_error(error: Exception, options: RemoteOptions, *, models: list[str] | None = None) -> AwlError:
-    """One AwlError for an `openai` failure: what happened at which endpoint, and what to do."""
+def asks_too_many_tokens(error: openai.APIStatusError) -> bool:
+    """The server refused the new tokens asked (`max_tokens`), not the prompt: vLLM's "'max_tokens'
+    ... is too large: 4096", SGLang's and older vLLM's "... tokens for the completion"; not when
+    the prompt alone fills the context (older vLLM words both the same)."""
+    if not (is_context_overflow(error) and _TOO_MANY_NEW.search(server_said(error))):
+        return False
+    left = room_left(error)
+    return left is None or left > 0
+
+
+def room_left(error: openai.APIStatusError) -> int | None:
+    """The new tokens the server's refusal says its context leaves (its context less the prompt's
+    tokens, both as it counted them), or None where it does not say both."""
+    text = server_said(error)
+    context, prompt = _SAID_CONTEXT.search(text), _SAID_PROMPT.search(text)
+    if context is None or prompt is None:
+        return None
+    return int(context.group(1)) - int(next(group for group in prompt.groups() if group))
+
+
+#: Larger prompts than this share of the context (the server's known or --ctx) are said to
+#: perhaps not fit when a server closes the answer before its first piece.
+NEAR_CONTEXT_SHARE = 0.5
+#: What a context refusal says of the new tokens asked, the context, and the prompt's tokens.
+_TOO_MANY_NEW = re.compile(r"max_tokens|max_completion_tokens|max_new_tokens|(in|for) the completion", re.IGNORECASE)
+_SAID_CONTEXT = re.compile(r"maximum context length (?:is |of )?(\d+)", re.IGNORECASE)
+_SAID_PROMPT = re.compile(r"has (\d+) input tokens|\((\d+) in the messages|(\d+) tokens from the input", re.IGNORECASE)
+#: The hint's first half when a conversation does not fit a server's context.
+SERVE_LARGER = ("Serve the model with a larger context (vLLM --max-model-len, SGLang --context-length, llama-server -c, "
+                "llama_cpp.server --n_ctx; --ctx N tells awl one the server does not report)")
+
+
+def describe_error(error: Exception, options: RemoteOptions, *, models: list[str] | None = None,
+                   messages: list[dict[str, str]] | None = None) -> AwlError:
+    """One AwlError for an `openai` failure: what happened at which endpoint, and what to do.
+    `messages`: the conversation sent, when a turn's (a refusal for its length then says the
+    step that fits the turn: on turn 1 there is no earlier turn to fork at)."""
     where = f"The server at {server_name(options, getattr(error, 'response', None))}"
     key_env = options.api_key_env or "OPENAI_API_KEY"
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
@@ -194,11 +251,16 @@ def describe_error(error: Exception, options: RemoteOptions, *, models: list[str
             f"{where} answered 404 (not found) where the OpenAI API should be ({server_said(error)}).",
             "Check --base-url: it is the API root, usually ending in /v1 (e.g. http://127.0.0.1:8000/v1).",
         )
+    if isinstance(error, openai.APIStatusError) and asks_too_many_tokens(error):
+        return RequestRefused(
+            f"{where} refused to generate that many new tokens in its context ({server_said(error)}).",
+            "Lower --max-tokens (or --think N), or give the server's context with --ctx N so awl asks for no more "
+            "than it leaves.",
+        )
     if isinstance(error, openai.APIStatusError) and is_context_overflow(error):
         return RequestRefused(
             f"The conversation is longer than the context of the model at {options.endpoint} ({server_said(error)}).",
-            "Serve the model with a larger context (vLLM --max-model-len, SGLang --context-length, llama-server -c), "
-            "or fork the session at an earlier turn.",
+            overflow_hint(messages, SERVE_LARGER) if messages is not None else f"{SERVE_LARGER}.",
         )
     if isinstance(error, openai.RateLimitError):
         return GenerationError(

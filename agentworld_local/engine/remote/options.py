@@ -28,6 +28,13 @@ DEFAULT_RETRIES = 3
 #: Turns sent at once to a server that does not say how many it decodes together (vLLM):
 #: enough for a few agents side by side, few enough for any server to take.
 DEFAULT_SERVER_PARALLEL = 4
+#: Turns sent at once to a server that batches many but does not say how many (vLLM's
+#: --max-num-seqs is 256 or more; SGLang's max_running_requests unset): enough for a
+#: benchmark or a training run's sessions to share its batches.
+BATCHING_SERVER_PARALLEL = 16
+#: The defaults of remote/server_kinds.py, for help texts (which must not import openai).
+SERVER_PARALLEL_DEFAULTS = (f"{BATCHING_SERVER_PARALLEL} for vLLM and SGLang, 1 for llama-cpp-python's server "
+                            f"(it cuts an answer when another request arrives), else {DEFAULT_SERVER_PARALLEL}")
 
 
 @dataclass(frozen=True)
