@@ -31,6 +31,7 @@ def mcp_command(
     control: list[str] = opt.CONTROL,
     think: str = opt.THINK,
     seed: int = opt.SEED,
+    shared_world: str = opt.SHARED_WORLD,
     temperature: float = opt.TEMPERATURE,
     max_tokens: int = opt.MAX_TOKENS,
     ctx: int = opt.CTX,
@@ -66,7 +67,7 @@ def mcp_command(
         load_options.update(gpu_layers=gpu_layers, threads=threads)
     env = make(scenario or domain or "terminal", model, task=task, controls=list(control or []), think=think, seed=seed,
                temperature=temperature, max_tokens=max_tokens, out_dir=out_dir, load_options=load_options,
-               reveal_simulator=reveal_simulator)
+               reveal_simulator=reveal_simulator, shared_world=shared_world)
     # The SDK reads stdin on a worker thread that only the end of input stops, so Ctrl+C or
     # SIGTERM would wait for the client. Stop here instead: the env is closed first (a turn
     # in flight is cancelled, every finished one is saved), then the process leaves.

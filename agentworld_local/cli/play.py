@@ -36,6 +36,7 @@ def play(
     resume: Path = typer.Option(None, "--resume", help="Continue a saved session in its file (`last`: the newest), with the model it was made with unless --model names the same file.", show_default=False, callback=user_path_option),
     think: str = options.THINK,
     seed: int = options.SEED,
+    shared_world: str = options.SHARED_WORLD,
     temperature: float = options.TEMPERATURE,
     max_tokens: int = options.MAX_TOKENS,
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", show_default=False, callback=user_path_option),
@@ -56,9 +57,10 @@ def play(
 
     # Every mistake is said before the screen opens, by the rules the session will apply.
     SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []), prompts=prompts,
-                think=think, seed=seed, temperature=temperature, max_tokens=max_tokens).resolve()
+                think=think, seed=seed, temperature=temperature, max_tokens=max_tokens, shared_world=shared_world).resolve()
     if resume is not None:
-        given = next((flag for flag, value in (("--task", task), ("--control", control), ("--prompts", prompts)) if value), None)
+        given = next((flag for flag, value in (("--task", task), ("--control", control), ("--prompts", prompts),
+                                               ("--shared-world", shared_world)) if value), None)
         if given:
             raise InputError(f"--resume continues a session with the setup it was saved with; {given} cannot change it.",
                              f"Drop {given}, or start a new session.")
@@ -91,4 +93,4 @@ def play(
     run_screen(make_app(agent=agent_model, agent_steps=steps, model=model, remote=remote, domain=domain, scenario=scenario, task=task, controls=list(control or []),
                         prompts=prompts, resume=resume, think=think, out=out, seed=seed, temperature=temperature,
                         max_tokens=max_tokens, ctx=ctx, gpu_layers=gpu_layers, threads=threads, start_screen=start_screen,
-                        offload=offload))
+                        offload=offload, shared_world=shared_world))

@@ -141,6 +141,7 @@ def run(
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="With --resume: go on with a --model other than the one the session was made with (each new turn records its model)."),
     think: str = options.THINK,
     seed: int = options.SEED,
+    shared_world: str = options.SHARED_WORLD,
     out: Path = typer.Option(None, "--out", "-o", help="Trajectory file to write (default: a new file in the sessions dir).", callback=user_path_option),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines on stdout."),
     show_thinking: bool = typer.Option(False, "--show-thinking", help="Stream the model's thinking to stderr."),
@@ -176,19 +177,20 @@ def run(
     # Everything that can be checked without the model is checked before it loads.
     spec = SessionSpec(domain=domain, scenario=scenario, task=task, controls=list(control or []),
                        state_format=state_format, temperature=temperature, max_tokens=max_tokens,
-                       think=think, seed=seed, prompts=prompts)
+                       think=think, seed=seed, prompts=prompts, shared_world=shared_world)
     spec.check()
     check_ctx_value(ctx)
     threads = check_threads(threads)
     steps = check_agent_options(agent, agent_steps, approve, {"a script": script is not None and str(script) != "-",
                                                              "--resume": resume, "--from-bench": from_bench},
                                 agent_key_env)
+    # One session: one turn at a time (a server's capacity is not this command's to say).
     load = dict(gpu_layers=gpu_layers, ctx=ctx, threads=threads, verbose=verbose, quiet=as_json, remote=remote,
-                offload=offload)
+                offload=offload, parallel=1)
     if resume is not None:
         conflicts = {"--from-bench": from_bench, "--row": row, "--scenario": scenario, "--domain": domain, "--prompts": prompts,
                      "--state-format": state_format, "--task": task, "--initial-state": initial_state,
-                     "--control": control or None, "--out": out}
+                     "--control": control or None, "--out": out, "--shared-world": shared_world}
         given = set(_given(context, ("seed", "--seed"), ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
         options = ResumeOptions(model=model, remote=remote, allow_other_model=allow_other_model, think=think,
                                 temperature=temperature if "--temperature" in given else None,
@@ -206,7 +208,7 @@ def run(
         raise InputError(f"{flag} only works with --from-bench: a session always has it.", f"Drop {flag}.")
     if from_bench is not None or row is not None:
         conflicts = {"a script": script, "--scenario": scenario, "--domain": domain, "--task": task, "--prompts": prompts,
-                     "--initial-state": initial_state, "--control": control or None}
+                     "--initial-state": initial_state, "--control": control or None, "--shared-world": shared_world}
         given = set(_given(context, ("temperature", "--temperature"), ("max_tokens", "--max-tokens")))
         # The official evaluation's generation, except for what was given (--max-tokens counts thinking too).
         settings = bench_settings(think=think, temperature=temperature if "--temperature" in given else None,

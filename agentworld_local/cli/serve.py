@@ -14,7 +14,7 @@ from agentworld_local.cli.main import app
 from agentworld_local.cli.model_options import model_or_server, offload_model_options, remote_model_options
 from agentworld_local.defaults import MODEL_HELP, REVEAL_SIMULATOR_HELP
 from agentworld_local.engine import events
-from agentworld_local.engine.remote.options import DEFAULT_SERVER_PARALLEL, RemoteOptions
+from agentworld_local.engine.remote.options import SERVER_PARALLEL_DEFAULTS, RemoteOptions
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.files import user_path_option
 
@@ -45,7 +45,7 @@ def serve_command(
     max_body_bytes: int = typer.Option(1024 * 1024, "--max-body-bytes", help="The largest request body accepted."),
     max_waiting: int = typer.Option(None, "--max-waiting", show_default=False, help="Turns that may wait beyond --parallel (default: no bound, every turn waits its turn; 0: none waits); one more answers 503 with Retry-After."),
     max_tokens_per_turn: int = typer.Option(None, "--max-tokens-per-turn", show_default=False, help="Tokens one turn may generate, thinking and answer together (default: no ceiling): a session asking a larger max_tokens is refused, thinking gets what is left, so no client holds one of the model's parallel turns for a whole context."),
-    parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (more wait their turn, in order). A GGUF gets that many sequences in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {DEFAULT_SERVER_PARALLEL})."),
+    parallel: int = typer.Option(None, "--parallel", show_default=False, help=f"The most turns that run at once (more wait their turn, in order). A GGUF gets that many sequences in its context, decoded together, each with --ctx tokens of KV cache (default {DEFAULT_GGUF_PARALLEL}); a server's own count bounds it (default: the server's count, else {SERVER_PARALLEL_DEFAULTS})."),
     openenv: bool = typer.Option(False, "--openenv", help="Serve the OpenEnv protocol instead of awl's REST API (openenv-core's own server: /reset, /step, /state, /schema, /ws...; docs/openenv.md). Needs the `openenv` extra."),
     domain: str = typer.Option(None, "--domain", "-d", show_default=False, help="With --openenv: the world of a reset that names none (terminal, web, os, android, mcp, swe, search; default terminal)."),
     scenario: str = typer.Option(None, "--scenario", "-s", show_default=False, help="With --openenv: a scenario (a bundled name or a .toml file) as the world of a reset that names none."),
@@ -53,6 +53,10 @@ def serve_command(
     reward: str = typer.Option(None, "--reward", show_default=False, help="What each turn earns, for every session that does not turn it off: `package.module:function` (a Python function of the episode so far) or `judge:MODEL@URL` (an OpenAI-compatible model judges at the episode's end whether its task was achieved). Written beside each turn; default: none (reward 0.0)."),
     reward_timeout: float = opt.REWARD_TIMEOUT,
     reveal_simulator: bool = typer.Option(False, "--reveal-simulator", help=REVEAL_SIMULATOR_HELP),
+    shared_world: str = typer.Option(None, "--shared-world", metavar="NAME", show_default=False,
+                                     help="The shared world of every session a client opens without naming one "
+                                          "(`shared_world` in POST /sessions or a reset): the same actions meet the "
+                                          "same stored observations, e.g. `--shared-world grpo-1`."),
     ctx: int = opt.CTX,
     gpu_layers: str = opt.GPU_LAYERS,
     threads: int = opt.THREADS,
@@ -77,7 +81,12 @@ def serve_command(
     from agentworld_local.serve.bridge import AsyncRunnerBridge
     from agentworld_local.serve.limits import ServeLimits
 
-    world = _openenv_world(domain, scenario, max_waiting, max_tokens_per_turn) if openenv else _no_world(domain, scenario)
+    world = (_openenv_world(domain, scenario, max_waiting, max_tokens_per_turn, shared_world) if openenv
+             else _no_world(domain, scenario))
+    if shared_world is not None:  # a bad name, or a world folder that cannot be made, is said before the model loads
+        from agentworld_local.worlds import shared_world as open_world
+
+        shared_world = open_world(shared_world).name
     model_or_server(model, remote, "serve")
     from agentworld_local.session.rewards import reward_hook
 
@@ -116,7 +125,8 @@ def serve_command(
     label = bridge.runner.model or (remote.api_model if remote is not None else "")
     face = (f"the OpenEnv protocol on http://{shown} (episodes on ws://{shown}/ws; "
             f"check it: openenv validate --url http://{shown})" if openenv else f"on http://{shown} (docs: http://{shown}/docs)")
-    console.print(f"awl serve: {label} {face}; sessions in {folder}"
+    joined = f"; sessions join the shared world {shared_world} unless they name another" if shared_world else ""
+    console.print(f"awl serve: {label} {face}; sessions in {folder}{joined}"
                   f"{'; clients need the token in $' + token_env if token else ''}. Ctrl+C stops (every turn is saved).",
                   soft_wrap=True, markup=False, highlight=False)
     try:
@@ -127,7 +137,7 @@ def serve_command(
                                       reward=hook, reveal_simulator=reveal_simulator)
         else:
             served = make_app(folder=folder, limits=limits, token=token, bridge=bridge, reward=hook,
-                              reveal_simulator=reveal_simulator)
+                              reveal_simulator=reveal_simulator, shared_world=shared_world)
         run(served, sock, on_exit=lambda: bridge.runner.close(timeout=0))  # turns stop before uvicorn drains
     except KeyboardInterrupt as interrupt:  # uvicorn raises the signal that stopped it again, once sessions closed
         from agentworld_local.cli.interrupts import exit_code
@@ -143,7 +153,7 @@ def _say_load(console: object, event: events.SessionEvent) -> None:
 
 
 def _openenv_world(domain: str | None, scenario: str | None, max_waiting: int | None,
-                   max_tokens_per_turn: int | None) -> SessionSpec:
+                   max_tokens_per_turn: int | None, shared_world: str | None = None) -> SessionSpec:
     """The default world of `--openenv` sessions, checked (and openenv-core found) before the model loads."""
     from agentworld_local.errors import InputError
     from agentworld_local.session.spec import SessionSpec
@@ -159,7 +169,7 @@ def _openenv_world(domain: str | None, scenario: str | None, max_waiting: int | 
             raise
         raise InputError("`awl serve --openenv` needs openenv-core.",
                          "Install it: pip install 'agentworld-local[openenv]'.") from None
-    world = SessionSpec(domain=domain, scenario=scenario)
+    world = SessionSpec(domain=domain, scenario=scenario, shared_world=shared_world)
     world.resolve()
     return world
 

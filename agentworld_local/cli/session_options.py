@@ -38,6 +38,11 @@ CTX = typer.Option(None, "--ctx", help=CTX_HELP, show_default=False)
 GPU_LAYERS = typer.Option("auto", "--gpu-layers", help=GPU_LAYERS_HELP)
 THREADS = typer.Option(None, "--threads", help=THREADS_HELP, show_default=False)
 REWARD_TIMEOUT = typer.Option(DEFAULT_REWARD_TIMEOUT_S, "--reward-timeout", help=REWARD_TIMEOUT_HELP)
+#: One line: what joining a shared world does, and an example (worlds/, docs/worlds.md).
+SHARED_WORLD_HELP = ("Join the shared world NAME (made on first use): the same actions meet the same stored "
+                     "observations in every session that joins it, e.g. `--shared-world grpo-1` "
+                     "(`awl worlds list` shows them).")
+SHARED_WORLD = typer.Option(None, "--shared-world", metavar="NAME", help=SHARED_WORLD_HELP, show_default=False)
 
 
 def check_reward_timeout(seconds: float) -> float:

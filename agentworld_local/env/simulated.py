@@ -21,6 +21,9 @@ sends is executed: the world model predicts what the environment would answer.
   `trajectory` path. The trajectory file keeps all of it either way.
 - An action the domain cannot read is no turn: the observation is the one-line reason and
   `info["invalid_action"]` holds it, so an agent can correct itself.
+- Shared worlds (worlds/): `make(..., shared_world=NAME)` or `reset(options={"shared_world": NAME})`
+  joins a world by name; episodes of one world with the same seed meet the same observations for
+  the same actions. Where an answer came from is `info["world"]` with reveal_simulator=True only.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 from agentworld_local.defaults import DEFAULT_REWARD_TIMEOUT_S
 from agentworld_local.domains.endings import ends_task
 from agentworld_local.engine import events
+from agentworld_local.engine.world import WORLD_KEY
 from agentworld_local.errors import ActionError, InputError, a_or_an
 from agentworld_local.files import os_error_text
 from agentworld_local.paths import sessions_dir
@@ -48,9 +52,10 @@ from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.session.runner.outcome import Outcome, Sent
 from agentworld_local.session.runner.types import SessionState
 from agentworld_local.session.spec import SessionSpec
+from agentworld_local.worlds.names import check_world_name
 
 #: What `reset(options=...)` may change for one episode (the world stays the env's).
-EPISODE_OPTIONS = ("task", "initial_state", "controls", "world", "scenario")
+EPISODE_OPTIONS = ("task", "initial_state", "controls", "world", "scenario", "shared_world")
 #: How a turn ends when its answer was cut: the token limit, or the guard that stops a loop.
 CUT_SHORT = ("length", "repetition")
 #: Seeds the env draws for unseeded resets stay in the range every backend accepts.
@@ -102,7 +107,8 @@ class SimulatedEnv:
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Close the current session (saved) and start a new one in a new file. `seed` sets
         the sampling seed (unseeded resets draw one from the last seed given); `options`
-        change this episode's `task`, `initial_state`, `controls`, `world` or `scenario` (one of the same domain)."""
+        change this episode's `task`, `initial_state`, `controls`, `world`, `scenario` (one of the same domain)
+        or `shared_world` (the world to join by name; None: the env's own)."""
         changes = _episode_changes(options)
         if seed is not None:
             self._rng.seed(seed)
@@ -150,6 +156,8 @@ class SimulatedEnv:
                 "trajectory": session, "action": copy.deepcopy(record.action_payload),
                 "thinking": record.thinking, "tokens": dict(record.tokens), "timings": dict(record.timings),
                 "finish": record.finish, "parse_method": record.parse_method})
+            if WORLD_KEY in record.extra:  # {"name", "from": "store" | "read" | "model"}: where the answer came from
+                info["world"] = dict(record.extra[WORLD_KEY])
         if rewarded is not None and self.reveal_simulator:
             info["reward_source"] = rewarded.source
             if rewarded.verdict is not None:
@@ -272,6 +280,10 @@ def _episode_changes(options: dict[str, Any] | None) -> dict[str, Any]:
         changes["scenario"] = scenario_by_name(changes["scenario"]).name
     if "controls" in changes:
         changes["controls"] = control_list(changes["controls"])
+    if changes.get("shared_world") is not None:  # by name only, never a path (worlds/names.py)
+        changes["shared_world"] = check_world_name(changes["shared_world"])
+    elif "shared_world" in changes:  # None: the env's own world (make(..., shared_world=...)), if any
+        del changes["shared_world"]
     return changes
 
 

@@ -13,6 +13,11 @@ answer's fields, `cancelled`, `ready`, `error`); with `reveal_simulator` (`awl s
 line: thinking, raw answer, tokens), and a stream sends every session event as it is. The
 session routes (create, list, state, resume, fork, undo, close, trajectory) are the operator's:
 they keep ids and file paths.
+
+Shared worlds (worlds/): a session joins the world its `shared_world` names, else the server's
+`--shared-world`; a turn the world answered before is served from its store. Where an answer
+came from (the `from_world` event, the record's `extra.world`) is the simulator's side: shown
+with `reveal_simulator` only.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from agentworld_local.serve.limits import HttpProblem, ServeLimits
 from agentworld_local.serve.registry import SessionRegistry, check
 from agentworld_local.session.runner import NewSession
 from agentworld_local.session.spec import SessionSpec
+from agentworld_local.worlds.names import check_world_name
 
 #: How often idle sessions are looked for (at most; a short idle limit looks more often).
 _REAP_EVERY_S = 30.0
@@ -73,13 +79,24 @@ class CreateSession(BaseModel):
     task: str | None = None
     initial_state: str | None = None
     controls: list[_Text] | _Text | None = Field(None, description="Control instructions for the first turn")
-    think: str | None = Field(None, description="Thinking budget: off, a number of tokens, or full",
-                              json_schema_extra={"pattern": r"^\s*(off|none|no|full|unlimited|on|[0-9]{1,9})\s*$"})
+    # One type on every face (OpenEnv, Gymnasium, TRL take it too): off, full, or tokens as an integer or
+    # its digits; the one parser (ThinkBudget.parse) refuses anything else with the same line (400).
+    think: str | int | None = Field(None, description="Thinking budget: off, full, or a number of tokens (16 or \"16\")",
+                                    json_schema_extra=lambda schema: schema.update(anyOf=[
+                                        {"type": "string", "pattern": r"^\s*(off|none|no|full|unlimited|on|[0-9]{1,9})\s*$"},
+                                        {"type": "integer", "minimum": 0, "maximum": 999_999_999}, {"type": "null"}]))
     seed: int | None = None
     temperature: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=1)
     reward: bool | None = Field(None, description="Whether this session's turns earn the server's reward "
                                 "(`awl serve --reward`); default: yes when the server has one")
+    # Any JSON value reaches the one check every face makes (worlds/names.py): a number, a path or a
+    # lone surrogate is refused with its line (422), never a type error of pydantic's or a path opened.
+    shared_world: Any = Field(None, description="The shared world to join, by name (1-64 letters, digits, `-`, `_` "
+                              "or `.`; never a path): the same actions meet the same stored observations in every "
+                              "session of the world. Default: the server's `--shared-world`, else none",
+                              json_schema_extra=lambda schema: schema.update(anyOf=[
+                                  {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"}, {"type": "null"}]))
 
 
 def _one_of(schema: dict[str, Any], names: list[str]) -> None:
@@ -109,14 +126,16 @@ class ForkRequest(BaseModel):
 
 def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | None = None,
              bridge: AsyncRunnerBridge | None = None, backend: Any = None, reward: Any = None,
-             reveal_simulator: bool = False) -> FastAPI:
+             reveal_simulator: bool = False, shared_world: str | None = None) -> FastAPI:
     """The app over `bridge` (a runner with its model loaded) or a `backend` loaded already
     (tests); session files go to `folder`. With `token`, every request but /docs needs it.
     `reward`: what each session's turns earn (session/rewards.reward_hook's forms). Requests
     whose Host is not the server's (limits.allowed_hosts adds names) are refused (security.py).
-    `reveal_simulator`: step answers and streams carry the simulator's side too (the module's doc)."""
+    `reveal_simulator`: step answers and streams carry the simulator's side too (the module's doc).
+    `shared_world`: the world of every session whose client names none (worlds/)."""
     if token is not None and not token.strip():
         raise InputError("The server's token is empty.", "Give a long random secret, or no token.")
+    default_world = check_world_name(shared_world) if shared_world is not None else None
     bridge = bridge or AsyncRunnerBridge(backend=backend)
     folder.mkdir(parents=True, exist_ok=True)
     registry = SessionRegistry(bridge, folder, limits, reward_hook(reward))
@@ -161,6 +180,7 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
     async def create(body: CreateSession) -> dict[str, Any]:
         """Open a new session; its file is created in the server's folder."""
         spec = _spec(body, limits)
+        spec.shared_world = _world_name(body.shared_world, default_world)
         resolved = spec.resolve()
         if body.reward and registry.reward is None:
             raise HttpProblem(400, "This server gives no reward.",
@@ -295,6 +315,17 @@ def _spec(body: CreateSession, limits: ServeLimits) -> SessionSpec:
                        **given, **_answer_within(body, limits.max_tokens_per_turn))
 
 
+def _world_name(value: Any, default: str | None) -> str | None:
+    """The shared world a new session joins: the one it names (checked as on every face, a bad
+    name a 422 with that one line, as another field the body gets wrong), else the server's."""
+    if value is None:
+        return default
+    try:
+        return check_world_name(value)
+    except InputError as error:
+        raise HttpProblem(422, error.message, errors.for_http(error.hint or "")) from None
+
+
 def _scenario_name(value: str | None) -> str | None:
     """A scenario among the bundled and the user's, by name: never a path, never a file of the
     server's working directory (a name that is one answers as any unknown name does)."""
@@ -318,7 +349,7 @@ def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
     `max_tokens` must fit it (400 if not); thinking gets what is left (`full` or a larger
     budget becomes that). No ceiling: what the client asked."""
     if ceiling is None:
-        return body.think
+        return None if body.think is None else str(body.think)
     answer = body.max_tokens if body.max_tokens is not None else min(DEFAULT_MAX_TOKENS, ceiling)
     if answer > ceiling:
         raise HttpProblem(400, f"max_tokens {answer} is more than this server's {ceiling} tokens per turn.",
@@ -329,7 +360,7 @@ def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
         return "off"
     if budget.mode == "full" or (budget.tokens or 0) > room:
         return str(room) if room > 0 else "off"
-    return body.think
+    return budget.label()  # given, never None: a scenario's own budget must not pass the ceiling
 
 
 #: How often a waiting request looks whether its client went away (cancel_on_disconnect).

@@ -97,7 +97,7 @@ async def send_problem(send: Any, status: int, error: str, hint: str, headers: d
 _FLAG = re.compile(r"`--([a-z][a-z-]*)(?: ([^`]*))?`")
 _FIELDS = {"think": "think", "domain": "domain", "scenario": "scenario", "seed": "seed", "task": "task",
            "temperature": "temperature", "max-tokens": "max_tokens", "initial-state": "initial_state",
-           "control": "controls"}
+           "control": "controls", "shared-world": "shared_world"}
 
 
 def for_http(text: str) -> str:

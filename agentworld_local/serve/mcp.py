@@ -34,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations, jsonrpc_message_adapter
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from agentworld_local import __version__
 from agentworld_local.engine import events
@@ -210,10 +210,15 @@ class SimulatedMachine:
         seed: Annotated[int | None, Field(description="The sampling seed (default: drawn from the last one).")] = None,
         scenario: Annotated[str | None, Field(description="Another bundled scenario of this domain (`awl scenarios "
                                               "list`): its task, starting state and controls.")] = None,
+        # Any value reaches the one check every face makes (worlds/names.py), which says what a name is.
+        shared_world: Annotated[Any, WithJsonSchema({"type": "string", "description": "The shared world to join, by "
+                                                     "name (never a path): the same seed and actions meet the same "
+                                                     "observations (default: as started).",
+                                                     "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"})] = None,
     ) -> Annotated[CallToolResult, Episode]:
         options = {name: value for name, value in (("task", task), ("controls", controls),
                                                    ("initial_state", initial_state), ("world", world),
-                                                   ("scenario", scenario))
+                                                   ("scenario", scenario), ("shared_world", shared_world))
                    if value is not None}
         with self._said():
             if scenario is not None:  # by name only, as on every face: never a file (scenarios/by_name.py)
@@ -260,7 +265,7 @@ def build_server(env: SimulatedEnv) -> MCPServer:
         strict_tool(machine.reset, name="reset", annotations=RESET_HINTS,
                     description=f"End this episode (its file is kept) and start a new one of the simulated "
                                 f"{domain.title} in a new session file, at turn 0; optionally with another task, "
-                                f"starting state, world or control instructions."),
+                                f"starting state, world, control instructions or shared world."),
     ]
     server: MCPServer = MCPServer(
         name="agentworld-local", version=__version__, log_level="WARNING",  # a failed call is the client's to show

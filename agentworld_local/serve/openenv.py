@@ -24,6 +24,9 @@ side by side up to the model's `parallel`; beyond it they wait in order, never r
   (`invalid_action`), as SimulatedEnv does. Nothing an agent sends is ever executed.
 - OpenEnv's HTTP `/reset` and `/step` build a fresh environment for each request and close it
   after (the protocol's own stateless mode): an episode lives on the WebSocket.
+- Shared worlds (worlds/): a reset's `shared_world` names the world the episode joins (else the
+  server's `--shared-world`); episodes of one world with the same seed meet the same
+  observations for the same actions. Where an answer came from stays in the trajectory.
 """
 
 from __future__ import annotations
@@ -62,11 +65,13 @@ from agentworld_local.session.runner import NewSession, SessionRunner
 from agentworld_local.session.runner.outcome import Outcome, Sent
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.terminal_text import shorten
+from agentworld_local.worlds.names import check_world_name
 
 #: What a reset may choose for its episode (besides OpenEnv's `seed` and `episode_id`).
 RESET_OPTIONS = ("domain", "scenario", "task", "initial_state", "controls", "world", "think", "temperature",
-                 "max_tokens", "reward")
-#: The type each reset option must have (controls: control_list's check).
+                 "max_tokens", "reward", "shared_world")
+#: The type each reset option must have (controls: control_list's check; shared_world: check_world_name's,
+#: the one line every face says for any value that is no world name).
 _OPTION_TYPES: dict[str, Any] = {"domain": str, "scenario": str, "task": str, "initial_state": str, "world": str,
                                  "think": (str, int), "temperature": (int, float), "max_tokens": int, "reward": bool}
 #: An episode id a client chooses is its file's name in the folder.
@@ -262,11 +267,16 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
                                                             or (isinstance(value, bool) and kind is not bool)):
                 raise InputError(f"The reset option `{name}` cannot be {shorten(repr(value), 80)}.",
                                  "GET /schema, docs/openenv.md.")
-            texts = value if name == "controls" and isinstance(value, list) else [] if name == "scenario" else [value]
+            texts = (value if name == "controls" and isinstance(value, list)
+                     else [] if name in ("scenario", "shared_world") else [value])
             if any(isinstance(text, str) and _LONE_SURROGATE.search(text) for text in texts):
                 raise InputError(f"The reset option `{name}` holds a lone surrogate (\\ud800 to \\udfff alone), "
                                  "which is not Unicode text.", "Send UTF-8 text.")
         changes = {name: value for name, value in options.items() if name != "reward"}
+        if changes.get("shared_world") is not None:  # by name only, never a path (worlds/names.py)
+            changes["shared_world"] = check_world_name(changes["shared_world"])
+        elif "shared_world" in changes:  # null: the server's own (`awl serve --shared-world`), if any
+            del changes["shared_world"]
         if changes.get("scenario") is not None:  # by name only, as on every face (scenarios/by_name.py)
             changes["scenario"] = scenario_by_name(changes["scenario"]).name
         if "domain" in changes or "scenario" in changes:  # another world: the default one's other half goes

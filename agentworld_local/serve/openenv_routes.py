@@ -46,12 +46,15 @@ RESET_FIELDS: dict[str, dict[str, Any]] = {
     "temperature": {"type": "number", "description": "The sampling temperature"},
     "max_tokens": {"type": "integer", "description": "The most tokens of one answer"},
     "reward": {"type": "boolean", "description": "Whether the server's reward judges this episode (default: yes when it has one)"},
+    "shared_world": {"anyOf": [{"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"}, {"type": "null"}],
+                     "description": "The shared world the episode joins, by name (never a path): the same seed and "
+                                    "actions meet the same observations (default: the server's --shared-world)"},
 }
 _REFUSED = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"]}
 #: What a reset may answer besides 200 and 422 (serve/statuses.py maps awl's errors to these).
 RESET_STATUSES = {
     400: "Refused in one line: a body that is not JSON, an option awl does not take, a value of the wrong type, an unknown domain or "
-         "scenario, a seed that is no whole number of 0 or more, an episode_id that names no file or exists",
+         "scenario, a shared_world that is no world name, a seed that is no whole number of 0 or more, an episode_id that names no file or exists",
     409: "The reset was cancelled, or its session cannot open now",
     413: "The body is larger than the server's --max-body-bytes",
     503: "The server is shutting down, or its model cannot take the session now",

@@ -49,6 +49,8 @@ class OpenSession:
     domain: str
     view: SessionState
     last_used: float = field(default_factory=time.monotonic)
+    #: The shared world the session plays in (worlds/), or None: its own imagined world.
+    shared_world: str | None = None
 
     @property
     def key(self) -> str:
@@ -66,7 +68,7 @@ class OpenSession:
 
     def state(self) -> dict[str, Any]:
         return {"id": self.id, "file": str(self.path), "open": True, "domain": self.domain, "turns": self.view.turns,
-                "head": self.view.head, "observation": self.view.observation}
+                "head": self.view.head, "observation": self.view.observation, "shared_world": self.shared_world}
 
 
 class SessionRegistry:
@@ -238,7 +240,9 @@ class SessionRegistry:
                 opened.append(event)
             elif isinstance(event, events.Ready) and isinstance(event.view, SessionState) and opened:
                 path = Path(event.view.id)
-                self._open[path.stem] = OpenSession(path.stem, path, opened[-1].domain, event.view)
+                settings = getattr(opened[-1].view, "settings", None)  # a resume or fork rejoins its world too
+                self._open[path.stem] = OpenSession(path.stem, path, opened[-1].domain, event.view,
+                                                    shared_world=getattr(settings, "shared_world", None))
                 self._closed.pop(path.stem, None)
 
         return register

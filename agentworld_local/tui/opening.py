@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 def session_spec(request: SessionRequest) -> SessionSpec:
     """The session core's spec for a request (its rules merge the scenario and the options)."""
     spec = SessionSpec(domain=request.domain, scenario=request.scenario, task=request.task,
-                       controls=list(request.controls), prompts=request.prompts, think=request.think, seed=request.seed)
+                       controls=list(request.controls), prompts=request.prompts, think=request.think, seed=request.seed,
+                       shared_world=request.shared_world)
     chosen = {name: value for name, value in (("max_tokens", request.max_tokens), ("temperature", request.temperature))
               if value is not None}
     return replace(spec, **chosen)  # None: the spec's default
