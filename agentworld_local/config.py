@@ -8,6 +8,9 @@
     [cache]
     prompt_states = "8GB"   # disk for system-prompt states new sessions reuse; "off" for none
 
+    [worlds]
+    store = "postgresql://awl:PASSWORD@db-host:5432/awl"   # or a folder; AWL_WORLDS_DIR overrides it
+
 A missing file means no settings. A file awl cannot use is refused with its path and the
 fix, never half-read: a typo in a key would otherwise be ignored without a word.
 """
@@ -27,7 +30,7 @@ from agentworld_local.safe_parse import SyntaxProblem, load_toml
 CONFIG_FILE_NAME = "config.toml"
 CONFIG_VERSION = 1
 #: table -> keys it may hold (each a string for now).
-KNOWN_KEYS: dict[str, tuple[str, ...]] = {"session": ("prompts",), "cache": ("prompt_states",)}
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {"session": ("prompts",), "cache": ("prompt_states",), "worlds": ("store",)}
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 
 
@@ -39,6 +42,8 @@ class UserConfig:
     prompts: Path | None = None
     #: Bytes of disk for cached system-prompt states; 0 turns the cache off, None: the default.
     prompt_states: int | None = None
+    #: Where shared worlds are kept: a folder, or a `postgresql://` URL (worlds/names.py).
+    worlds_store: str | None = None
     source: Path | None = None  # the file they came from
 
 
@@ -63,8 +68,15 @@ def load_config(path: Path | None = None) -> UserConfig:
     if prompts is not None and (not isinstance(prompts, str) or not prompts.strip()):
         raise _error(path, "has a `session.prompts` that is not a directory path", 'Write e.g. `prompts = "~/prompts"`.')
     states = data.get("cache", {}).get("prompt_states")
+    store = data.get("worlds", {}).get("store")
+    if store is not None and (not isinstance(store, str) or not store.strip()):
+        raise _error(path, "has a `worlds.store` that is neither a folder nor a database URL",
+                     'Write e.g. `store = "~/worlds"` or `store = "postgresql://awl:PASSWORD@db-host:5432/awl"`.')
+    if store is not None and "://" not in store:
+        store = str(_path_near(path, store.strip()))
     return UserConfig(prompts=_path_near(path, prompts) if prompts else None,
-                      prompt_states=None if states is None else _budget(path, states), source=path)
+                      prompt_states=None if states is None else _budget(path, states),
+                      worlds_store=store.strip() if store else None, source=path)
 
 
 def _budget(path: Path, value: Any) -> int:

@@ -1,10 +1,10 @@
-"""`awl worlds`: the shared worlds on this machine (worlds/): list, create with settings, info, remove."""
+"""`awl worlds`: the shared worlds (worlds/) where AWL_WORLDS_DIR or the config file's `[worlds] store` keeps
+them (a folder, or a PostgreSQL database): list, create with settings, info, remove."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import typer
 
@@ -14,7 +14,8 @@ from agentworld_local.models.units import format_bytes
 
 worlds_app = typer.Typer(
     help="Shared worlds: sessions that join one by name (`--shared-world NAME`) meet the same answers to the "
-    "same actions, predicted once and kept in the world's store.\n\n"
+    "same actions, predicted once and kept in the world's store (a folder, or a PostgreSQL database: "
+    "AWL_WORLDS_DIR=postgresql://user:password@host/db).\n\n"
     "Example: `awl worlds create grpo-1 --shared-reads`, then `awl serve --shared-world grpo-1`.",
     no_args_is_help=True,
 )
@@ -39,13 +40,14 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print one J
 
     Example: `awl worlds list`.
     """
-    from agentworld_local.worlds import worlds_dir
+    from agentworld_local.worlds.locations import shown_location, world_names
+    from agentworld_local.worlds.names import worlds_location
 
-    folder = worlds_dir()
-    names = sorted(path.name for path in folder.iterdir() if (path / "world.sqlite3").is_file()) \
-        if folder.is_dir() else []
+    location = worlds_location()
+    names = world_names(location)
     if not names and not as_json:
-        typer.echo(f"No shared worlds yet in {folder}. Join one with `--shared-world NAME` (it is created then).")
+        typer.echo(f"No shared worlds yet in {shown_location(location)}. Join one with `--shared-world NAME` "
+                   "(it is created then).")
     for name in names:
         _print(name, as_json)
 
@@ -86,18 +88,29 @@ def remove_command(name: str = typer.Argument(..., help="The world's name.")) ->
 
     Example: `awl worlds remove grpo-1`.
     """
-    folder = _existing(name)
-    shutil.rmtree(folder)
-    typer.echo(f"Removed the shared world `{name}` ({folder}).")
+    from agentworld_local.worlds.locations import remove_world, shown_location
+    from agentworld_local.worlds.names import worlds_location
+
+    location = worlds_location()
+    if not remove_world(name, location):
+        raise _none(name, location)
+    typer.echo(f"Removed the shared world `{name}` ({shown_location(location)}).")
 
 
-def _existing(name: str):
-    from agentworld_local.worlds import world_folder
+def _existing(name: str) -> None:
+    from agentworld_local.worlds.locations import world_exists
+    from agentworld_local.worlds.names import worlds_location
 
-    folder = world_folder(name)
-    if not (folder / "world.sqlite3").is_file():
-        raise InputError(f"There is no shared world `{name}`.", "`awl worlds list` shows the worlds there are.")
-    return folder
+    location = worlds_location()
+    if not world_exists(name, location):
+        raise _none(name, location)
+
+
+def _none(name: str, location) -> InputError:
+    from agentworld_local.worlds.locations import shown_location
+
+    return InputError(f"There is no shared world `{name}` in {shown_location(location)}.",
+                      "`awl worlds list` shows the worlds there are.")
 
 
 def _print(name: str, as_json: bool) -> None:

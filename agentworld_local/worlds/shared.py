@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
-from agentworld_local.worlds.names import check_world_name, world_folder
-from agentworld_local.worlds.sqlite_store import SqliteWorldStore
+from agentworld_local.worlds.locations import open_store, store_identity
+from agentworld_local.worlds.names import check_world_name, worlds_location
 from agentworld_local.worlds.store import StoredAnswer, WorldSettings, WorldStore
 
 #: How often a session waiting for another's answer looks at its own cancel (seconds).
@@ -94,7 +93,7 @@ class SharedWorld:
             event.set()
 
 
-_open: dict[Path, SharedWorld] = {}
+_open: dict[str, SharedWorld] = {}
 _open_lock = threading.Lock()
 
 
@@ -109,11 +108,12 @@ def create_world(name: str, settings: WorldSettings) -> SharedWorld:
 
 
 def _world(name: str, create_with: WorldSettings | None) -> SharedWorld:
-    folder = world_folder(name).resolve()
+    location = worlds_location()  # a folder, or a PostgreSQL URL (worlds/locations.py)
+    ident = store_identity(location, name)
     with _open_lock:
-        world = _open.get(folder)
+        world = _open.get(ident)
         if world is None:
-            world = _open[folder] = SharedWorld(name, SqliteWorldStore(folder, name, create_with=create_with))
+            world = _open[ident] = SharedWorld(name, open_store(location, name, create_with=create_with))
         elif create_with is not None and create_with != world.settings:
-            SqliteWorldStore(folder, name, create_with=create_with).close()  # raises: other settings
+            open_store(location, name, create_with=create_with).close()  # raises: other settings
         return world

@@ -78,7 +78,7 @@ class SqliteWorldStore:
             now = time.time()
             if now - row[5] > TOUCH_EVERY_S:
                 self._db.execute("UPDATE answers SET used = ? WHERE key = ? AND sample = ?", (now, key, sample))
-            return StoredAnswer(*row[:5])
+            return _answer(row[:5])
 
     def put(self, key: str, sample: int, answer: StoredAnswer) -> StoredAnswer:
         with self._guard():
@@ -87,8 +87,8 @@ class SqliteWorldStore:
             try:
                 added = self._db.execute(
                     "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key, sample, answer.raw_output, answer.thinking, answer.observation, answer.parse_method,
-                     answer.finish, answer.size, now, now)).rowcount
+                    (key, sample, _bytes(answer.raw_output), _bytes(answer.thinking), _bytes(answer.observation),
+                     answer.parse_method, answer.finish, answer.size, now, now)).rowcount
                 if added:
                     total = self._add_meta("bytes", answer.size)
                     if total > self.settings.max_bytes:
@@ -100,7 +100,7 @@ class SqliteWorldStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            return StoredAnswer(*row)
+            return _answer(row)
 
     def stats(self) -> StoreStats:
         with self._guard():
@@ -191,3 +191,13 @@ class SqliteWorldStore:
                                    "Move the file aside to start the world anew, or use another world name.")
         return self._cannot(f"failed: {text}")
 
+
+def _bytes(text: str) -> bytes:
+    """An answer's text as stored: UTF-8 bytes that keep a lone surrogate (a model's text may
+    hold one), so it comes back byte-identical."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _answer(row: tuple) -> StoredAnswer:
+    texts = [value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value for value in row[:3]]
+    return StoredAnswer(*texts, *row[3:5])

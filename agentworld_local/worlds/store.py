@@ -5,8 +5,8 @@ A store maps a key (worlds/keys.py: everything that shapes a prediction) and a s
 first answer stored under a key stays: `put` returns what the store holds, so two sessions
 (or two processes) that predicted the same key at once both go on with one answer.
 
-SQLite in the world's folder (worlds/sqlite_store.py) is the store for one machine; a
-networked store (several machines) implements the same protocol.
+SQLite in the world's folder (worlds/sqlite_store.py) is the store for one machine;
+PostgreSQL (worlds/postgres_store.py) the store for several, with the same protocol.
 """
 
 from __future__ import annotations
