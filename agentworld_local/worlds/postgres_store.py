@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 from agentworld_local.errors import WorldStoreError
 from agentworld_local.worlds.names import LOCATION_SETTING, redacted_url
 from agentworld_local.worlds.sqlite_store import EVICT_TO, TOUCH_EVERY_S
-from agentworld_local.worlds.store import STORE_VERSION, StoredAnswer, StoreStats, WorldSettings
+from agentworld_local.worlds.store import same_settings, STORE_VERSION, StoredAnswer, StoreStats, WorldSettings
 
 #: What to install for the driver.
 INSTALL = "pip install 'agentworld-local[worlds-postgres]'"
@@ -287,12 +287,7 @@ class PostgresWorldStore:
             shared_reads, max_bytes = conn.execute("SELECT shared_reads, max_bytes FROM awl_worlds WHERE world = %s",
                                                    (self.name,)).fetchone()
         settings = WorldSettings(shared_reads=bool(shared_reads), max_bytes=int(max_bytes))
-        if create_with is not None and create_with != settings:
-            raise WorldStoreError(f"The shared world `{self.name}` exists with other settings "
-                                  f"(shared reads {'on' if settings.shared_reads else 'off'}, "
-                                  f"at most {settings.max_bytes:,} bytes).",
-                                  "Use it as it is, or create a world with another name.")
-        return settings
+        return same_settings(self.name, create_with, settings)
 
     def _hold_world(self, conn: Any) -> int:
         """Lock this world's row for the transaction; its bound. A world removed meanwhile

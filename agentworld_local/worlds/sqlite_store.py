@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentworld_local.errors import WorldStoreError
 from agentworld_local.files import os_error_text
-from agentworld_local.worlds.store import STORE_VERSION, StoredAnswer, StoreStats, WorldSettings
+from agentworld_local.worlds.store import same_settings, STORE_VERSION, StoredAnswer, StoreStats, WorldSettings
 
 FILE_NAME = "world.sqlite3"
 #: A writer waits this long for another process's transaction (they last milliseconds).
@@ -138,12 +138,7 @@ class SqliteWorldStore:
             raise
         settings = WorldSettings(shared_reads=stored.get("shared_reads") == "1",
                                  max_bytes=int(stored.get("max_bytes", "0") or 0))
-        if create_with is not None and create_with != settings:
-            raise WorldStoreError(f"The shared world `{self.name}` exists with other settings "
-                                  f"(shared reads {'on' if settings.shared_reads else 'off'}, "
-                                  f"at most {settings.max_bytes:,} bytes).",
-                                  "Use it as it is, or create a world with another name.")
-        return settings
+        return same_settings(self.name, create_with, settings)
 
     def _add_meta(self, name: str, amount: int) -> int:
         self._db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE name = ?", (amount, name))

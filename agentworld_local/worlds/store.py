@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from agentworld_local.errors import WorldStoreError
+
 #: The store's format. A store written by a newer format is refused, never rewritten.
 STORE_VERSION = 1
 #: The default bound of a world's store (`awl worlds create --max-size`).
@@ -46,6 +48,16 @@ class WorldSettings:
     shared_reads: bool = False
     #: The store's bound in bytes of answer text; past it the least recently used answers go.
     max_bytes: int = DEFAULT_MAX_BYTES
+
+
+def same_settings(name: str, wanted: WorldSettings | None, settings: WorldSettings) -> WorldSettings:
+    """`settings` (a world's own), after checking a creation that asked for `wanted` asked for them."""
+    if wanted is not None and wanted != settings:
+        raise WorldStoreError(f"The shared world `{name}` exists with other settings "
+                              f"(shared reads {'on' if settings.shared_reads else 'off'}, "
+                              f"at most {settings.max_bytes:,} bytes).",
+                              "Use it as it is, or create a world with another name.")
+    return settings
 
 
 @dataclass(frozen=True)

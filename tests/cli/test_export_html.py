@@ -13,38 +13,20 @@ import json
 import shutil
 import threading
 import urllib.request
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from agentworld_local.views.web_page import CSP
 from tests.cli.helpers import REPO, assert_one_line_error, awl, scripted_model
+from tests.unit.test_web_page import Page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
 #: Markup a hostile action or task carries: a closing tag, quotes, a right-to-left override.
 HOSTILE = "</script></title><b>\"q\" 'r' \u202ereversed"
 #: How the page shows it: as text, the override as a visible escape that reorders nothing.
 SHOWN = HOSTILE.replace("\u202e", "\\u202e")
-
-
-class Page(HTMLParser):
-    """The wrapper's tags and text, as a browser's parser reads them."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def all(self, tag: str) -> list[dict[str, str | None]]:
-        return [attrs for name, attrs in self.tags if name == tag]
 
 
 def hostile_page(base: str) -> str:
@@ -175,5 +157,5 @@ def test_in_a_real_browser_the_page_loads_nothing_and_runs_no_script(tmp_path, c
     assert len(frames) == 3 and ran == [0, 0, 0]  # the pages are drawn, and their script never ran
     assert headings[1:] == [["Rain jackets \ufffd"]] * 2  # the surrogate replaced, the page intact
     assert actions == ["Action: click 12", f'Action: fill 5 "{SHOWN} \ufffd"']
-    with urllib.request.urlopen(f"{base}/control", timeout=30) as answer:  # the server was there to count
+    with urllib.request.urlopen(f"{base}/control") as answer:  # the server was there to count
         assert answer.status == 200 and hits == ["/control"]
