@@ -62,6 +62,13 @@ def test_a_second_run_in_the_world_meets_the_first_runs_observations(tmp_path):
     # People read where the answer came from, once per served turn; the first run predicted its own.
     assert "── from the shared world cli-1 (stored)" in shown.stderr and "from the shared world" not in first.stderr
     assert sorted(path.name for path in (tmp_path / "worlds").iterdir()) == ["cli-1"]
+    # A file with served turns is a file as any other: replay shows them, fork copies them.
+    replayed = awl("replay", str(tmp_path / "second.jsonl"), "--plain", home=tmp_path / "home", env=env)
+    assert replayed.returncode == 0 and all(text in replayed.stdout for text in ("A-0", "A-2", "B-0")), replayed.stderr
+    forked = awl("fork", str(tmp_path / "second.jsonl"), "--turn", "2", "--out", str(tmp_path / "forked.jsonl"),
+                 home=tmp_path / "home", env=env)
+    assert forked.returncode == 0, forked.stderr
+    assert observations(tmp_path / "forked.jsonl") == ["A-0", "A-1"]
 
 
 #: Hostile names as a shell passes them: paths, a huge one, bytes that are not UTF-8 (a lone surrogate).
