@@ -231,20 +231,21 @@ _REASONS: dict[int, tuple[str, str]] = {
     errno.EDQUOT: ("the disk quota is used up", "Free disk space or choose another drive, then run the same command again."),
     errno.ENAMETOOLONG: ("a name in it is too long", "Choose a shorter name."),
     errno.ENOTDIR: ("a part of it is a file, not a directory", "Choose a path inside a directory."),
-    errno.EISDIR: ("it is a directory", "Give a file name inside it: {path}/NAME.jsonl."),
+    errno.EISDIR: ("it is a directory", "Give a file name inside it: {path}/{name}."),
     errno.EEXIST: ("it already exists and awl never overwrites a saved file",
                    "Choose another file name, or delete that one first."),
 }
 
 
 def cannot_write(path: str | Path, error: OSError | int, *, reason: str | None = None,
-                 after: str = "", kind: type[AwlError] = InputError) -> AwlError:
+                 after: str = "", kind: type[AwlError] = InputError, name: str = "NAME.jsonl") -> AwlError:
     """`Cannot write PATH: REASON.` with the fix for that reason: the one wording of every
     command that writes a file (`awl run`, `awl demo`, `awl fork`, `awl export`, the TUI, a session file, a bench file);
     `kind`: the AwlError it is (a trajectory's is a TrajectoryError).
-    `after` adds what happened to the file (", no file was left behind")."""
+    `after` adds what happened to the file (", no file was left behind"); `name`: the file name
+    a hint suggests inside a directory given as the file (`NAME.cast` for a recording)."""
     number = error if isinstance(error, int) else error.errno
     known, fix = _REASONS.get(number or 0, (None, "Choose another location, then run the same command again."))
     if reason is None:
         reason = known or (error.strerror if isinstance(error, OSError) and error.strerror else str(error))
-    return kind(f"Cannot write {path}: {reason}{after}.", fix.replace("{path}", str(path)))
+    return kind(f"Cannot write {path}: {reason}{after}.", fix.replace("{path}", str(path)).replace("{name}", name))

@@ -87,7 +87,7 @@ def _export_html(file: Path, out: Path | None) -> None:
     from agentworld_local.views.session_page import session_html
 
     if out is not None:
-        ensure_new_file(out, session=False)  # a page, not a session
+        ensure_new_file(out, session=False, suffix=".html")  # a page, not a session
     traj = read_trajectory(file)
     print_warnings(traj.warnings)
     # Refused before a byte is written; lone surrogates were replaced on the way, this is a backstop.

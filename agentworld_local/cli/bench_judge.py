@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -208,7 +209,9 @@ def _show(summary: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    table = Table(title="AgentWorldBench scores (0-100)", title_justify="left")
+    # No vertical rules: the eight columns fit 80 columns (a pipe, a small terminal) uncut.
+    table = Table(title="AgentWorldBench scores (0-100)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)
     table.add_column("domain")
     table.add_column("valid/rows", justify="right")
     for column in COLUMNS:

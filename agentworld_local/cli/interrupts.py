@@ -4,7 +4,9 @@
   at once and quietly: nothing has been written yet (cli/main.py sets that up first thing).
 - Then SIGINT raises KeyboardInterrupt and SIGTERM raises `Terminated`, a KeyboardInterrupt,
   so every `except KeyboardInterrupt` that keeps saved turns handles both (exit 130 / 143).
-- During a session, `SessionSignals` decides between cancelling a turn and quitting.
+- During a session, `SessionSignals` decides between cancelling a turn and quitting. Once
+  the session closes (after a quit, an error or the end of input), further signals wait for
+  the close and its last words, so `--json` always ends with its `saved` line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from collections.abc import Iterator
 
 #: A second Ctrl+C this soon after the first quits, wherever the session is.
 QUIT_WINDOW_S = 2.0
+#: Signals that may come while a session closes without cutting its last words short (a
+#: SIGTERM after a Ctrl+C, a Ctrl+C pressed twice); one more quits at once.
+CLOSING_PATIENCE = 2
 
 
 class Terminated(KeyboardInterrupt):
@@ -60,6 +65,25 @@ def raise_on_signals() -> None:
         signal.signal(signal.SIGTERM, _terminate)
 
 
+class SignalFlag:
+    """A flag a signal handler sets. A `threading.Event` takes a lock to be set, and the handler
+    runs in the main thread between two bytecodes, maybe while that thread holds the lock (in
+    `clear()`) or while an earlier handler does: it would wait for itself for ever. A plain
+    attribute needs no lock; the main thread reads it between events (cli/session_loop.py)."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+
 class SessionSignals:
     """Signals while a session runs.
 
@@ -72,13 +96,15 @@ class SessionSignals:
     quit there is `runner.close()`, which lets the line being saved finish.
     """
 
-    def __init__(self, cancel: threading.Event, *, interactive: bool) -> None:
-        self.cancel = cancel
+    def __init__(self, cancel: SignalFlag | None = None, *, interactive: bool) -> None:
+        self.cancel = cancel if cancel is not None else SignalFlag()
         self.interactive = interactive
         self.quit: KeyboardInterrupt | None = None
         self._in_turn = False
         self._last_ctrl_c = float("-inf")
         self._wakeup: int | None = None  # read end of the signal wakeup pipe while installed
+        self._closing = False  # the session closes (closing())
+        self._while_closing = 0  # signals that came once a quit was raised, or while the session closed
 
     def _deliveries(self) -> int:
         """How many Ctrl+C arrived since the last call (at least the one being handled).
@@ -106,13 +132,31 @@ class SessionSignals:
         self.cancel.set()
         if cancels_turn:
             return
-        self.quit = KeyboardInterrupt() if ctrl_c else Terminated()
+        if self.quit is not None or self._closing:
+            # A quit is on its way, or the session closes: what it says last (`saved`) must come out.
+            self.quit = self.quit or (KeyboardInterrupt() if ctrl_c else Terminated())
+            self._while_closing += 1
+            if self._while_closing <= CLOSING_PATIENCE:
+                return
+        self.quit = self.quit or (KeyboardInterrupt() if ctrl_c else Terminated())
         raise type(self.quit)()
 
     def check(self) -> None:
         """Raise the quit a signal asked for, if it was lost or deferred."""
         if self.quit is not None:
             raise type(self.quit)()
+
+    @contextlib.contextmanager
+    def closing(self) -> Iterator[None]:
+        """Around closing the session and its last words (the `saved` line of --json): a signal
+        that comes now (or after a quit was raised, on its way here) is noted (`quit`) and the
+        close goes on (the cancel stops the turn at its next token). Only a signal past
+        `CLOSING_PATIENCE` quits at once, for a close that hangs."""
+        self._closing = True
+        try:
+            yield
+        finally:
+            self._closing = False
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:

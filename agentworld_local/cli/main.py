@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "demo": (("demo",), "Show what awl does, without any model: a hand-written example session, replayed."),
     "play": (("play",), "Sit in front of a simulated world: type actions, watch the model think, undo, fork."),
     "export": (("agentworldbench",), "Export a session: benchmark rows (one JSONL row per turn of its current branch), "
-               "or a terminal session as an asciinema recording."),
+               "a terminal session as an asciinema recording, or a web or desktop session's pages as one HTML file."),
     "import": (("agentworldbench",), "Turn benchmark rows into trajectories that `awl replay` shows."),
     "replay": (("replay",), "Replay a saved session turn by turn, without loading a model."),
     "fork": (("fork",), "Copy a session's current branch, up to a turn, into a new clean file."),
@@ -54,6 +54,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "models": (("models", "models_info"), "Named models: list what is known and downloaded, pull from the Hugging Face "
                "hub, register a GGUF you already have, remove downloads. Example: `awl models pull "
                "qwen-agentworld-35b-a3b` then `awl run --model qwen-agentworld-35b-a3b`."),
+    "worlds": (("worlds",), "Shared worlds: sessions that join one by name (`--shared-world NAME`) meet the same "
+               "answers to the same actions, predicted once and kept in the world's store."),
     "cache": (("cache",), "The system-prompt states a model evaluated, kept on disk so a new session starts at once."),
 }
 #: Every command module; importing all lists every command (tests; an unknown command's error).
@@ -203,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _register_commands(args[0])
         _hide_flag_types()
+        if "--help" in args or "-h" in args:  # option names in one column: help text fits 80 columns
+            from agentworld_local.cli.help_layout import fit_option_help
+
+            fit_option_help()
         result = _invoke(args)
     except AwlError as error:
         typer.echo(f"awl: error: {safe_for_terminal(error.one_line())}", err=True)

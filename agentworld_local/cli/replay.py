@@ -84,7 +84,7 @@ def export_asciicast(file: Path, out: Path | None) -> None:
     from agentworld_local.trajectory.asciicast import asciicast_text
 
     if out is not None:
-        ensure_new_file(out, session=False)  # a recording, not a session
+        ensure_new_file(out, session=False, suffix=".cast")  # a recording, not a session
     traj = read_trajectory(file)
     print_warnings(traj.warnings)
     text = asciicast_text(traj)  # a non-terminal session is refused before anything is written

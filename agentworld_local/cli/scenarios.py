@@ -78,6 +78,8 @@ def render_scenario(scenario: Scenario) -> str:
         f"{scenario.name}: {scenario.title}",
         f"domain: {scenario.domain}   source: {scenario.source} ({where})",
     ]
+    if scenario.think is not None:  # the scenario's own budget (--think overrides it)
+        lines[-1] += f"   thinking budget: {scenario.think}"
     if scenario.description:
         lines += ["", scenario.description]
     lines += ["", "task:", scenario.task, "", "initial state:", scenario.initial_state.rstrip("\n")]

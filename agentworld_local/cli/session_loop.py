@@ -8,7 +8,6 @@ waits for it, then closes the file with every finished turn in it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -139,7 +138,7 @@ def play_lines(
     line that says what is saved; at an interactive prompt a mistake (`:undo` with nothing to
     undo) is said and the session goes on.
     """
-    signals = SessionSignals(threading.Event(), interactive=interactive)
+    signals = SessionSignals(interactive=interactive)
     end = SessionEnd()
     actions = 0
 
@@ -161,6 +160,8 @@ def play_lines(
             if not isinstance(event, _RUNNER_ONLY):
                 printer.show(event)
 
+    # However the session ends, closing it and its last words (`saved`) run in signals.closing():
+    # a signal then (a SIGTERM after a Ctrl+C, a second Ctrl+C) no longer cuts them short.
     with signals.installed():
         try:
             run(open_session, tolerate=False)
@@ -169,26 +170,36 @@ def play_lines(
                 with signals.turn():
                     run(lambda: _send(runner, end.session or "", line), tolerate=interactive)
         except KeyboardInterrupt as interrupt:
-            _close(runner, end)
-            if end.path is not None:
-                note = _saved_in(end) + f" (replay: awl replay {end.path})" if end.kept and end.turns else _saved_note(end)
-                stderr_console().print(Text.assemble(("\ninterrupted", "yellow"), f": {note}"))
-                _say_saved(printer, end)
+            with signals.closing():
+                _close(runner, end)
+                if end.path is not None:
+                    note = _saved_in(end) + f" (replay: awl replay {end.path})" if end.kept and end.turns else _saved_note(end)
+                    stderr_console().print(Text.assemble(("\ninterrupted", "yellow"), f": {note}"))
+                    _say_saved(printer, end)
             return exit_code(interrupt)
         except AwlError as error:
-            _close(runner, end)
-            if end.path is not None:
-                message = error.message.rstrip()
-                note = _saved_in(end) + "." if "awl fork" in f"{message} {error.hint}" and end.turns else _saved_note(end)
-                error.message = f"{message}{'' if message.endswith('.') else '.'} {note}"
-                if printer.as_json:  # a program reads why the session ended, then where its turns are
-                    printer.show(events.ErrorEvent(error.message, error.hint or ""))
-                _say_saved(printer, end)
+            with signals.closing():
+                _close(runner, end)
+                if end.path is not None:
+                    message = error.message.rstrip()
+                    note = _saved_in(end) + "." if "awl fork" in f"{message} {error.hint}" and end.turns else _saved_note(end)
+                    error.message = f"{message}{'' if message.endswith('.') else '.'} {note}"
+                    if printer.as_json:  # a program reads why the session ended, then where its turns are
+                        printer.show(events.ErrorEvent(error.message, error.hint or ""))
+                    _say_saved(printer, end)
             raise
         except BaseException:
             runner.close()
             raise
-        _close(runner, end)
+        with signals.closing():
+            _close(runner, end)
+            _say_ended(printer, end, actions)
+    # A signal that came while the session closed: the session was complete, the exit says it came.
+    return exit_code(signals.quit) if signals.quit is not None else 0
+
+
+def _say_ended(printer: TurnPrinter, end: SessionEnd, actions: int) -> None:
+    """The last words of a session that ran to the end of its input."""
     if not actions:
         printer.notice("no actions were given, so no turn was run" + ("." if end.kept else "; no file was written."))
     elif not end.kept:
@@ -197,7 +208,6 @@ def play_lines(
     if end.kept and not printer.as_json and end.path is not None:
         stderr_console().print(Text(f"saved {count(end.turns, 'turn')} to {end.path}  (replay: awl replay {end.path})",
                                     style="dim"))
-    return 0
 
 
 def _send(runner: SessionRunner, session: str, line: ScriptLine) -> Sent:
@@ -218,8 +228,9 @@ def _close(runner: SessionRunner, end: SessionEnd) -> None:
 
 
 def _say_saved(printer: TurnPrinter, end: SessionEnd) -> None:
-    if end.kept and end.path is not None:
-        printer.saved(end.path, end.turns)
+    """--json's last event: `saved`, or `discarded` for a new session that kept no file."""
+    if end.path is not None:
+        printer.saved(end.path, end.turns, kept=end.kept)
 
 
 def _saved_note(end: SessionEnd) -> str:

@@ -24,6 +24,7 @@ from agentworld_local.session.script import (  # noqa: F401
 )
 from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.trajectory.jsonl import dumps
+from agentworld_local.trajectory.replay import thinking_cut_note
 from agentworld_local.trajectory.schema import TurnRecord
 
 
@@ -211,6 +212,8 @@ class TurnPrinter:
             self.notice(safe_for_terminal(event.text))
         elif isinstance(event, events.Rewarded):
             self._rewarded(event)
+        elif isinstance(event, events.FromWorld):
+            self.err.print(Text(from_world_line(event), style="dim"))
         if isinstance(event, events.TurnFinished):
             self.live.stop()
             self._finished(event.turn, event.record)
@@ -284,6 +287,8 @@ class TurnPrinter:
                 f"({about['thinking']}{tokens.get('thinking', 0):,} thinking), "
                 f"{timings.get('total_s', 0):.2f}s, {record.finish}[/dim]"
             )
+            if tokens.get("thinking_cut"):
+                self.err.print(Text(f"── {thinking_cut_note(record)} (--think full to let it finish)", style="yellow"))
             if about["prompt_evaluated"] or about["generated"]:  # thinking: few servers ever count it
                 self._once("estimated", f"turn {turn}: the server did not report every token count; "
                                         "those marked ~ are awl's estimates.")
@@ -298,16 +303,23 @@ class TurnPrinter:
             self._said.add(kind)
             self.notice(text)
 
-    def saved(self, path: Path, turns: int) -> None:
-        """The last word of a session, whatever ended it: where the turns are."""
+    def saved(self, path: Path, turns: int, *, kept: bool = True) -> None:
+        """The last word of a session, whatever ended it: where the turns are (`saved`), or
+        that a new session ended before its first turn and kept no file (`discarded`)."""
         if self.as_json:
-            self._emit(events.Saved(str(path), turns))
+            self._emit(events.Saved(str(path), turns) if kept else events.Discarded(str(path)))
 
 
 #: The events TurnPrinter writes something for (people's text; --json writes every event).
 _SHOWN = (events.TurnStarted, events.ObservationDelta, events.ObservationReplaced, events.ContextTrimmed,
           events.TurnCancelled, events.ControlAdded, events.Undone, events.Regenerated, events.UntaggedDelta,
-          events.Notice, events.TurnFinished, events.Rewarded)
+          events.Notice, events.TurnFinished, events.Rewarded, events.FromWorld)
+
+
+def from_world_line(event: events.FromWorld) -> str:
+    """`── from the shared world grpo-1 (stored)`: the turn's answer is the world's, not the model's."""
+    how = "stored" if event.source == "store" else "a read it answered before" if event.source == "read" else event.source
+    return f"── from the shared world {safe_for_terminal(event.world, keep_colour=False)} ({how})"
 
 #: What a turn's finish means, when it is not a plain stop.
 FINISH_NOTES = {

@@ -84,6 +84,7 @@ class AnswerRules:
     def end_thinking(self) -> list[StreamEvent]:
         """The budget is spent: thinking ends here with FORCED_THINK_END in the raw answer."""
         self.budget_spent = False
+        self._stats.thinking_cut = True  # every backend ends a budget here: the turn says it was cut
         self.raw.append(FORCED_THINK_END)
         return self.splitter.end_thinking()
 

@@ -11,6 +11,7 @@ from agentworld_local.defaults import (
     DEFAULT_TEMPERATURE,
     DEFAULT_THINK_TOKENS,
     DEFAULT_TOP_K,
+    MAX_THINK_TOKENS,
     DEFAULT_TOP_P,
 )
 from agentworld_local.errors import InputError
@@ -58,8 +59,12 @@ class ThinkBudget:
             return cls("off")
         if text in ("full", "unlimited", "on"):
             return cls("full")
-        if text.isascii() and text.isdigit() and len(text) <= 9:  # int() takes `²` and 5,000 digits badly
-            return cls("budget", int(text))
+        if text.isascii() and text.isdigit():  # int() takes `²` and 5,000 digits badly
+            if len(text.lstrip("0")) <= len(str(MAX_THINK_TOKENS)):
+                return cls("budget", int(text))
+            shown = text if len(text) <= 20 else f"{text[:20]}… ({len(text):,} digits)"
+            raise InputError(f"The thinking budget {shown} is too large: at most {MAX_THINK_TOKENS:,} tokens.",
+                             "Use `--think full` to let the model think as long as it wants, or a smaller number.")
         raise InputError(
             f"Invalid thinking budget `{value}`.",
             "Use `--think off`, `--think full`, or a number of tokens such as `--think 512`.",
@@ -101,6 +106,8 @@ class GenerationStats:
     accepted: int = 0
     #: stop | length (max_tokens or the context ran out) | cancelled | repetition (a degenerate loop)
     finish: str = "stop"
+    #: The thinking budget ended the thinking (the model had not closed it): AnswerRules.end_thinking.
+    thinking_cut: bool = False
     #: The counts above that are awl's estimates, not a tokenizer's or the server's (a server
     #: that did not report them), named as the turn record's tokens name them (ESTIMABLE).
     estimated: frozenset[str] = frozenset()
@@ -118,7 +125,35 @@ class GenerationDone:
     stats: GenerationStats = field(default_factory=GenerationStats)
 
 
-GenerationEvent = ThinkingChunk | AnswerChunk | GenerationDone
+@dataclass(frozen=True)
+class BackendNotice:
+    """Something the backend did for this turn that the user should know (a fleet moved the
+    session to another server and ran the turn again there): the World says it as a Notice
+    and keeps it in the turn's record (`extra["notices"]`)."""
+
+    text: str
+
+
+GenerationEvent = ThinkingChunk | AnswerChunk | BackendNotice | GenerationDone
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One server a backend sends turns to (Backend.servers), as `/health` and `awl serve` show it."""
+
+    endpoint: str
+    #: Whether turns go to it now (False: it stopped answering; tried again after `retry_in_s`).
+    up: bool
+    #: Sessions placed on it (each session's turns all go to its server).
+    sessions: int
+    #: Turns running on it now, and the most it takes at once.
+    running: int
+    parallel: int
+    #: Times it stopped answering, and why the last time (None while it answers).
+    failures: int = 0
+    error: str | None = None
+    #: A down server is tried again when a session is placed or moved after this many seconds.
+    retry_in_s: float | None = None
 
 
 @dataclass(frozen=True)

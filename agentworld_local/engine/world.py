@@ -27,7 +27,7 @@ from agentworld_local.engine.context_window import (
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.prompt_composition import compose_system_prompt, task_with_controls, with_session_tools
 from agentworld_local.engine import events
-from agentworld_local.engine.types import AnswerChunk, GenerationDone, ThinkingChunk
+from agentworld_local.engine.types import AnswerChunk, BackendNotice, GenerationDone, ThinkingChunk
 from agentworld_local.errors import InputError, WorldStoreError
 from agentworld_local.trajectory.schema import TurnRecord, utc_now
 from agentworld_local.worlds.keys import WorldInputs
@@ -65,13 +65,15 @@ class ObservationStream:
         self._untagged_end = 0  # how much of the answer went out as untagged text
 
     def untagged_text(self) -> str:
-        """New answer text while no block has opened, short of what may grow into a tag."""
+        """New answer text while no block has opened, short of what may grow into a tag.
+        Whitespace before any (the blank line between `</think>` and the observation's tag) is
+        held back until text follows it, so no face gets an untagged piece that shows nothing."""
         if self._block is not None:
             return ""
         end = len(self._answer) - partial_tag_length(self._answer)
-        if end <= self._untagged_end:
-            return ""
         out = self._answer[self._untagged_end : end]
+        if not out or (self._untagged_end == 0 and not out.strip()):
+            return ""
         self._untagged_end = end
         return out
 
@@ -253,6 +255,7 @@ class World:
         prompt = self.turn_prompt(parsed) if prompt is None else prompt
         turn = len(self.history) + 1
         started = time.perf_counter()
+        self._notices: list[str] = []  # what the backend said of this turn (BackendNotice), kept in its record
         kept_from, cut = self._fit(prompt)
         if cut is not None:
             n_ctx = self.backend.info.n_ctx
@@ -298,6 +301,8 @@ class World:
         )
         if world_turn is not None:
             record.extra[WORLD_KEY] = {"name": world_turn.world.name, "from": world_turn.source}
+        if self._notices:
+            record.extra["notices"] = list(self._notices)
         if self.on_turn is not None:
             self.on_turn(record)  # saved first: if this raises, the turn never happened
         del self._pending_controls[: len(controls_added)]
@@ -337,6 +342,10 @@ class World:
                     yield events.ObservationDelta(turn, text)
                 elif untagged := stream.untagged_text():
                     yield events.UntaggedDelta(turn, untagged)
+            elif isinstance(event, BackendNotice):
+                # E.g. the turn ran again on another server; the final parse corrects what streamed.
+                self._notices.append(event.text)
+                yield events.Notice(event.text)
             else:
                 done = event
         assert done is not None, "a backend must finish with GenerationDone"

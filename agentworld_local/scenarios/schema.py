@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agentworld_local.defaults import MAX_THINK_TOKENS
 from agentworld_local.domains import domain_class, domain_names, domains_with, get_domain
 from agentworld_local.engine.settings import SessionSettings
+from agentworld_local.engine.types import ThinkBudget
 from agentworld_local.errors import InputError, did_you_mean
 from agentworld_local.safe_parse import SyntaxProblem, load_json
 from agentworld_local.terminal_text import shorten
@@ -22,7 +24,7 @@ SCENARIO_VERSION = 1
 EXAMPLE_HINT = "See `awl scenarios show python-web-app` for a complete example."
 
 REQUIRED = ("version", "name", "domain", "title", "task", "initial_state")
-OPTIONAL = ("tools", "controls", "world", "description")
+OPTIONAL = ("tools", "controls", "world", "description", "think")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -39,6 +41,9 @@ class Scenario:
     controls: list[str] = field(default_factory=list)
     world: str = ""
     description: str = ""
+    #: The scenario's own thinking budget (`off`, `full` or tokens, as `--think`); None: awl's
+    #: default. `--think` overrides it.
+    think: str | None = None
     path: Path | None = None
     source: str = "file"
     version: int = SCENARIO_VERSION
@@ -59,6 +64,7 @@ class Scenario:
             controls=list(self.controls),
             tools=self.tools,
             world_description=self.world,
+            think=ThinkBudget.parse(self.think) if self.think is not None else settings.think,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +73,8 @@ class Scenario:
             "description": self.description, "task": self.task, "initial_state": self.initial_state,
             "controls": list(self.controls), "world": self.world, "tools": self.tools,
         }
+        if self.think is not None:  # only where the scenario sets it
+            out["think"] = self.think
         out["source"] = self.source
         out["path"] = str(self.path) if self.path else None
         return out
@@ -134,6 +142,23 @@ def _controls(data: dict[str, Any], source: str) -> list[str]:
     return [item.strip() for item in value]
 
 
+def _think(data: dict[str, Any], source: str) -> str | None:
+    """`think = 4096`, `think = "off"` or `think = "full"`: the budget as `--think` takes it."""
+    if "think" not in data:
+        return None
+    value = data["think"]
+    hint = 'Write `think = "off"`, `think = "full"` or a number of tokens such as `think = 4096`.'
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _error(source, f"field `think` should be `off`, `full` or a number of tokens, not {_kind(value)}", hint)
+    try:
+        budget = ThinkBudget.parse(str(value).strip())
+    except InputError:
+        digits = str(value).strip().isdigit()
+        why = f"more than {MAX_THINK_TOKENS:,} tokens" if digits else "not `off`, `full` or a number of tokens"
+        raise _error(source, f"field `think` is {_shown(value)}, {why}", hint) from None
+    return budget.label()
+
+
 def _tools(data: dict[str, Any], source: str) -> list[dict[str, Any]] | None:
     if "tools" not in data:
         return None
@@ -199,6 +224,7 @@ def scenario_from_dict(data: dict[str, Any], *, source: str, path: Path | None =
         controls=_controls(data, source),
         world=_text(data, "world", source, required=False).strip(),
         description=_text(data, "description", source, required=False).strip(),
+        think=_think(data, source),
         path=path,
         source=origin,
         version=version,

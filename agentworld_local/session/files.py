@@ -43,13 +43,13 @@ def _check_name_length(path: Path) -> None:
                 f"a name in it is {size:,} bytes long; file systems allow at most {MAX_NAME_BYTES} bytes per name"))
 
 
-def check_can_write(path: Path) -> None:
+def check_can_write(path: Path, *, suffix: str = ".jsonl") -> None:
     """Refuse, before a model loads, a new file that cannot be created there: a name too long,
     a directory, a file where a directory should be, no permission, a read-only or full
-    drive. Nothing is left behind."""
+    drive. Nothing is left behind. `suffix`: the kind of file, for the name a hint suggests."""
     _check_name_length(path)
     if os.path.isdir(path):
-        raise cannot_write(path, errno.EISDIR)
+        raise cannot_write(path, errno.EISDIR, name=f"NAME{suffix}")
     if os.path.lexists(path):
         raise cannot_write(path, errno.EEXIST)
     ancestor = path.parent
@@ -64,12 +64,13 @@ def check_can_write(path: Path) -> None:
         raise cannot_write(path, error) from None
 
 
-def ensure_new_file(path: Path, *, session: bool = True) -> None:
+def ensure_new_file(path: Path, *, session: bool = True, suffix: str = ".jsonl") -> None:
     """Refuse before the model loads or anything is written: awl never overwrites a saved
     file, and a file that cannot be created is named with its reason (check_can_write).
     A session file (not an export: `session=False`) is added to the index of sessions, so
-    `awl sessions list` and `--resume last` find it wherever it is written."""
-    check_can_write(Path(path))
+    `awl sessions list` and `--resume last` find it wherever it is written. `suffix`: what
+    kind of file it is (`.cast`, `.html`), for the name a hint suggests."""
+    check_can_write(Path(path), suffix=suffix)
     if session and _remembering:
         remember_session(Path(path))
 

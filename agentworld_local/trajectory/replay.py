@@ -47,7 +47,7 @@ def header_lines(traj: Trajectory, shown: int) -> list[str]:
     if h.task:
         lines.append(f"task: {h.task}")
     if isinstance(h.agent, dict):
-        lines.append(f"agent: {h.agent.get('name')} ({h.agent.get('backend')})")
+        lines.append(f"agent: {h.agent.get('name')} ({agent_backend(h.agent)})")
     for control in h.controls:
         lines.append(f"control: {control}")
     if h.forked_from:
@@ -122,6 +122,9 @@ def turn_notes(record: TurnRecord) -> list[str]:
         if isinstance(first, int) and isinstance(last, int) and last >= first:
             span = f"turn {first}" if first == last else f"turns {first}-{last}"
             notes.append(f"context cut: from here the model no longer sees {span}")
+    cut = thinking_cut_note(record)
+    if cut:
+        notes.append(f"{cut} by the thinking budget")
     attempt = record.extra.get("attempt") if isinstance(record.extra, dict) else None
     if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0:
         notes.append(f"regenerated: sample {attempt + 1} of this turn")
@@ -133,6 +136,25 @@ def turn_notes(record: TurnRecord) -> list[str]:
     if isinstance(record.agent, dict):
         notes.append(agent_note(record.agent))
     return notes
+
+
+def thinking_cut_note(record: TurnRecord) -> str:
+    """`thinking cut at 1,024 tokens` when the thinking budget ended this turn's thinking
+    (`tokens.thinking_cut`, written only then); "" otherwise, and for files older than it."""
+    if record.tokens.get("thinking_cut") is not True:
+        return ""
+    thinking = record.token_count("thinking")
+    at = f" at {'~' if record.estimated('thinking') else ''}{thinking:,} tokens" if thinking else ""
+    return f"thinking cut{at}"
+
+
+def agent_backend(agent: dict[str, Any]) -> str:
+    """What produced an agent's proposals, as its header entry says: a `scripted:FILE` agent
+    is "scripted" even where an older awl recorded it as llama.cpp."""
+    spec, name = str(agent.get("spec") or ""), str(agent.get("name") or "")
+    if spec.startswith("scripted:") or name.startswith("scripted:"):
+        return "scripted"
+    return str(agent.get("backend") or "unknown backend")
 
 
 #: How a proposal became the action, as replay says it (agent/episode.py's decisions).

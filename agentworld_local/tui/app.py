@@ -45,6 +45,7 @@ class SessionRequest:
     task: str | None = None  # the agent's task (None: the scenario's)
     controls: tuple[str, ...] = ()  # control instructions from turn 1, added to the scenario's
     prompts: Path | None = None  # a prompt pack directory
+    shared_world: str | None = None  # the shared world to join by name (worlds/; `awl play --shared-world`)
 
 
 class AwlApp(App[None]):
@@ -68,7 +69,9 @@ class AwlApp(App[None]):
         self.runner = SessionRunner(self._bridge, backend=backend, model=request.model if backend is not None else None)
         self.sessions_dir = sessions_dir
         self.replay_path = replay_path
-        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads, remote=remote, offload=offload)
+        # One session at a time: one turn at a time (a server's capacity is not this face's to say).
+        self.load_options = dict(ctx=ctx, gpu_layers=gpu_layers, threads=threads, remote=remote, offload=offload,
+                                 parallel=1)
         self.timings = timings
         self.files_each_turn = files_each_turn
         self.start_screen = start_screen
@@ -316,7 +319,7 @@ def make_app(
     start_screen: bool | None = None, models: list[str] | None = None, max_tokens: int | None = None,
     temperature: float | None = None, task: str | None = None, controls: list[str] | None = None,
     prompts: str | Path | None = None, remote: Any = None, offload: Any = None, agent: Any = None,
-    agent_steps: int = DEFAULT_STEPS,
+    agent_steps: int = DEFAULT_STEPS, shared_world: str | None = None,
 ) -> AwlApp:
     """The app. With a model (or a backend) it opens the session at once; without one, or
     with `start_screen=True`, the start screen lets the user choose. `timings=False` hides
@@ -324,7 +327,8 @@ def make_app(
     request = SessionRequest(model=model, domain=domain, scenario=scenario,
                              resume=Path(resume) if resume else None, think=think,
                              out=Path(out) if out else None, seed=seed, max_tokens=max_tokens, temperature=temperature,
-                             task=task, controls=tuple(controls or ()), prompts=Path(prompts) if prompts else None)
+                             task=task, controls=tuple(controls or ()), prompts=Path(prompts) if prompts else None,
+                             shared_world=shared_world)
     return AwlApp(request=request, backend=backend, sessions_dir=Path(sessions_dir) if sessions_dir else None,
                   replay_path=Path(replay_path) if replay_path else None, ctx=ctx, gpu_layers=gpu_layers,
                   threads=threads, timings=timings, files_each_turn=files_each_turn,

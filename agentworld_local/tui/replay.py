@@ -63,13 +63,14 @@ def state_lexer(traj: Trajectory) -> str:
 class ReplayScreen(Screen[None]):
     CSS_PATH = "replay.tcss"
     BINDINGS = [
+        # The footer fits 80 columns, `q Quit` included: a pair of keys shows as one entry.
         Binding("space", "play_pause", "Play/pause"),
-        Binding("right,l", "step(1)", "Next"),
-        Binding("left,h", "step(-1)", "Previous"),
+        Binding("right,l", "step(1)", "Step", key_display="→/←"),
+        Binding("left,h", "step(-1)", "Previous", show=False),
         Binding("home", "jump_to(0)", "Start", show=False),
         Binding("end", "jump_to(-1)", "End", show=False),
-        Binding("plus,equals_sign", "speed(1)", "Faster"),
-        Binding("minus", "speed(-1)", "Slower"),
+        Binding("plus,equals_sign", "speed(1)", "Speed", key_display="+/-"),
+        Binding("minus", "speed(-1)", "Slower", show=False),
         Binding("b", "branch(1)", "Branch"),
         Binding("B", "branch(-1)", "Previous branch", show=False),
         Binding("g", "ask_turn", "Go to turn"),
@@ -103,7 +104,7 @@ class ReplayScreen(Screen[None]):
                         yield Static(id="replay-thinking")
             yield OptionList(id="replay-turns")
         yield Static(id="replay-status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         header = self.traj.header

@@ -21,14 +21,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.suggester import SuggestFromList
 from textual.widgets import Collapsible, Footer, Static, Tree
 
 from agentworld_local.engine import events
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.script import CONTROL, REGENERATE, UNDO, parse_script_line
 from agentworld_local.session.runner.outcome import Sent
-from agentworld_local.terminal_text import safe_for_terminal, shorten
 from agentworld_local.tui import messages
 from agentworld_local.tui.agent_loop import AgentHooks, ProposalLine
 from agentworld_local.tui.session_files import SessionFileActions
@@ -36,6 +34,9 @@ from agentworld_local.tui.browser import open_web_page
 from agentworld_local.tui.dialogs import ElementPicker, HelpScreen, PromptDialog
 from agentworld_local.tui.render import render_state
 from agentworld_local.tui.sent_commands import BUSY_LABELS, SentCommand
+from agentworld_local.tui.session_text import (
+    action_suggester, inline_error, placeholder, safe_title, think_label, thinking_title, title_text,
+)
 from agentworld_local.tui.widgets import ActionInput, FilePanel, StatusBar, Timeline
 from agentworld_local.trajectory.schema import TurnRecord
 from agentworld_local.views.terminal_scrollback import scrollback, typed_text
@@ -43,24 +44,6 @@ from agentworld_local.views.terminal_scrollback import scrollback, typed_text
 if TYPE_CHECKING:
     from agentworld_local.session.runner import SessionRunner, SessionView
     from agentworld_local.tui.app import AwlApp
-
-#: The action line's own commands (session/script.py).
-SESSION_COMMANDS = (":undo", ":regenerate", ":control ")
-
-
-def placeholder(domain: Any) -> str:
-    """Action forms for the domain as this session built it (a tool-call domain names only its
-    own tools; domains/forms.py) and the session commands."""
-    from agentworld_local.domains.forms import session_action_examples
-
-    return " · ".join([*session_action_examples(domain), ":undo", ":regenerate", ":control TEXT"])
-
-
-def action_suggester(domain: Any) -> SuggestFromList:
-    """Completion for the first word: the session's tool names and shortcuts, and the commands."""
-    words = getattr(domain, "action_words", None)
-    return SuggestFromList([*(words() if words else []), *SESSION_COMMANDS], case_sensitive=True)
-
 
 class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
     CSS_PATH = "session.tcss"
@@ -153,6 +136,7 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         self._refresh_status()
         self.query_one("#action-error", Static).display = False
         self.query_one("#session-title", Static).display = bool(self._title_text().plain)
+        self.query_one("#thinking-box").display = self._thinking_on()  # `--think off`: nothing to show
         self.query_one(ActionInput).focus()
         self.agent_start()
 
@@ -170,19 +154,11 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         return self.view.settings.think.mode != "off" and bool(self._model_info().template_thinks)
 
     def _think_label(self) -> str:
-        return self.view.settings.think.label() if self._thinking_on() else "off"
+        shown = self._shown()
+        return think_label(self.view.settings.think.label() if self._thinking_on() else "off", shown[-1] if shown else None)
 
     def _title_text(self) -> Text:
-        """The scenario's title, else the agent's task: what this session is about."""
-        header = self.view.header
-        scenario = header.scenario if isinstance(header.scenario, dict) else {}
-        title = str(scenario.get("title") or "")
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        if title:
-            text.append(f"◆ {_plain(title)}", style="bold")
-        if header.task:
-            text.append(("  task: " if title else "task: ") + _plain(header.task), style="dim")
-        return text
+        return title_text(self.view.header)
 
     # -- what the widgets show ---------------------------------------------------------
 
@@ -215,8 +191,9 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
     def _show_state(self) -> None:
         history = self._shown()
         title = f"turn {len(history)}: {history[-1].action}" if history else "initial state"
-        self._show_world(self._world_text(), _safe_title(title))
+        self._show_world(self._world_text(), safe_title(title))
         self.query_one("#thinking", Static).update(Text(history[-1].thinking if history else "", style="dim"))
+        self.query_one("#thinking-box", Collapsible).title = thinking_title(history[-1] if history else None)
 
     def _refresh_timeline(self) -> None:
         """The runner read the file once, when the session opened; after that the timeline
@@ -278,7 +255,7 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
                 action = self.view.domain.parse_action(text)
                 line = None
         except AwlError as error:
-            self._say_inline(_inline(error))  # the session is untouched
+            self._say_inline(inline_error(error))  # the session is untouched
             return
         self._say_inline("")
         field.remember(text)
@@ -389,8 +366,9 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         self._live = None
         self._stream_base = self._streaming_base(turn, action)
         self.query_one("#thinking", Static).update("")
+        self.query_one("#thinking-box", Collapsible).title = thinking_title(None)
         phase = "thinking…" if self._thinking_on() else "answering…"
-        self.query_one("#world-scroll").border_subtitle = _safe_title(f"turn {turn}: {action} · {phase}")
+        self.query_one("#world-scroll").border_subtitle = safe_title(f"turn {turn}: {action} · {phase}")
 
     def _streaming_base(self, turn: int, action: str) -> str | None:
         """The terminal's scrollback up to the prompt of `turn` and the command typed there
@@ -411,11 +389,11 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         if message.observation:
             # The observation so far replaces the previous state (a terminal's follows its scrollback): shown once.
             self._show_world((self._stream_base or "") + message.observation,
-                             _safe_title(f"turn {message.turn}: {self._turn_action} · streaming"))
+                             safe_title(f"turn {message.turn}: {self._turn_action} · streaming"))
         elif message.untagged.strip():  # a blank line before the tag is no untagged answer
             # No observation tag (yet): the model's text as it comes, marked; the turn's parse decides.
             self._show_world(message.untagged,
-                             _safe_title(f"turn {message.turn}: {self._turn_action} · untagged answer (no observation tag)"))
+                             safe_title(f"turn {message.turn}: {self._turn_action} · untagged answer (no observation tag)"))
         self._refresh_status(message)
 
     # -- actions ---------------------------------------------------------------------------
@@ -504,6 +482,9 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
         self.notify(f"File list after each turn: {'on' if self.files_each_turn else 'off'}")
 
     def action_toggle_thinking(self) -> None:
+        if not self._thinking_on():
+            self.notify("The model does not think in this session (thinking is off).", timeout=4)
+            return
         box = self.query_one("#thinking-box", Collapsible)
         box.collapsed = not box.collapsed
 
@@ -542,18 +523,3 @@ class SessionScreen(AgentHooks, SessionFileActions, Screen[None]):
                 if isinstance(binding, Binding) and self._applies(binding.action)]
         rows += [("ctrl+p", "Command palette"), ("ctrl+q", "Quit (every finished turn is saved)")]
         self.app.push_screen(HelpScreen(rows))
-
-
-def _inline(error: AwlError) -> str:
-    message = error.message.removeprefix("action:1: ")
-    return f"{message} {error.hint}".strip()
-
-
-def _plain(text: str) -> str:
-    """Model or user text for one line: no control bytes, no colour."""
-    return " ".join(safe_for_terminal(text, keep_colour=False).split())
-
-
-def _safe_title(text: str) -> str:
-    """A border title: model or user text, one line, no control bytes, no markup."""
-    return shorten(safe_for_terminal(text, keep_colour=False), 70).replace("[", r"\[")

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from agentworld_local.tui.app import AwlApp, SessionRequest
 
 RECENT = 12
+#: The most of a recent session's folder shown under its name (its end: the folders nearest it).
+RECENT_FOLDER = 34
 
 
 def world_choices() -> list[tuple[str, Text]]:
@@ -62,6 +64,24 @@ def recent_sessions(folder: Path, limit: int = RECENT) -> list[Path]:
     return session_paths(folder, limit, everywhere=folder == sessions_dir())
 
 
+def recent_label(path: Path, sessions: Path) -> Text:
+    """A recent session as the list shows it: its file name, and below it, for a file outside
+    the sessions folder, the folder it is in (two `terminal.jsonl` are told apart by it)."""
+    label = Text(safe_for_terminal(path.name, keep_colour=False))
+    try:
+        inside = path.parent.resolve() == sessions.resolve()
+    except OSError:
+        inside = False
+    if not inside:
+        folder = str(path.parent)
+        home = str(Path.home())
+        if folder == home or folder.startswith(home + "/"):
+            folder = "~" + folder[len(home):]
+        folder = folder if len(folder) <= RECENT_FOLDER else "…" + folder[len(folder) - RECENT_FOLDER + 1:]
+        label.append(f"\n  {safe_for_terminal(folder, keep_colour=False)}", style="dim")
+    return label
+
+
 class StartScreen(Screen[None]):
     CSS_PATH = "start.tcss"
     BINDINGS = [
@@ -88,12 +108,13 @@ class StartScreen(Screen[None]):
                 yield Label("World (◆ a scenario)")
                 yield OptionList(*[Option(label, id=key) for key, label in world_choices()], id="worlds")
             with Vertical(id="setup-column"):
+                # One model field: what to load, typed or picked from the downloaded ones below it.
                 yield Label("Model")
-                yield OptionList(*[Option(spec, id=spec) for spec in self.models] or
-                                 [Option(Text("(no downloaded models: awl models pull NAME)", style="dim"),
-                                         disabled=True)], id="models")
                 yield Input(value=self.request.model or (self.models[0] if self.models else ""),
                             placeholder="name, .gguf, openai:M@URL", id="model")
+                yield OptionList(*[Option(spec, id=spec) for spec in self.models] or
+                                 [Option(Text("(none: awl models pull NAME)", style="dim"),
+                                         disabled=True)], id="models")
                 yield Label("Thinking budget")
                 yield Input(value=self.request.think or "", placeholder=f"off, full or N ({DEFAULT_THINK})",
                             id="think")
@@ -106,7 +127,7 @@ class StartScreen(Screen[None]):
                 yield Label("Recent sessions")
                 yield Static(Text(safe_for_terminal(str(self.sessions), keep_colour=False), style="dim"), id="sessions-dir")
                 recent = recent_sessions(self.sessions)
-                yield OptionList(*[Option(path.name, id=str(path)) for path in recent] or
+                yield OptionList(*[Option(recent_label(path, self.sessions), id=str(path)) for path in recent] or
                                  [Option(Text("(none yet)", style="dim"), disabled=True)], id="recent")
                 with Horizontal(id="recent-buttons"):
                     yield Button("Resume", id="resume", compact=True)
@@ -114,6 +135,7 @@ class StartScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#models", OptionList).border_title = "downloaded"
         worlds = self.query_one("#worlds", OptionList)
         wanted = (f"scenario:{self.request.scenario}" if self.request.scenario
                   else f"domain:{self.request.domain or 'terminal'}")

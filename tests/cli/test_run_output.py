@@ -141,7 +141,7 @@ def test_think_on_a_model_that_never_thinks_is_said(tmp_path, llama_gguf):
 def test_demo_and_run_share_the_thinking_default(tmp_path):
     for command in ("run", "demo"):
         shown = awl(command, "--help", home=tmp_path, env=awl_env(tmp_path, COLUMNS="400")).stdout
-        assert f"Default: {DEFAULT_THINK_TOKENS}." in shown
+        assert f"Default: {DEFAULT_THINK_TOKENS:,}," in shown
     out = tmp_path / "live.jsonl"
     result = awl("demo", "--model", scripted_model(tmp_path, THOUGHT_LS), "--out", str(out), home=tmp_path)
     assert result.returncode == 0, result.stderr

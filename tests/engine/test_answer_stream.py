@@ -112,7 +112,8 @@ def test_any_answer_in_any_chunks_streams_what_is_recorded(raw, cuts, think):
 def _streamed_by_the_rule(chunks: list[str]) -> list[tuple[str, str]]:
     """What each chunk shows by the parser's rule read on the whole answer so far: the
     observation's new stable text while the first block streams, else the untagged text
-    short of a possible tag (the stream must give this without rereading the answer)."""
+    short of a possible tag, whitespace before any held back until text follows it (the
+    stream must give this without rereading the answer)."""
     answer, emitted, untagged, block, stopped, out = "", "", "", None, False, []
     for chunk in chunks:
         observed = ""
@@ -128,7 +129,7 @@ def _streamed_by_the_rule(chunks: list[str]) -> list[tuple[str, str]]:
         shown = ""
         if not observed and block is None:
             candidate = answer[: len(answer) - partial_tag_length(answer)]
-            if candidate.startswith(untagged):
+            if candidate.startswith(untagged) and (untagged or candidate.strip()):
                 shown, untagged = candidate[len(untagged):], candidate
         out.append((observed, shown))
     return out

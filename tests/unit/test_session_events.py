@@ -54,6 +54,7 @@ def every_event(text: str, turn: int) -> list[ev.SessionEvent]:
         ev.ErrorEvent(text, "do this next", error=ValueError(text)),
         ev.Discarded(f"/tmp/{text}.jsonl"),
         ev.Saved(f"/tmp/{turn}.jsonl", turn),
+        ev.FromWorld(turn, text, "store"),
     ]
 
 

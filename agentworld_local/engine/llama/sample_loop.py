@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import llama_cpp
+from llama_cpp import _internals as llama_internals
 
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.llama import checkpoints
@@ -28,6 +29,20 @@ class SampleLoop:
     """LlamaBackend's token loop (see the module's doc)."""
 
     _pieces: dict[int, bytes]
+    #: Tokens one verify holds at most, the sampled one included (verify_width.py).
+    verify_width: int
+
+    def _make_sampler(self, sampling: SamplingConfig, seed: int) -> Any:
+        sampler = llama_internals.LlamaSampler()
+        if sampling.temperature <= 0:
+            sampler.add_greedy()
+            return sampler
+        sampler.add_top_k(sampling.top_k)
+        sampler.add_top_p(sampling.top_p, 1)
+        sampler.add_min_p(sampling.min_p, 1)
+        sampler.add_temp(sampling.temperature)
+        sampler.add_dist(seed & 0xFFFFFFFF)
+        return sampler
 
     def _cancelled(self, stats: GenerationStats, started: float) -> GenerationDone:
         """Cancelled while the prompt was evaluated: nothing was generated yet."""
@@ -96,6 +111,7 @@ class SampleLoop:
                     token = None  # sampled before thinking was closed
                     if len(forced_end) > self.room(seq):
                         stats.finish = "length"  # no room left even to close thinking
+                        stats.thinking_cut = True  # the budget ended it all the same
                         break
                     yield from rules.end_thinking()
                     self._decode(seq, forced_end)
@@ -120,8 +136,9 @@ class SampleLoop:
         """Tokens to verify after `token`, looked up in the context (or the MTP layer's guesses,
         `lookup` None): none past the end of the
         context or of the batch, past the point where a thinking budget or max_tokens ends
-        (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it)."""
-        limit = min(self.room(seq) - 1, self.n_batch - 1)
+        (rules.tokens_left), nor from an end-of-generation token on (the sampler must pick it); no
+        more than a verify may hold (`verify_width`: `auto`'s keeps one-token decodes' logits)."""
+        limit = min(self.room(seq) - 1, self.n_batch - 1, self.verify_width - 1)
         left = rules.tokens_left()  # `token` was fed already
         if left is not None:
             limit = min(limit, left)
