@@ -17,7 +17,7 @@ from typing import Any
 
 from agentworld_local.agent.prompt import action_text, agent_messages, reask_message
 from agentworld_local.agent.protocol import AgentHistory, OnText, Proposal
-from agentworld_local.engine.types import AnswerChunk, GenerationDone, SamplingConfig, ThinkBudget, ThinkingChunk
+from agentworld_local.engine.types import AnswerChunk, BackendNotice, GenerationDone, SamplingConfig, ThinkBudget, ThinkingChunk
 from agentworld_local.errors import AwlError, InputError
 from agentworld_local.session.resume_rules import model_ref
 
@@ -166,6 +166,9 @@ class ModelAgent:
                     on_text(event.text, ask)
             elif isinstance(event, ThinkingChunk):
                 thinking.append(event.text)
+            elif isinstance(event, BackendNotice):  # the answer starts again (a fleet moved to another server)
+                answer.clear()
+                thinking.clear()
             elif isinstance(event, GenerationDone):
                 finish = event.stats.finish
         return "".join(answer), "".join(thinking), "cancelled" if cancel.is_set() else finish

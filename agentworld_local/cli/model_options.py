@@ -19,7 +19,7 @@ from agentworld_local.models.offload_options import FLASH_ATTN_MODES, KV_TYPE_BY
 
 _OPTIONS = (
     ("backend", str, typer.Option(LOCAL, "--backend", help=f"Where the model runs: `{LOCAL}` (a GGUF in this process, --model) or `{OPENAI}` (an OpenAI-compatible server: vLLM, SGLang, llama-server; --base-url and --api-model).")),
-    ("base_url", str, typer.Option(None, "--base-url", help="With --backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1.", show_default=False)),
+    ("base_url", list[str], typer.Option(None, "--base-url", metavar="URL", help="With --backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1. Give it again for each server of the same model (a fleet: each session is placed on the least-loaded server and stays there; a server that stops answering hands its sessions to the others; docs/remote.md).", show_default=False)),
     ("api_model", str, typer.Option(None, "--api-model", help="With --backend openai: the served model's name (as the server's /v1/models lists it).", show_default=False)),
     ("api_key_env", str, typer.Option(None, "--api-key-env", help="With --backend openai: the environment variable that holds the API key (default: OPENAI_API_KEY if set; local servers need none). The key itself is never written anywhere.", show_default=False)),
     ("timeout", float, typer.Option(DEFAULT_TIMEOUT_S, "--timeout", help="With --backend openai: seconds to wait for the server to connect or send the next piece of an answer.")),
@@ -27,10 +27,13 @@ _OPTIONS = (
 )
 
 
-def remote_options(*, model: str | None, backend: str, base_url: str | None, api_model: str | None,
+def remote_options(*, model: str | None, backend: str, base_url: str | list[str] | None, api_model: str | None,
                    api_key_env: str | None, timeout: float, retries: int) -> RemoteOptions | None:
     """The remote options the command line asks for, or None for a local model; InputError
-    for a combination that cannot work (said before anything loads)."""
+    for a combination that cannot work (said before anything loads). `base_url`: one server's
+    API root, or several (`--base-url` given again: a fleet)."""
+    if isinstance(base_url, str):
+        base_url = [base_url]
     if backend not in BACKENDS:
         raise InputError(f"Unknown --backend `{backend}`.", f"Use `--backend {LOCAL}` (a GGUF here) or `--backend {OPENAI}` (a server).")
     if backend == LOCAL:
@@ -45,7 +48,7 @@ def remote_options(*, model: str | None, backend: str, base_url: str | None, api
     if missing:
         raise InputError(f"--backend {OPENAI} needs {' and '.join(missing)}.",
                          "E.g. `--backend openai --base-url http://127.0.0.1:8000/v1 --api-model Qwen/Qwen-AgentWorld-35B-A3B`.")
-    return RemoteOptions(base_url=base_url or "", api_model=api_model or "", api_key_env=api_key_env,
+    return RemoteOptions(base_url=list(base_url or ()), api_model=api_model or "", api_key_env=api_key_env,
                          timeout_s=timeout, retries=retries)
 
 

@@ -129,6 +129,8 @@ def serve_command(
     console.print(f"awl serve: {label} {face}; sessions in {folder}{joined}"
                   f"{'; clients need the token in $' + token_env if token else ''}. Ctrl+C stops (every turn is saved).",
                   soft_wrap=True, markup=False, highlight=False)
+    for line in server_lines(bridge.runner.servers()):
+        console.print(f"awl serve: {line}", soft_wrap=True, markup=False, highlight=False)
     try:
         if openenv:
             from agentworld_local.serve.openenv import make_openenv_app
@@ -145,6 +147,18 @@ def serve_command(
         raise typer.Exit(exit_code(interrupt)) from None  # a clean stop, said below: no "interrupted" after it
     finally:
         console.print("awl serve: stopped; every session's turns are saved.", soft_wrap=True, markup=False, highlight=False)
+
+
+def server_lines(servers: list) -> list[str]:
+    """One status line per server the turns go to (Backend.servers; GET /health has the same):
+    up or down, its places, sessions and turns running, its failures."""
+    lines = []
+    for server in servers:
+        state = "up" if server.up else f"down ({server.error}; asked again in {server.retry_in_s or 0:g} s)"
+        failed = f", {server.failures} failure{'s' if server.failures != 1 else ''}" if server.failures else ""
+        lines.append(f"server {server.endpoint}: {state}, {server.parallel} turns at once, {server.sessions} "
+                     f"session{'s' if server.sessions != 1 else ''}, {server.running} running{failed}.")
+    return lines
 
 
 def _say_load(console: object, event: events.SessionEvent) -> None:

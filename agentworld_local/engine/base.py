@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import Protocol
 
-from agentworld_local.engine.types import GenerationEvent, ModelInfo, SamplingConfig, ThinkBudget
+from agentworld_local.engine.types import GenerationEvent, ModelInfo, SamplingConfig, ServerStatus, ThinkBudget
 
 
 class Backend(Protocol):
@@ -57,7 +57,8 @@ class Backend(Protocol):
         """Stream the answer to `messages`; the last message is the current user turn.
 
         Ends with one GenerationDone whose `stats.finish` is stop, length, cancelled or
-        repetition. One generation at a time: a second call while one is in flight (not
+        repetition. A BackendNotice before it says what the backend did for the turn (a fleet
+        that ran it again on another server: the text streamed so far starts again). One generation at a time: a second call while one is in flight (not
         finished nor closed) raises BackendBusy before it reaches the model
         (engine/guard.py).
         """
@@ -66,6 +67,12 @@ class Backend(Protocol):
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """Tokens `messages` take as the prompt of a generation (generation prompt included),
         so the World can decide what fits in the context before it sends them."""
+        ...
+
+    def servers(self) -> list[ServerStatus]:
+        """The servers its turns go to, each with its sessions, turns running and whether it is
+        up (what `/health` and `awl serve` show): one for a server, a fleet's several
+        (engine/remote/fleet.py), none for a model in this process."""
         ...
 
     def close(self) -> None: ...

@@ -38,7 +38,8 @@ def load_backend(
     remote: RemoteOptions | None = None, offload: Any = None, parallel: int | None = None,
 ) -> Any:
     """The backend for `model`: a registry name, a GGUF path, or `scripted:FILE`; or a
-    server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`.
+    server's model: `remote` (with `model` None or `remote.spec`), or `openai:NAME@URL`; several
+    servers of it (`remote.more_urls`, `openai:NAME@URL1,URL2`) make a Fleet.
 
     The context is checked against the model and this machine before the load (a refusal
     costs seconds, not a load); llama_cpp is imported only when a GGUF is loaded, openai
@@ -57,6 +58,10 @@ def load_backend(
     if offload is not None and replace(offload, prefetch=True) != type(offload)() and (remote is not None or (model or "").startswith(SCRIPTED)):
         raise InputError("--cpu-moe, --n-cpu-moe, --flash-attn and --kv-type set up a GGUF loaded here, not this model.",
                          "Drop them; a server sets these itself.")
+    if remote is not None and remote.more_urls:  # several servers of the model: a fleet (engine/remote/fleet.py)
+        from agentworld_local.engine.remote.fleet import Fleet
+
+        return Fleet(remote, n_ctx=ctx, parallel=parallel, notice=notice)
     if remote is not None:
         from agentworld_local.engine.remote.backend import OpenAIBackend
 

@@ -54,6 +54,7 @@ from typing import Any
 
 from agentworld_local.contract.parse import THINK_CLOSE, THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
+from agentworld_local.engine.context_window import overflow_hint
 from agentworld_local.engine.guard import GenerationGuard
 from agentworld_local.engine.answer_rules import AnswerRules
 from agentworld_local.engine.types import (
@@ -234,6 +235,10 @@ class ScriptedBackend:
         """The estimate `generate` reports as `prompt_tokens_total`."""
         return _prompt_total(messages)
 
+    def servers(self) -> list:
+        """None: the answers are written in advance, no server runs them (Backend.servers)."""
+        return []
+
     def close(self) -> None:
         pass
 
@@ -248,7 +253,7 @@ class ScriptedBackend:
         if total + 8 > self.info.n_ctx:
             raise AwlError(
                 f"The conversation needs {total} tokens but the context holds {self.info.n_ctx}.",
-                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+                overflow_hint(messages),  # turn 1 has no earlier turn to fork at
             )
         evaluated = sum(_message_tokens(m) for m in messages[common:]) + 3
         self._context = list(messages)

@@ -45,7 +45,7 @@ from gymnasium.wrappers import TimeLimit
 
 from agentworld_local.defaults import DEFAULT_EPISODE_STEPS
 from agentworld_local.domains.syntax import MAX_ACTION_CHARS
-from agentworld_local.env.factory import make
+from agentworld_local.env.factory import SERVER_OPTIONS, make
 from agentworld_local.env.ids import env_ids
 from agentworld_local.env.simulated import ENV_OPTIONS, SPEC_OPTIONS
 from agentworld_local.errors import refuse_unknown
@@ -217,7 +217,7 @@ class AgentWorldEnv(gymnasium.Env):
                                   "(the current observation as text) or none.")
         # Every keyword that is not an option, each with the name it was likely meant as, before
         # anything is made (a folder, a model load).
-        refuse_unknown(options, (*SPEC_OPTIONS, *ENV_OPTIONS), env_id, also=GYMNASIUM_KEYWORDS,
+        refuse_unknown(options, (*SPEC_OPTIONS, *ENV_OPTIONS, *SERVER_OPTIONS), env_id, also=GYMNASIUM_KEYWORDS,
                        shown="model, render_mode, max_episode_steps, disable_env_checker, ")
         self.render_mode = render_mode
         if options.get("out_dir") is None:

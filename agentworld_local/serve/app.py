@@ -166,10 +166,13 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
     @app.get("/health", responses=responses(*every))
     async def health() -> dict[str, Any]:
         """The model served, the sessions open, the limits, and the model's `parallel`: turns that
-        run at once, turns running and turns waiting."""
+        run at once, turns running and turns waiting; `servers`: each server the turns go to (one,
+        or a fleet's several; none for a model in this process), its sessions, turns running,
+        places, whether it is up, its failures and when a down one is asked again."""
         runner = bridge.runner
         return {"model": runner.model or runner.served_model, "sessions_open": registry.open_count,
-                "limits": asdict(limits), **asdict(runner.load_now)}
+                "limits": asdict(limits), **asdict(runner.load_now),
+                "servers": [asdict(server) for server in runner.servers()]}
 
     @app.get("/sessions", responses=responses(*every))
     async def list_sessions() -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ from agentworld_local.engine.remote.client import (
 )
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.engine.remote.server_kinds import ONE_AT_A_TIME, TurnGate, capacity, prefix_cache_notice
+from agentworld_local.engine.remote.server_state import ServerStopped, ServerTally, failure_cause, stopped_or
 from agentworld_local.engine.remote.stream import AnswerStream
 from agentworld_local.engine.remote.usage import ServedCounts, usage_request
 from agentworld_local.engine.thinking import FORCED_THINK_END
@@ -59,6 +60,7 @@ from agentworld_local.engine.types import (
     GenerationStats,
     ModelInfo,
     SamplingConfig,
+    ServerStatus,
     ThinkBudget,
 )
 from agentworld_local.errors import GenerationError, ModelError, RequestRefused
@@ -136,6 +138,7 @@ class OpenAIBackend:
         self._view_closed: threading.Event | None = None  # a view's own
         self.server_separates = False  # learnt from the first answer that carries a reasoning field
         self._usage_options, self._usage_extra = usage_request(self.facts.kind)
+        self._tally = ServerTally()  # shared by every view: what servers() says
 
     def _notice(self, text: str) -> None:
         self.notices.append(text)
@@ -159,7 +162,12 @@ class OpenAIBackend:
         view.__dict__.update(self.__dict__)
         view._guard = GenerationGuard()
         view._view_closed = threading.Event()
+        self._tally.opened(view)
         return view
+
+    def servers(self) -> list[ServerStatus]:
+        """This one server: its sessions (views open), turns running, and failures (Backend.servers)."""
+        return [self._tally.status(self.options.endpoint, self.parallel)]
 
     # -- the Backend protocol -------------------------------------------------------
 
@@ -177,7 +185,7 @@ class OpenAIBackend:
     ) -> Iterator[GenerationEvent]:
         if self._closed.is_set() or (self._view_closed is not None and self._view_closed.is_set()):
             raise GenerationError("The connection to the server was closed.", "Load the model again to run another turn.")
-        with self._guard.hold():
+        with self._guard.hold(), self._tally.turn():
             stop = EitherEvent(cancel, self._view_closed, self._closed)
             if self._gate is None:
                 yield from self._generate(messages, sampling, think, seed, stop)
@@ -193,6 +201,7 @@ class OpenAIBackend:
         """A view: stop its own generation in flight. The backend: stop every view's and
         release the connections."""
         (self._closed if self._view_closed is None else self._view_closed).set()
+        self._tally.closed(self)
         self._guard.wait_idle(5.0)
         if self._view_closed is None:
             self._client.close()
@@ -344,8 +353,8 @@ class OpenAIBackend:
                 raise describe_error(error, self.options, models=self.facts.models,
                                      messages=request["messages"]) from None
             except openai.OpenAIError as error:
-                raise describe_error(error, self.options, models=self.facts.models,
-                                     messages=request["messages"]) from None
+                raise stopped_or(describe_error(error, self.options, models=self.facts.models,
+                                                 messages=request["messages"]), error, self.options) from None
         raise AssertionError("unreachable")  # the second try returns or raises
 
     def _room(self, request: dict[str, Any]) -> int:
@@ -395,10 +404,10 @@ class OpenAIBackend:
         )
 
     def _broken(self, error: Exception, stream: Any = None) -> GenerationError:
-        """The stream failed after it began (the server died, the network dropped)."""
+        """The stream failed after it began (the server died, the network dropped): ServerStopped."""
         if isinstance(error, openai.OpenAIError):
             described = describe_error(error, self.options, models=self.facts.models)
-            return GenerationError(described.message, described.hint)
+            return ServerStopped(described.message, described.hint, cause=failure_cause(described.message, self.options))
         cause = " ".join(str(error).split())[:200] or type(error).__name__
         timed_out = "timeout" in type(error).__name__.lower() or "timed out" in cause.lower()
         what = f"sent nothing for {self.options.timeout_s:g} seconds" if timed_out else f"stopped mid-answer ({cause})"
@@ -406,10 +415,10 @@ class OpenAIBackend:
         if self.parallel > 1 and not timed_out and self.facts.kind == "openai":  # a server awl does not know
             hint = ("Check that the server is still running; one that takes one request at a time cuts an answer when "
                     "another arrives: then run awl with --parallel 1 (awl serve) or --concurrency 1 (bench predict).")
-        return GenerationError(
+        return ServerStopped(
             f"The server at {server_name(self.options, getattr(stream, 'response', None))} {what}; "
             "this turn was not saved.",
-            hint,
+            hint, cause=what,
         )
 
 

@@ -7,7 +7,9 @@ travels in these options, so the key is never written to a trajectory, a log or 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,6 +41,10 @@ SERVER_PARALLEL_DEFAULTS = (f"{BATCHING_SERVER_PARALLEL} for vLLM and SGLang, 1 
 
 @dataclass(frozen=True)
 class RemoteOptions:
+    """One server's model, or a fleet's: `base_url` may be given as a list of API roots (the
+    same model on each; `--base-url` given again), kept as the first in `base_url` and the
+    rest in `more_urls` (engine/remote/fleet.py sends each session to one of them)."""
+
     base_url: str
     api_model: str
     #: The environment variable holding the key; None: OPENAI_API_KEY if set, else no key.
@@ -47,14 +53,37 @@ class RemoteOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: Retries (with backoff) after a connection error, a 429 or a 5xx, before the answer starts.
     retries: int = DEFAULT_RETRIES
+    #: The fleet's other servers (each another `--base-url`), in the order given.
+    more_urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError(
-                f"--base-url {endpoint_label(self.base_url)!s} is not an http(s) URL.",
-                "Give the server's OpenAI API root, e.g. `--base-url http://127.0.0.1:8000/v1`.",
-            )
+        if not isinstance(self.base_url, str):  # a list of servers: the first, and the others
+            urls = [*self.base_url, *self.more_urls] if isinstance(self.base_url, Sequence) else [self.base_url]
+            if not urls:
+                raise InputError("--base-url is empty.", "Give the server's OpenAI API root, e.g. `--base-url http://127.0.0.1:8000/v1`.")
+            object.__setattr__(self, "base_url", urls[0])
+            object.__setattr__(self, "more_urls", tuple(urls[1:]))
+        object.__setattr__(self, "more_urls", tuple(self.more_urls))
+        seen: dict[str, str] = {}
+        for url in self.urls:
+            if not isinstance(url, str):
+                raise InputError(f"--base-url {url!r} is not a URL.", "Give each server's API root as text, e.g. http://127.0.0.1:8000/v1.")
+            parts = urlsplit(url)
+            try:
+                parts.port  # noqa: B018 - a port that is not a number raises here
+            except ValueError:
+                parts = parts._replace(scheme="")
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise InputError(
+                    f"--base-url {_shown_url(url)} is not an http(s) URL.",
+                    "Give the server's OpenAI API root, e.g. `--base-url http://127.0.0.1:8000/v1`.",
+                )
+            key = _same_server(url)
+            if key in seen:
+                raise InputError(f"--base-url {endpoint_label(url)} is given twice.",
+                                 "Give each server once (a server that takes more turns at once says so itself, "
+                                 "or takes --parallel N).")
+            seen[key] = url
         if not self.api_model.strip():
             raise InputError("--api-model is empty.", "Name the served model, e.g. `--api-model Qwen/Qwen-AgentWorld-35B-A3B`.")
         if self.timeout_s <= 0:
@@ -63,24 +92,40 @@ class RemoteOptions:
             raise InputError(f"--retries {self.retries} cannot be negative.", "Use `--retries 0` for none.")
 
     @property
+    def urls(self) -> tuple[str, ...]:
+        """Every server's API root: one, or a fleet's several."""
+        return (self.base_url, *self.more_urls)
+
+    def servers(self) -> tuple["RemoteOptions", ...]:
+        """One set of options per server (each with its own URL, the rest alike)."""
+        return tuple(replace(self, base_url=url, more_urls=()) for url in self.urls)
+
+    @property
     def spec(self) -> str:
-        """The one-text form a model field takes (the TUI's start screen): `openai:NAME@URL`."""
-        return f"{SPEC_PREFIX}{self.api_model}@{self.endpoint}"
+        """The one-text form a model field takes (the TUI's start screen): `openai:NAME@URL`, a
+        fleet's URLs joined by commas (`openai:NAME@URL1,URL2`)."""
+        return f"{SPEC_PREFIX}{self.api_model}@{','.join(endpoint_label(url) for url in self.urls)}"
 
     @classmethod
     def from_spec(cls, text: str, **options: Any) -> "RemoteOptions":
-        """`openai:NAME@URL` (see `spec`); InputError when it is not that form."""
+        """`openai:NAME@URL` or `openai:NAME@URL1,URL2,...` (see `spec`); InputError when it is
+        not that form."""
         body = text[len(SPEC_PREFIX):] if text.startswith(SPEC_PREFIX) else ""
-        at = max(body.rfind("@http://"), body.rfind("@https://"))
+        starts = [match.start() for match in re.finditer(r"@https?://", body)]
+        # The name ends at the first `@http` that the URLs follow (a name may hold an `@`).
+        at = next((start for start in starts if all(re.match(r"https?://", url)
+                                                     for url in _split_urls(body[start + 1:]))), -1)
         if at <= 0:
             raise InputError(f"`{text}` is not a server model.",
                              "Write it as openai:MODEL@URL, e.g. openai:Qwen/Qwen-AgentWorld-35B-A3B@http://127.0.0.1:8000/v1.")
-        return cls(base_url=body[at + 1:], api_model=body[:at], **options)
+        return cls(base_url=_split_urls(body[at + 1:]), api_model=body[:at], **options)
 
     @property
     def endpoint(self) -> str:
-        """The base URL without credentials: what trajectories and messages may show."""
-        return endpoint_label(self.base_url)
+        """The base URL without credentials: what trajectories and messages may show; a fleet's
+        is its first server's and how many more (`http://a:8000/v1 +2`)."""
+        first = endpoint_label(self.base_url)
+        return f"{first} +{len(self.more_urls)}" if self.more_urls else first
 
     def api_key(self) -> str:
         """The key from the named environment variable (NO_KEY when the default one is unset)."""
@@ -94,6 +139,27 @@ class RemoteOptions:
                 f"Set it to the server's API key, e.g. `export {name}=...`, or drop --api-key-env for a server without keys.",
             )
         return NO_KEY
+
+
+def _shown_url(url: str) -> str:
+    """`url` as an error may name it: without credentials or query, even where it cannot be read
+    as a URL (a port that is not a number), and at most 120 characters."""
+    label = endpoint_label(url)
+    if label != "(an unreadable URL)" and urlsplit(url).hostname:
+        return label
+    text = re.sub(r"//[^/@]*@", "//", " ".join(url.split()).split("?")[0].split("#")[0])
+    return f"`{text[:120]}{'...' if len(text) > 120 else ''}`"
+
+
+def _split_urls(text: str) -> list[str]:
+    """A spec's URLs: split at each comma that starts another http(s) URL."""
+    return re.split(r",(?=https?://)", text)
+
+
+def _same_server(url: str) -> str:
+    """What two spellings of one server's API root share (case of the host, a trailing `/`)."""
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{parts.port}{parts.path.rstrip('/')}"
 
 
 def endpoint_label(url: str) -> str:

@@ -205,6 +205,10 @@ class SessionRunner:
         """`parallel`, turns running, and commands waiting (what /health shows)."""
         return self._order.load
 
+    def servers(self) -> list[Any]:
+        """Each server the turns go to (Backend.servers; none before a load), for /health and `awl serve`."""
+        return self._backend.servers() if self._backend is not None else []
+
     # -- submitting ------------------------------------------------------------------------
 
     def _submit(self, name: str, session: str | None, body: Callable[[Command], None], *, alone: bool = False) -> Sent:
