@@ -223,16 +223,19 @@ class SessionRegistry:
             raise HttpProblem(429, f"This server has {self.limits.max_sessions} sessions open, its limit.",
                               "Close one (DELETE /sessions/ID) and try again.")
         self._opening += 1
+        counted = [True]  # the session counts as opening until it counts as open (never as both)
         try:
-            outcome = check(await self.bridge.call(send, watch=self._registering(), **options))
+            outcome = check(await self.bridge.call(send, watch=self._registering(counted), **options))
         finally:
-            self._opening -= 1
+            if counted[0]:
+                self._opening -= 1
         return self._open[Path(outcome.first(events.SessionOpened).path).stem].state()
 
-    def _registering(self) -> Callable[[events.SessionEvent], None]:
+    def _registering(self, counted: list[bool]) -> Callable[[events.SessionEvent], None]:
         """What follows one opening command's events: the session it opened is followed from its
         Ready on, which carries its view (in the command's task, so a client that went away
-        meanwhile leaves no session the server does not know)."""
+        meanwhile leaves no session the server does not know). `counted`: whether the opening
+        session still counts in `_opening`; once open it counts there no more."""
         opened: list[events.SessionOpened] = []
 
         def register(event: events.SessionEvent) -> None:
@@ -244,6 +247,9 @@ class SessionRegistry:
                 self._open[path.stem] = OpenSession(path.stem, path, opened[-1].domain, event.view,
                                                     shared_world=getattr(settings, "shared_world", None))
                 self._closed.pop(path.stem, None)
+                if counted[0]:
+                    counted[0] = False
+                    self._opening -= 1
 
         return register
 
