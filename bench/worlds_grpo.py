@@ -8,7 +8,8 @@ pair measured in one run:
 - model turns (turns the model predicted) and wall time, with a world and without;
 - the reward spread across identical action replays: the same 6 actions replayed by 8 rollouts,
   scored by a reward of the last observation (std; 0 means every replay met the same world);
-- the store's cost per step (a served turn's wall time, and the store's own get/put).
+- the store's cost per step (a served turn's wall time, and the store's own get/put);
+- two `awl serve` processes sharing one worlds folder: identical prefixes, identical observations.
 
 Over the scripted model (no model time: what is timed is awl's own work, one fsync per turn) and
 over the tiny qwen35moe GGUF fixture (the real llama.cpp path, temperature 0.6, thinking off).
@@ -20,11 +21,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -154,11 +160,75 @@ def measure(label: str, make_backend, tasks: int, temperature: float) -> list[li
     ]
 
 
+def _serve(folder: Path, name: str, prefix: str, port: int) -> subprocess.Popen:
+    """`awl serve` over a scripted model of its own answers (one model name for both: the file's)."""
+    answers = folder / name / "answers.json"
+    answers.parent.mkdir(parents=True)
+    answers.write_text(json.dumps({"version": 1, "answers": [
+        {"raw": f"<think>\nt\n</think>\n<predicted_observation>\n{prefix} {index}\n</predicted_observation>"}
+        for index in range(97)]}), encoding="utf-8")
+    env = {**os.environ, "AWL_HOME": str(folder / f"home-{name}"), "AWL_WORLDS_DIR": str(folder / "worlds"),
+           "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    command = [sys.executable, "-m", "agentworld_local.cli.main", "serve", "--model", f"scripted:{answers}",
+               "--dir", str(folder / name / "sessions"), "--port", str(port), "--shared-world", "two-servers",
+               "--max-sessions", "100000"]
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _post(url: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body or {}).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+def two_servers(tasks: int) -> list[object]:
+    """Groups whose rollouts alternate between two `awl serve` processes sharing one worlds
+    folder: how many identical action prefixes met identical observations across the two."""
+    with tempfile.TemporaryDirectory() as directory:
+        folder = Path(directory)
+        ports = []
+        while len(ports) < 2:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                if (port := probe.getsockname()[1]) not in ports:
+                    ports.append(port)
+        servers = [_serve(folder, f"s{index}", f"P{index}", port) for index, port in enumerate(ports)]
+        bases = [f"http://127.0.0.1:{port}" for port in ports]
+        try:
+            for base in bases:
+                while True:  # ready when /health answers (the bench waits as long as it takes)
+                    try:
+                        urllib.request.urlopen(f"{base}/health", timeout=5).close()
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+            seen: dict[tuple[str, ...], set[str]] = {}
+            started = time.perf_counter()
+            for task in range(tasks):
+                for rollout in range(ROLLOUTS):
+                    base = bases[rollout % 2]
+                    sid = _post(f"{base}/sessions", {"domain": "terminal", "seed": task, "think": "off"})["id"]
+                    done: list[str] = []
+                    for action in actions(task, rollout):
+                        done.append(action)
+                        observation = _post(f"{base}/sessions/{sid}/step", {"action": action})["observation"]
+                        seen.setdefault(tuple(done), set()).add(observation)
+            wall = time.perf_counter() - started
+        finally:
+            for server in servers:
+                server.send_signal(signal.SIGTERM)
+                server.wait(60)
+    agreed = sum(1 for observations in seen.values() if len(observations) == 1)
+    return [f"{tasks} x {ROLLOUTS} x {STEPS}", len(seen), agreed, f"{wall:.1f}"]
+
+
 def section(quick: bool, tasks: int = 64, gguf_tasks: int = 4) -> str:
     tasks, gguf_tasks = (8, 1) if quick else (tasks, gguf_tasks)
     rows = measure("scripted", scripted_model, tasks, 0.6)
     rows += measure("tiny GGUF", gguf_model, gguf_tasks, 0.6)
     put_us, get_us = store_cost(Path(tempfile.mkdtemp()))
+    across = two_servers(4 if quick else 16)
     expected = (SHARED + ROLLOUTS * (STEPS - SHARED)) / (ROLLOUTS * STEPS)
     return "\n".join([
         "## Shared worlds under GRPO (bench/worlds_grpo.py)",
@@ -170,6 +240,12 @@ def section(quick: bool, tasks: int = 64, gguf_tasks: int = 4) -> str:
                "served turn ms (median)"], rows),
         "",
         f"The store alone (SQLite, 1 KB answers): put {put_us:.0f} µs, get {get_us:.0f} µs.",
+        "",
+        "Two `awl serve` processes sharing one worlds folder, a group's rollouts alternating between them "
+        "(scripted models whose answers differ; REST):",
+        "",
+        table(["tasks x rollouts x steps", "distinct action prefixes", "met one observation across both", "wall s"],
+              [across]),
     ])
 
 
