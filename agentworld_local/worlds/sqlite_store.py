@@ -120,6 +120,9 @@ class SqliteWorldStore:
                 f"The shared world `{self.name}` was written by a newer awl (store format {version}; this awl "
                 f"reads {STORE_VERSION}).", "Upgrade awl, or use another world name.")
         self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+        # No fsync per answer: with the log, a crash of awl loses nothing and a power cut at most
+        # the last answers (predicted again when reached); each turn's session file is synced.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for statement in filter(str.strip, _SCHEMA.split(";")):
