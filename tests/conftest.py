@@ -14,6 +14,25 @@ settings.load_profile("default")
 from agentworld_local.fixtures.tiny_gguf import ensure_fixture
 
 
+def pytest_report_header(config) -> str:
+    """Which tier runs (pyproject's `-m "not slow"` unless the command line gives another `-m`)."""
+    tier = config.getoption("markexpr") or "every test"
+    return f"tests selected: -m {tier!r} (README: `pytest` is the default tier, `pytest -m slow` the slow one)"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """A test stopped by pytest-timeout's per-test limit hung, or met a machine far busier than
+    the limit allows for: say how to tell, apart from the failures that are real at any speed."""
+    timed_out = [report.nodeid for kind in ("failed", "error") for report in terminalreporter.stats.get(kind, [])
+                 if "from pytest-timeout" in str(getattr(report, "longrepr", ""))]
+    if timed_out:
+        terminalreporter.write_sep("=", f"{len(timed_out)} test(s) ran past pytest-timeout's per-test limit")
+        terminalreporter.write_line("Each report above shows where it waited. Rerun each alone: failing again there "
+                                    "is a hang (a real failure); passing alone, it was the machine's load.")
+        for nodeid in timed_out:
+            terminalreporter.write_line(f"  .venv/bin/python -m pytest -m 'slow or not slow' '{nodeid}'")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_awl_home(tmp_path_factory):
     """The suite never reads or writes the user's awl files (config, registry, sessions): a

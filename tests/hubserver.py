@@ -194,7 +194,7 @@ def _handler(hub: HubServer, role: str) -> type[BaseHTTPRequestHandler]:
             try:
                 if stall is not None:
                     self._write(record, payload[:stall])
-                    hub.release.wait(timeout=60)
+                    hub.release.wait()  # set by the test, or by __exit__
                     payload = payload[stall:]
                 if cut is not None:
                     self._write(record, payload[:cut])

@@ -118,7 +118,7 @@ def test_an_agent_on_an_openai_compatible_server(tmp_path):
 def test_a_second_gguf_as_the_agent_on_the_real_llama_path(tmp_path, qwen_gguf):
     out = tmp_path / "s.jsonl"
     result = awl("run", "-m", world(tmp_path), "--agent", str(qwen_gguf), "--agent-steps", "2", "--out", str(out),
-                 home=tmp_path, timeout=300)
+                 home=tmp_path)
     assert result.returncode == 0, result.stderr  # seeded: the fixture's random weights write 2 "commands"
     saved = read_trajectory(out)
     assert saved.header.agent["architecture"] == "qwen35moe" and saved.header.agent["sha256"]
@@ -170,13 +170,12 @@ def test_a_signal_while_the_agent_proposes_keeps_the_finished_turns(tmp_path, si
     process = subprocess.Popen([sys.executable, "-m", "agentworld_local.cli.main", *args], env=awl_env(tmp_path),
                                cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while len(server.requests) < 2 or not out.exists() or out.read_text().count("\n") < 2:
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        # Until the second proposal streams (its ~10 s of chunks): no deadline, pytest-timeout stops a hang.
+        while len(server.requests) < 2 or not server.active or not out.exists() or out.read_text().count("\n") < 2:
+            assert process.poll() is None, process.communicate()
             time.sleep(0.02)
-        time.sleep(0.3)  # the second proposal is streaming
         process.send_signal(signum)
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate()
     finally:
         server.close()
         if process.poll() is None:

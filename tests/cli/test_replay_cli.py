@@ -22,7 +22,7 @@ def run_awl(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONIOENCODING="utf-8")
     return subprocess.run(
         [sys.executable, "-m", "agentworld_local.cli.main", *args],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60,
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8",
     )
 
 

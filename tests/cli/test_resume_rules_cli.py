@@ -158,7 +158,7 @@ def test_a_session_made_with_a_relative_model_path_resumes_from_another_director
 
     def run(*args: str, cwd) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "agentworld_local.cli.main", *args], input="ls\n", text=True,
-                              capture_output=True, cwd=cwd, env=awl_env(tmp_path, PYTHONPATH=str(REPO)), timeout=120)
+                              capture_output=True, cwd=cwd, env=awl_env(tmp_path, PYTHONPATH=str(REPO)))
 
     assert run("run", "-m", "scripted:answers.json", "-o", "s.jsonl", cwd=made_in).returncode == 0
     resumed = run("run", "--resume", str(made_in / "s.jsonl"), cwd=elsewhere)

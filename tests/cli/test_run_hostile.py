@@ -113,7 +113,7 @@ def test_a_fifo_given_as_a_file_is_refused_at_once(tmp_path, qwen_gguf, option):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     where = [str(fifo)] if option == "script" else [option, str(fifo)]
-    result = awl("run", *where, "-m", str(qwen_gguf), "-o", str(tmp_path / "s.jsonl"), home=tmp_path, stdin="", timeout=30)
+    result = awl("run", *where, "-m", str(qwen_gguf), "-o", str(tmp_path / "s.jsonl"), home=tmp_path, stdin="")
     refused_before_loading(result, "is not a regular file")
 
 
@@ -139,7 +139,7 @@ def test_a_script_that_is_not_utf8_names_the_line(tmp_path, qwen_gguf):
 def test_a_task_that_is_not_utf8_is_refused(tmp_path, qwen_gguf):
     """Bytes from the command line that are not UTF-8 reach Python as lone surrogates."""
     command = [sys.executable, "-m", "agentworld_local.cli.main", "run", "-m", str(qwen_gguf), "--task", b"caf\xe9"]
-    result = subprocess.run(command, input="ls\n", capture_output=True, text=True, env=awl_env(tmp_path), cwd=REPO, timeout=60)
+    result = subprocess.run(command, input="ls\n", capture_output=True, text=True, env=awl_env(tmp_path), cwd=REPO)
     refused_before_loading(result, "--task holds bytes that are not UTF-8")
 
 
@@ -150,7 +150,7 @@ def test_piped_stdin_that_is_not_utf8_ends_with_the_line_named_and_the_turns_kep
     model = scripted_model(tmp_path, "<predicted_observation>\nok\n</predicted_observation>")
     result = subprocess.run(
         [sys.executable, "-m", "agentworld_local.cli.main", "run", "-m", model, "-o", str(out)],
-        input=b"ls\n" + bad + b"pwd\n", capture_output=True, env=awl_env(tmp_path), cwd=REPO, timeout=60,
+        input=b"ls\n" + bad + b"pwd\n", capture_output=True, env=awl_env(tmp_path), cwd=REPO,
     )
     result.stderr = result.stderr.decode()
     one_error_mid_session(result, "stdin:2: the line is not UTF-8 text", f"1 completed turn is saved in {out}")
@@ -171,9 +171,9 @@ def test_at_the_prompt_a_line_that_is_not_utf8_is_reported_and_the_session_goes_
     os.close(slave)
 
     def wait_for(text: str, count: int = 1) -> None:
-        deadline = time.monotonic() + 60
+        """Until stderr shows `text` (no deadline: pytest-timeout stops a hang), while it runs."""
         while errors.read_text(errors="replace").count(text) < count:
-            assert time.monotonic() < deadline and process.poll() is None, errors.read_text()
+            assert process.poll() is None, errors.read_text()
             time.sleep(0.02)
 
     try:
@@ -183,7 +183,7 @@ def test_at_the_prompt_a_line_that_is_not_utf8_is_reported_and_the_session_goes_
         os.write(master, b"ls\n")
         wait_for("action> ", count=3)
         os.write(master, b"\x04")
-        assert process.wait(timeout=60) == 0, errors.read_text()
+        assert process.wait() == 0, errors.read_text()
     finally:
         if process.poll() is None:
             process.kill()
@@ -227,7 +227,7 @@ def test_a_full_disk_mid_run_gives_one_clear_error_and_keeps_the_saved_turns(tmp
     out = tmp_path / "s.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "agentworld_local.cli.main", "run", "-m", model, "-o", str(out)],
-        input="ls\npwd\nwhoami\n", capture_output=True, text=True, env=awl_env(tmp_path), cwd=REPO, timeout=60,
+        input="ls\npwd\nwhoami\n", capture_output=True, text=True, env=awl_env(tmp_path), cwd=REPO,
         preexec_fn=small_disk,
     )
     one_error_mid_session(result, str(out), "File too large", f"1 completed turn is saved in {out}")

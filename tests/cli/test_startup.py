@@ -27,7 +27,7 @@ def modules_loaded_by(argv: list[str]) -> tuple[str, list[str]]:
         f"    code = main({argv!r})\n"
         f"print(json.dumps([out.getvalue(), sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))]))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
     shown, loaded = json.loads(result.stdout.splitlines()[-1])
     return shown, loaded

@@ -131,6 +131,7 @@ def test_different_seeds_give_different_output(backend):
     assert first.raw_output != second.raw_output
 
 
+@pytest.mark.slow  # a capacity test: 11 turns past a checkpoint budget (the slow tier)
 def test_checkpoints_stay_within_their_memory_budget_and_undo_still_works(backend):
     world = make_world(backend, seed=5)
     records = [world.run_turn(action) for action in ACTIONS[:8]]

@@ -63,7 +63,7 @@ def test_only_missing_mtp_blocks_are_left_out(declared, nextn, held, loaded):
 
 
 def test_it_loads_as_the_layers_it_holds_says_so_once_and_generates(tmp_path, declared):
-    result = awl(*RUN, "--model", str(declared), stdin="ls -la\n", home=tmp_path, timeout=600)
+    result = awl(*RUN, "--model", str(declared), stdin="ls -la\n", home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count(NOTICE) == 1, result.stderr
     assert "Traceback" not in result.stderr and "saved 1 turn" in result.stderr
@@ -73,7 +73,7 @@ def test_it_loads_as_the_layers_it_holds_says_so_once_and_generates(tmp_path, de
 
 
 def test_speculate_mtp_says_the_file_has_no_mtp_layer(tmp_path, declared):
-    result = awl(*RUN, "--speculate", "mtp", "--model", str(declared), stdin="ls\n", home=tmp_path, timeout=600)
+    result = awl(*RUN, "--speculate", "mtp", "--model", str(declared), stdin="ls\n", home=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     error = [line for line in result.stderr.splitlines() if line.startswith("awl: error:")]
@@ -99,7 +99,7 @@ def test_a_truncated_file_is_to_be_downloaded_again(tmp_path, declared):
     data = declared.read_bytes()
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(data[: len(data) - 4096])
-    result = awl(*RUN, "--model", str(cut), stdin="ls\n", home=tmp_path, timeout=600)
+    result = awl(*RUN, "--model", str(cut), stdin="ls\n", home=tmp_path)
     assert_one_line_error(result, "truncated or damaged", f"{len(data) - 4096:,} bytes", "Re-download it")
     # The load's own explanation says the same when llama.cpp is the first to notice.
     error = explain_load_failure(cut, "llama_model_load: error loading model: tensor data is not within the file bounds")
@@ -110,7 +110,7 @@ def test_a_complete_file_that_lacks_a_layer_names_the_missing_tensor(tmp_path):
     # 10 blocks declared, 1 of them MTP, 8 held: a trunk layer is missing, not only the MTP one.
     broken = write_qwen35moe_fixture(tmp_path / "trunk.gguf", mtp="declared")
     _set_key(broken, "qwen35moe.block_count", 10)
-    result = awl(*RUN, "--model", str(broken), stdin="ls\n", home=tmp_path, timeout=600)
+    result = awl(*RUN, "--model", str(broken), stdin="ls\n", home=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert error.startswith("awl: error: llama.cpp could not load trunk.gguf: it has no tensor `blk.8.")
@@ -122,7 +122,7 @@ def test_a_complete_file_that_lacks_a_layer_names_the_missing_tensor(tmp_path):
 def test_a_complete_file_llama_cpp_refuses_is_not_blamed_on_the_download(tmp_path):
     broken = write_llama_fixture(tmp_path / "shape.gguf")
     _set_key(broken, "llama.embedding_length", 72)  # every tensor is there, in the wrong shape for the header
-    result = awl(*RUN, "--model", str(broken), stdin="ls\n", home=tmp_path, timeout=600)
+    result = awl(*RUN, "--model", str(broken), stdin="ls\n", home=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert error.startswith("awl: error: llama.cpp could not load shape.gguf: ")

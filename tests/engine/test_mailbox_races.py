@@ -1,9 +1,9 @@
 """Each session's order, owned once by the runner (session/runner/mailbox.py), raced on the real
 llama.cpp path (the qwen35moe fixture, two places) with more sessions than places.
 
-Each test runs its race 200 times with randomised timing; each one failed on the runner that
-refused a session's second command, cancelled only what ran, and closed a replaced session
-under its running turn.
+Each test runs its race 200 times with randomised timing (the slow tier, `pytest -m slow`) and
+20 times in the default tier; each one failed on the runner that refused a session's second
+command, cancelled only what ran, and closed a replaced session under its running turn.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from agentworld_local.testing import LentBackend
 from agentworld_local.trajectory.reader import read_trajectory
 
 ROUNDS = int(os.environ.get("AWL_RACE_ROUNDS", "200"))
+#: The default tier's short race (about a tenth of the time); the slow tier runs ROUNDS.
+SHORT_ROUNDS = int(os.environ.get("AWL_RACE_ROUNDS_SHORT", "20"))
 SESSIONS = 3  # more sessions than the model's two places
+
+
+@pytest.fixture(params=[pytest.param(SHORT_ROUNDS, id="short"),
+                        pytest.param(ROUNDS, id="long", marks=pytest.mark.slow)])
+def rounds(request) -> int:
+    """How many times a test runs its race: a short race in the default tier, ROUNDS in the slow one."""
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +74,14 @@ def pause(rng: random.Random) -> None:
     threading.Event().wait(rng.choice([0, 0, rng.uniform(0, 0.002), rng.uniform(0, 0.02)]))
 
 
-def test_a_sessions_second_command_waits_in_its_mailbox_in_order_and_is_counted(tmp_path, two_places):
+def test_a_sessions_second_command_waits_in_its_mailbox_in_order_and_is_counted(tmp_path, two_places, rounds):
     rng = random.Random(39)
     runner = SessionRunner(backend=LentBackend(two_places))
     try:
         sids = [opened(runner, tmp_path, f"s{n}.jsonl", n) for n in range(SESSIONS)]
         expected = {sid: 0 for sid in sids}
         most_waiting = 0
-        for round_number in range(ROUNDS):
+        for round_number in range(rounds):
             sent = []
             for sid in sids:
                 commands = [("step", lambda sid=sid, n=round_number: runner.step(sid, f"echo {n}"))]
@@ -107,12 +116,12 @@ def test_a_sessions_second_command_waits_in_its_mailbox_in_order_and_is_counted(
         assert len(read_trajectory(Path(sid)).current_branch()) == expected[sid]
 
 
-def test_cancel_drops_what_waits_and_stops_what_runs_and_each_ends_cancelled_by_a_client(tmp_path, two_places):
+def test_cancel_drops_what_waits_and_stops_what_runs_and_each_ends_cancelled_by_a_client(tmp_path, two_places, rounds):
     rng = random.Random(7)
     runner = SessionRunner(backend=LentBackend(two_places))
     try:
         sids = [opened(runner, tmp_path, f"c{n}.jsonl", n) for n in range(SESSIONS)]
-        for round_number in range(ROUNDS):
+        for round_number in range(rounds):
             target = rng.choice(sids)
             others = [runner.step(sid, f"echo other {round_number}") for sid in sids if sid != target]
             mine = [runner.step(target, f"echo {round_number}"), runner.undo(target), runner.step(target, "pwd")]
@@ -139,13 +148,13 @@ def test_cancel_drops_what_waits_and_stops_what_runs_and_each_ends_cancelled_by_
         runner.close()
 
 
-def test_opening_a_session_that_replaces_another_waits_for_its_running_turn(tmp_path, two_places):
+def test_opening_a_session_that_replaces_another_waits_for_its_running_turn(tmp_path, two_places, rounds):
     rng = random.Random(11)
     runner = SessionRunner(backend=LentBackend(two_places))
     try:
         bystanders = [opened(runner, tmp_path, f"b{n}.jsonl", 100 + n) for n in range(SESSIONS - 1)]
         current = opened(runner, tmp_path, "r0.jsonl", 0)
-        for round_number in range(1, ROUNDS + 1):
+        for round_number in range(1, rounds + 1):
             side = [runner.step(sid, "ls") for sid in bystanders]  # the places are contended
             turn = runner.step(current, f"echo {round_number}")
             pause(rng)

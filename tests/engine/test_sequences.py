@@ -99,7 +99,7 @@ def test_sessions_in_flight_at_once_share_each_decode_and_give_what_each_gives_a
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(120)
+        thread.join()  # no deadline: pytest-timeout stops a hang
     assert not failures, failures
     for name in SESSIONS:
         assert outputs(records[name]) == alone_runs[name, 0.8], name
@@ -109,8 +109,8 @@ def test_sessions_in_flight_at_once_share_each_decode_and_give_what_each_gives_a
 
 
 def test_more_sessions_than_slots_the_least_recently_used_gives_its_slot_up(models, alone_runs):
-    """Three sessions, two slots: the one that waited longest loses its place, and its next
-    turn evaluates its history again (the others go on evaluating only new tokens)."""
+    """Three sessions, two slots: the one that waited longest loses its place; its state is
+    parked (parking.py), so its next turn, in the other slot, still evaluates only its new tokens."""
     _, shared = models
     worlds = [make_world(shared, seed, 0.0) for seed in (11, 22, 33)]
     first = [worlds[0].run_turn("ls"), worlds[1].run_turn("id")]
@@ -120,8 +120,7 @@ def test_more_sessions_than_slots_the_least_recently_used_gives_its_slot_up(mode
     second_of_third = worlds[2].run_turn("date")
     third_of_first = worlds[0].run_turn("date")  # takes the second's slot (now the least recently used)
     assert second_of_third.tokens["prompt_evaluated"] < second_of_third.tokens["prompt_total"] // 2
-    # In its own slot the first session would restore where its second turn's action began,
-    # past all of turn 1's prompt; in another's, it reads its history again from before it.
-    assert third_of_first.tokens["prompt_evaluated"] > third_of_first.tokens["prompt_total"] - first[0].tokens["prompt_total"]
-    system_prompt_shared = third_of_first.tokens["prompt_total"] - third_of_first.tokens["prompt_evaluated"]
-    assert system_prompt_shared > 0, "the slot's previous owner shares the system prompt: it is kept"
+    # Its parked state is set into the slot it gets: it restores where its second turn's action
+    # began, past all of turn 1's prompt, as in its own slot (issue 43).
+    assert third_of_first.tokens["prompt_evaluated"] < third_of_first.tokens["prompt_total"] - first[0].tokens["prompt_total"]
+    assert shared.parked.restored >= 1

@@ -26,7 +26,7 @@ def test_a_turn_keeps_its_slot_between_its_prefetch_and_its_generate():
         generate = slots.acquire(a)  # A's generate: its own slot, whatever B does
         assert generate is first
         slots.release(prefetch)  # C's prefetch yields
-        waiting.join(10)
+        waiting.join()
         assert got["b"] is prefetch and got["b"] is not first
         slots.release(generate)
         slots.release(got["b"])

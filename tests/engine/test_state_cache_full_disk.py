@@ -51,7 +51,7 @@ print(json.dumps({"outputs": outputs, "notices": notices}))
 
 def sessions(model: Path, directory: Path | str) -> dict:
     result = subprocess.run([sys.executable, "-c", SESSIONS, str(model), str(directory)], capture_output=True,
-                            text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+                            text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, f"the sessions died (signal {-result.returncode}): {result.stderr[-2000:]}"
     return json.loads(result.stdout.splitlines()[-1])
 

@@ -108,7 +108,7 @@ def test_a_program_that_saved_no_episode_leaves_no_run_folder(tmp_path):
             f"env = gymnasium.make('agentworld/Terminal-v0', model={scripted(tmp_path, WHOLE)!r})\n"
             "env.reset(seed=1); print(env.unwrapped.run_dir); env.close()\n")  # no turn: no file
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "AWL_HOME": str(home)},
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     run_dir = Path(result.stdout.strip())
     assert run_dir.parent.parent == home / "data" / "sessions" and not run_dir.exists()

@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "trl_grpo.py"
 NEEDED = ("torch", "trl", "datasets", "transformers", "tokenizers")
 MISSING = [name for name in NEEDED if importlib.util.find_spec(name) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"examples/trl_grpo.py needs {', '.join(MISSING)} (pip install torch trl datasets)")
+# The slow tier (`pytest -m slow`): a real training run on the CPU, after building its policy.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    bool(MISSING), reason=f"examples/trl_grpo.py needs {', '.join(MISSING)} (pip install torch trl datasets)")]
 
 #: The one tool call the tiny policy makes, as one token of its own.
 CALL = "\n" + json.dumps({"name": "run_shell_command", "arguments": {"command": "df -h"}}) + "\n"
@@ -91,7 +92,7 @@ def policy(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("policy")
     made = subprocess.run([sys.executable, "-c", f"from tests.env.test_trl_recipe import build_policy; "
                            f"build_policy({str(folder)!r})"], capture_output=True, text=True, env=OFFLINE,
-                          cwd=ROOT, timeout=600)
+                          cwd=ROOT)
     assert made.returncode == 0, made.stderr
     return folder
 
@@ -111,7 +112,7 @@ def example(url: str, policy: Path, out: Path, *more: str, **options) -> subproc
 def test_the_example_trains_on_the_cpu_and_closes_every_session_it_opened(tmp_path, policy):
     with served(tmp_path / "sessions", backend()) as client:
         run = example(str(client.base_url), policy, tmp_path / "out", *TINY)
-        stdout, stderr = run.communicate(timeout=600)
+        stdout, stderr = run.communicate()
         assert run.returncode == 0, stderr
         assert "on cpu in fp32, 200 completion tokens, 2 tool calls per rollout at most" in stdout
         assert "Trained 2 steps" in stdout and "Every session is closed" in stderr
@@ -128,13 +129,12 @@ def test_an_interrupted_run_closes_its_sessions_too(tmp_path, policy):
     with served(tmp_path / "sessions", backend()) as client:
         run = example(str(client.base_url), policy, tmp_path / "out", *TINY[2:], "--steps", "1000")
         try:
-            deadline = time.monotonic() + 300
+            # Until a rollout made a turn: no deadline, pytest-timeout stops a hang.
             while not any(session["open"] and session["turns"] for session in client.get("/sessions").json()):
                 assert run.poll() is None, run.communicate()[1]
-                assert time.monotonic() < deadline, "no rollout made a turn"
                 time.sleep(0.1)
             run.send_signal(signal.SIGINT)  # Ctrl+C, mid-training, sessions open
-            _, stderr = run.communicate(timeout=120)
+            _, stderr = run.communicate()
         finally:
             if run.poll() is None:
                 run.kill()

@@ -143,6 +143,7 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
+        self._held.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -220,7 +221,7 @@ class FakeOpenAI:
             if self.hold_until is not None and self.active >= self.hold_until:
                 self._held.set()
         if self.hold_until is not None:
-            self._held.wait(60)
+            self._held.wait()  # no deadline: until that many came (close() lets any held one go)
         try:
             self._stream(handler, body, reply, pieces, finish)
         finally:

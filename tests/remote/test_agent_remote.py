@@ -15,7 +15,7 @@ def test_an_agent_on_llama_cpp_pythons_server_plays_its_steps(tmp_path, llama_se
     out = tmp_path / "s.jsonl"
     env = awl_env(tmp_path, OPENAI_API_KEY="sk-never-written")
     result = awl("run", "-m", world, "--agent", f"openai:{SERVED}@{llama_server.base_url}", "--agent-steps", "2",
-                 "--out", str(out), home=tmp_path, env=env, timeout=300)
+                 "--out", str(out), home=tmp_path, env=env)
     assert "Traceback" not in result.stderr
     assert result.returncode == 0, result.stderr  # the fixture's random text reads as terminal commands
     saved = read_trajectory(out)

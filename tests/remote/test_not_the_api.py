@@ -42,7 +42,7 @@ def wrong_server() -> Iterator[str]:
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
-    thread.join(30)
+    thread.join()
 
 
 @pytest.mark.parametrize(("path", "said"), [

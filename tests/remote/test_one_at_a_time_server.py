@@ -82,7 +82,7 @@ def awl_serve(llama_server, tmp_path_factory):
         cwd=REPO, env=awl_env(folder / "home"), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(base, server)
+        wait_ready(base, server, timeout=float("inf"))  # no deadline: pytest-timeout stops a hang
         yield base, folder
     finally:
         server.send_signal(signal.SIGTERM)
@@ -92,7 +92,7 @@ def awl_serve(llama_server, tmp_path_factory):
 
 def test_eight_sessions_through_awl_serve_lose_no_step(awl_serve):
     base, folder = awl_serve
-    assert httpx2.get(f"{base}/health").json()["parallel"] == 1
+    assert httpx2.get(f"{base}/health", timeout=None).json()["parallel"] == 1
     assert "one turn at a time" in (folder / "serve.log").read_text(errors="replace")
     options = {"domain": "terminal", "think": "off", "max_tokens": 8, "seed": 1}
     sids = [httpx2.post(f"{base}/sessions", json=options, timeout=None).json()["id"] for _ in range(SESSIONS)]

@@ -29,15 +29,15 @@ def test_awl_serve_forwards_turns_to_a_remote_server(fake, tmp_path):
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(base, server)
-        assert httpx2.get(f"{base}/health").json()["sessions_open"] == 0
-        sids = [httpx2.post(f"{base}/sessions", json={"domain": "terminal", "think": "full"}).json()["id"] for _ in range(2)]
+        wait_ready(base, server, timeout=float("inf"))  # no deadline: pytest-timeout stops a hang
+        assert httpx2.get(f"{base}/health", timeout=None).json()["sessions_open"] == 0
+        sids = [httpx2.post(f"{base}/sessions", json={"domain": "terminal", "think": "full"}, timeout=None).json()["id"] for _ in range(2)]
         for sid in sids:
-            done = httpx2.post(f"{base}/sessions/{sid}/step", json={"action": f"ls {sid}"}, timeout=60).json()
+            done = httpx2.post(f"{base}/sessions/{sid}/step", json={"action": f"ls {sid}"}, timeout=None).json()
             assert done["observation"] == ITEM.observation
     finally:
         server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=60)
+        server.communicate()
     assert fake.calls == 2 and all(any(sid in str(request) for request in fake.requests) for sid in sids)
     for sid in sids:
         saved = read_trajectory(tmp_path / f"{sid}.jsonl")

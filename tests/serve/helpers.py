@@ -28,11 +28,11 @@ def served(folder: Path, backend: Any, *, wrap: Any = None, **options: Any) -> I
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+    while not server.started:  # no deadline: pytest-timeout stops a hang
+        assert thread.is_alive(), "the server did not start"
         time.sleep(0.02)
-    client = httpx2.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=60)
+    # No read deadline: a slow turn on a busy machine is not a failure (pytest-timeout stops a hang).
+    client = httpx2.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=None)
     try:
         yield client
     finally:

@@ -95,7 +95,7 @@ def test_openenv_observations_and_state(tmp_path, reveal):
 
     with openenv_served(tmp_path, backend(), reveal_simulator=reveal) as url:
         async def episode() -> tuple:
-            async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
+            async with GenericEnvClient(base_url=url, message_timeout_s=1800) as env:
                 started = await env.reset(think="full")
                 step = await env.step({"action": "ls -la"})
                 return started, step, await env.state()

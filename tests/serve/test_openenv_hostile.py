@@ -58,7 +58,7 @@ def chunked_post(port: int, path: str, total: int) -> tuple[bytes, int]:
             except OSError:  # the server answered and closed: it reads no more of it
                 break
             sent += MiB
-        reader.join(60)
+        reader.join()
         return answered[0], sent
 
 
@@ -137,9 +137,9 @@ def test_every_websocket_message_it_cannot_take_is_an_openenv_error_and_the_sess
             answers = []
             for message in [*HOSTILE_MESSAGES, b"\x00\x01binary"]:
                 ws.send(message)
-                answers.append(json.loads(ws.recv(timeout=60)))
+                answers.append(json.loads(ws.recv()))
                 ws.send(json.dumps({"type": "state"}))
-                assert json.loads(ws.recv(timeout=60))["type"] == "state"  # the session is still open
+                assert json.loads(ws.recv())["type"] == "state"  # the session is still open
         for said in answers:
             assert said["type"] == "error", said
             assert said["data"]["code"] in ("INVALID_JSON", "VALIDATION_ERROR", "UNKNOWN_TYPE"), said
@@ -160,11 +160,11 @@ def test_a_text_frame_that_is_not_utf8_closes_that_socket_with_1007_and_logs_one
         with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60) as ws:
             ws.send(b'{"type": "state", "x": "\xff\xfe"}', text=True)
             with pytest.raises(ConnectionClosed) as closed:
-                ws.recv(timeout=60)
+                ws.recv()
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
         with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60) as again:  # others go on
             again.send(json.dumps({"type": "state"}))
-            assert json.loads(again.recv(timeout=60))["type"] == "state"
+            assert json.loads(again.recv())["type"] == "state"
     assert tracebacks(records) == []
     assert [record for record in records if "not UTF-8" in record.getMessage()]
 
@@ -188,13 +188,13 @@ def test_a_client_that_leaves_mid_step_costs_no_traceback_and_the_turn_is_saved(
     with openenv_served(tmp_path, backend, limits=LIMITS) as url, logged() as records:
         with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60) as ws:
             ws.send(json.dumps({"type": "reset", "data": {"episode_id": "left"}}))
-            assert json.loads(ws.recv(timeout=60))["type"] == "observation"
+            assert json.loads(ws.recv())["type"] == "observation"
             ws.send(json.dumps({"type": "step", "data": {"action": "ls"}}))
             assert backend.started.wait(60)
         backend.go.set()  # the client has gone: the turn ends and is saved anyway
 
         async def next_client() -> str:
-            async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
+            async with GenericEnvClient(base_url=url, message_timeout_s=1800) as env:
                 started = await env.reset(episode_id="after")
                 return started.observation["observation"]
 

@@ -33,7 +33,7 @@ def test_schemathesis_checks_all_find_nothing_on_the_openenv_app(tmp_path):
         pytest.skip("schemathesis's command is not installed")
     report = tmp_path / "schemathesis.txt"
     with report.open("w") as output:
-        status = run(max_examples=20, seed=1, timeout_s=500, openenv=True, output=output)
+        status = run(max_examples=20, seed=1, timeout_s=None, openenv=True, output=output)  # pytest-timeout stops a hang
     text = report.read_text()
     assert status == 0 and "No issues found" in text, text[-4000:]
 
@@ -50,8 +50,8 @@ def test_schemathesis_checks_all_find_nothing_on_the_openenv_app(tmp_path):
 ])
 def test_a_reset_refuses_in_one_documented_line(tmp_path, body, fragment):
     with openenv_served(tmp_path, scripted()) as url:
-        response = httpx2.post(f"{url}/reset", content=json.dumps(body), headers=JSON, timeout=60)
-        document = httpx2.get(f"{url}/openapi.json", timeout=60).json()
+        response = httpx2.post(f"{url}/reset", content=json.dumps(body), headers=JSON, timeout=None)
+        document = httpx2.get(f"{url}/openapi.json", timeout=None).json()
     assert response.status_code == 400, response.text
     assert response.json()["detail"].startswith(fragment)
     reset = document["paths"]["/reset"]["post"]
@@ -64,15 +64,15 @@ def test_a_reset_refuses_in_one_documented_line(tmp_path, body, fragment):
 
 def test_steps_documented_examples_are_actions_and_a_step_takes_any_extra_field(tmp_path):
     with openenv_served(tmp_path, scripted()) as url:
-        document = httpx2.get(f"{url}/openapi.json", timeout=60).json()
+        document = httpx2.get(f"{url}/openapi.json", timeout=None).json()
         step = document["paths"]["/step"]["post"]
         name = step["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
         examples = document["components"]["schemas"][name]["examples"]
         assert examples
         for example in [*examples, {"action": {"action": "ls"}, "self": 1, "func": 2}]:
-            response = httpx2.post(f"{url}/step", content=json.dumps(example), headers=JSON, timeout=60)
+            response = httpx2.post(f"{url}/step", content=json.dumps(example), headers=JSON, timeout=None)
             assert response.status_code == 200, (example, response.text)
             assert "No episode is open here" in response.json()["observation"]["observation"]
         for wrong in [{"action": {"value": 1}}, {"action": {"action": ""}}, {"action": {"action": "ls", "final": "yes"}}]:
-            response = httpx2.post(f"{url}/step", content=json.dumps(wrong), headers=JSON, timeout=60)
+            response = httpx2.post(f"{url}/step", content=json.dumps(wrong), headers=JSON, timeout=None)
             assert response.status_code == 422, (wrong, response.text)

@@ -70,14 +70,14 @@ def rest_line(client: httpx2.Client, name: str) -> str:
 
 
 def openenv_http_line(url: str, name: str) -> str:
-    response = httpx2.post(f"{url}/reset", content=json.dumps({"scenario": name}), headers=JSON, timeout=60)
+    response = httpx2.post(f"{url}/reset", content=json.dumps({"scenario": name}), headers=JSON, timeout=None)
     assert response.status_code == 400, response.text
     return response.json()["detail"]
 
 
 def openenv_ws_line(socket, name: str) -> str:
     socket.send(json.dumps({"type": "reset", "data": {"scenario": name}}))
-    said = json.loads(socket.recv(timeout=60))
+    said = json.loads(socket.recv())
     assert said["type"] == "error", said
     return said["data"]["message"]
 
@@ -94,7 +94,7 @@ def test_every_face_refuses_a_path_or_a_file_with_the_same_line_and_never_a_file
     try:
         with served(tmp_path / "rest", scripted()) as client, \
                 openenv_served(tmp_path / "openenv", scripted()) as url, \
-                connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60) as socket:
+                connect(url.replace("http", "ws", 1) + "/ws", open_timeout=None) as socket:
             def lines() -> dict[str, list[str]]:
                 said: dict[str, list[str]] = {}
                 for name in HOSTILE:
@@ -106,7 +106,7 @@ def test_every_face_refuses_a_path_or_a_file_with_the_same_line_and_never_a_file
             before = lines()
             plant(cwd)
             after = lines()
-            assert httpx2.get(f"{url}/health", timeout=60).status_code == 200
+            assert httpx2.get(f"{url}/health", timeout=None).status_code == 200
     finally:
         gym.close()
     assert after == before  # whether a file exists changes nothing

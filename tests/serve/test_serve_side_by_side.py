@@ -77,7 +77,7 @@ def test_turns_of_different_sessions_run_at_once_and_each_reaches_its_own_client
             thread.start()
         forked = client.post(f"/sessions/{sessions[0]}/fork", json={"turn": 0})  # runs alone, between turns
         for thread in threads:
-            thread.join(120)
+            thread.join()
         assert failures == [] and forked.status_code == 201
     assert slots.most > 1  # the server let the runner run them side by side
     for index, sid in enumerate(sessions):

@@ -314,7 +314,7 @@ def test_two_awl_serve_processes_sharing_a_worlds_folder_agree(tmp_path):
     one, two = (f"http://127.0.0.1:{port}" for port in ports)
     try:
         for base, server in zip((one, two), servers):
-            wait_ready(base, server)
+            wait_ready(base, server, timeout=float("inf"))  # no deadline: pytest-timeout stops a hang
 
         def session(base: str, **body) -> str:
             return httpx2.post(f"{base}/sessions", json=body, timeout=None).json()["id"]

@@ -111,6 +111,7 @@ def test_an_invalid_action_is_an_observation_and_a_missing_server_is_one_line(tm
         gymnasium.make_vec("agentworld/Terminal-v0", num_envs=2, base_url="http://127.0.0.1:9", colour="red")
 
 
+@pytest.mark.slow  # a capacity test on the real llama.cpp path (the slow tier)
 def test_make_vec_with_twice_as_many_sub_envs_as_the_models_slots_steps_them_all(tmp_path, qwen_gguf):
     """On the real llama.cpp path: 4 sub-envs over a GGUF with 2 session slots. Beyond the
     capacity a step waits its turn: no sub-env's step fails, every session holds its own turns."""

@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("openenv", reason="awl serve --openenv needs openenv-core (pip install 'agentworld-local[openenv]')")
+# The slow tier (`pytest -m slow`): verifiers in a virtualenv of its own (made from an index the first time).
+pytestmark = pytest.mark.slow
 
 from agentworld_local.scenarios import load_scenario  # noqa: E402
 from agentworld_local.testing import ScriptedAnswer, ScriptedBackend  # noqa: E402
@@ -48,7 +50,7 @@ print(json.dumps(json.loads(re.search(r"^# dependencies = (\\[.*\\])$", CHAT_PRO
 
 
 def run_or_skip(command: list[str], what: str) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, env=LOCAL, timeout=1800)
+    done = subprocess.run(command, capture_output=True, text=True, env=LOCAL)
     if done.returncode != 0:
         pytest.skip(f"{what} could not be installed here: {done.stderr.strip().splitlines()[-1:]}")
     return done.stdout
@@ -115,7 +117,7 @@ def test_the_docs_recipe_runs_vf_eval_with_a_local_player_and_policy_against_awl
                 "UV_DEFAULT_INDEX": (verifiers_home / "empty-index").as_uri(), "UV_FIND_LINKS": str(verifiers_home / "wheels"),
                 "UV_PYTHON_DOWNLOADS": "never", "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "HOME": str(tmp_path / "home")}
             ran = subprocess.run([str(verifiers_home / "bin" / "vf-eval"), "@", "awl-verifiers.toml", "--no-rich"],
-                                 capture_output=True, text=True, cwd=tmp_path, timeout=600, env={
+                                 capture_output=True, text=True, cwd=tmp_path, env={
                                      **LOCAL, **offline, "PATH": f"{verifiers_home / 'bin'}{os.pathsep}{LOCAL['PATH']}"})
     finally:
         fake.close()
@@ -145,7 +147,7 @@ def test_verifiers_openenv_taskset_plays_an_awl_world_to_its_end_and_sums_its_re
     with openenv_served(tmp_path, backend, reward=finished) as url:
         ran = subprocess.run([str(verifiers_python), str(ROOT / "tests" / "serve" / "verifiers_driver.py"), url,
                               json.dumps(["ls -la", "[]"]), json.dumps({"seed": 3})],
-                             capture_output=True, text=True, env=LOCAL, timeout=300)
+                             capture_output=True, text=True, env=LOCAL)
     assert ran.returncode == 0, ran.stderr
     seen = json.loads(ran.stdout.splitlines()[-1])
     assert seen["stopped"] is None  # ended by the world's `done` (the terminal's `[]`), not by the player
@@ -174,7 +176,7 @@ def test_verifiers_sends_the_policy_no_thinking_no_session_id_and_no_path_of_the
     with openenv_served(tmp_path, backend) as url:
         ran = subprocess.run([str(verifiers_python), str(ROOT / "tests" / "serve" / "verifiers_driver.py"), url,
                               json.dumps(["ls", "[]"]), json.dumps({"seed": 3})],
-                             capture_output=True, text=True, env=LOCAL, timeout=300)
+                             capture_output=True, text=True, env=LOCAL)
     assert ran.returncode == 0, ran.stderr
     seen = json.loads(ran.stdout.splitlines()[-1])
     sent = json.dumps(seen["payloads"])  # everything the scripted player (the policy) was sent

@@ -124,11 +124,14 @@ async def test_regenerate_replaces_the_last_turn_with_a_new_sample(tmp_path):
     assert traj.current_branch()[0].action == "ls -la"
 
 
-async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_the_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("regenerates", [pytest.param(5, id="short"), pytest.param(25, id="long", marks=pytest.mark.slow)])
+async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_the_file(tmp_path, monkeypatch,
+                                                                                         regenerates):
     """The screen never reads the file or a Session: the runner reads it once when the session
     opens, and the events (each saying where the branch is) keep the timeline current. A
     regenerate used to race its own undo notice (the timeline asked for a turn it did not hold
-    yet, and the app exited): here it runs back to back many times, with the UI thread busy."""
+    yet, and the app exited): here it runs back to back many times (25 in the slow tier, 5 in the default one), with the UI
+    thread busy."""
     import time
 
     import agentworld_local.session.core as session_core
@@ -149,7 +152,7 @@ async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_
         await pilot.press("ctrl+z")
         await settle(pilot)
         await type_action(pilot, "pwd")
-        for _ in range(25):
+        for _ in range(regenerates):
             await pilot.press("ctrl+r")
             time.sleep(0.002)  # the UI thread lags behind the runner, as a busy one does
             await settle(pilot)
@@ -158,7 +161,7 @@ async def test_the_timeline_follows_turns_undo_and_regenerate_without_rereading_
         assert app.is_running and isinstance(app.screen, SessionScreen)
     traj = read_trajectory(tmp_path / "session.jsonl")
     assert [record.action for record in traj.turns[:3]] == ["ls -la", "gti status", "pwd"]
-    assert len(traj.turns) == 28 and traj.current_branch()[-1].extra.get("attempt") == 25
+    assert len(traj.turns) == 3 + regenerates and traj.current_branch()[-1].extra.get("attempt") == regenerates
     assert [record.action for record in traj.current_branch()] == ["ls -la", "pwd"]
     # What the events kept up is what the file says: the same session, opened afresh, shows the same timeline.
     again = make_app(backend=scripted("thinking_then_tags"), resume=tmp_path / "session.jsonl", sessions_dir=tmp_path,

@@ -88,7 +88,7 @@ def test_awl_run_uses_the_config_pack_and_says_so(home, tmp_path):
     out = tmp_path / "s.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "agentworld_local.cli.main", "run", "-m", f"scripted:{answers}", "--out", str(out)],
-        input="ls\n", capture_output=True, text=True, timeout=120,
+        input="ls\n", capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "prompt pack" in result.stderr and str(config_path()) in result.stderr

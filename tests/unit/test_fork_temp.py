@@ -106,7 +106,7 @@ def killed_fork_leftover(source, folder, tmp_path, tries: int = 5):
                 caught = any(entry.name.startswith(f".{name}.") and entry.stat().st_size > 1_000_000 for entry in entries)
         if caught:
             process.send_signal(signal.SIGKILL)
-        process.wait(60)
+        process.wait()
         left = [path for path in folder.iterdir() if path.name.startswith(f".{name}.")]
         if caught and left and not (folder / name).exists():
             (leftover,) = left

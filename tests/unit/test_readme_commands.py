@@ -77,6 +77,6 @@ def test_standalone_readme_commands_run_in_a_new_shell_after_activation(tmp_path
     # A new shell: no venv on PATH, no profile, a private awl home.
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AWL_HOME": str(tmp_path / "awl"), "LANG": "C.UTF-8"}
     result = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True)
     assert result.returncode == 0, f"{script}\n{result.stderr}"
     assert "Traceback" not in result.stderr

@@ -83,7 +83,7 @@ def test_two_processes_writing_the_same_state_at_once_leave_one_valid_file(tmp_p
         for process in writers:
             process.start()
         for process in writers:
-            process.join(30)
+            process.join()
         assert all(process.exitcode == 0 for process in writers)
         [header] = directory.glob("*.json")
         record = json.loads(header.read_text())

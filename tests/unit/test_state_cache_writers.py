@@ -48,7 +48,7 @@ def test_writers_in_several_processes_keep_the_folder_within_its_budget(tmp_path
     for process in writers:
         process.start()
     for process in writers:
-        process.join(120)
+        process.join()
     assert [process.exitcode for process in writers] == [0, 0, 0], "a writer died"
     assert _folder_bytes(tmp_path) <= BUDGET, f"{len(list(tmp_path.iterdir()))} files over a {BUDGET}-byte budget"
     cache = StateCache(tmp_path, budget=BUDGET)
