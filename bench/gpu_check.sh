@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU check for `awl doctor`, the offload plan and `--gpu-layers auto`, on a machine with an
 # NVIDIA GPU and the CUDA toolkit (nvcc):
-#   1. builds llama-cpp-python with CUDA into a fresh venv (CMAKE_ARGS="-DGGML_CUDA=on ...");
-#   2. installs this project there and writes the tiny GGUF fixtures;
+#   1. builds llama-cpp-python with CUDA for this GPU's architecture into a fresh venv and installs
+#      this project there: bench/cuda_build.sh (CMAKE_ARGS="-DGGML_CUDA=on ...", the README's line);
+#   2. writes the tiny GGUF fixtures;
 #   3. runs `awl doctor --json` and `awl models info FIXTURE --plan --json`;
 #   4. runs a short `awl run --gpu-layers auto --verbose` on the qwen35moe fixture and checks
 #      llama.cpp's "offloaded N/M layers to GPU" line (N > 0);
@@ -51,9 +52,10 @@ if [[ "${1:-}" == "prepare" ]]; then
         tools/ui tools/server && cd ggml/src && ls -d ggml-*/ | grep -vE '^ggml-(cpu|cuda|blas)/$' | xargs rm -rf)
     tar -czf "$CACHE/llama-src.tar.gz" -C "$work" "$top"
     rm -rf "$work" "$CACHE/llama_cpp_python-$LLAMA_VERSION.tar.gz"
-    # Pure-Python dependencies that a CUDA image may lack (numpy, jinja2, typer, rich... it usually has).
+    # Pure-Python dependencies that a CUDA image may lack (numpy, jinja2, typer, rich... it usually has),
+    # and the build tools bench/cuda_build.sh installs into its venv (SYSTEM_SITE=1: no build isolation).
     "$PY" -m pip download --no-deps --only-binary=:all: -d "$CACHE/wheels" \
-        diskcache gguf platformdirs tomli-w typing-extensions
+        diskcache gguf platformdirs tomli-w typing-extensions "setuptools>=68" wheel "scikit-build-core>=0.9.2" pathspec
     du -sh "$CACHE"/* && echo "carry .gpucheck with the working tree"
     exit 0
 fi
@@ -74,29 +76,14 @@ step "machine"
 nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version,compute_cap --format=csv || fail "no nvidia-smi"
 command -v nvcc >/dev/null && nvcc --version | tail -2 || fail "no nvcc (the CUDA toolkit is needed to build)"
 
-step "venv at $VENV (system site-packages: reuse the image's numpy, jinja2, typer, rich, scikit-build-core, cmake)"
-rm -rf "$VENV"
-"$PY" -m venv --system-site-packages "$VENV" || fail "venv"
+step "build llama-cpp-python $LLAMA_VERSION with CUDA and install agentworld-local: bench/cuda_build.sh ($JOBS jobs)"
+# A venv with the system site-packages (the image's numpy, jinja2, typer, rich, scikit-build-core,
+# cmake); pip's output in $OUT_DIR/build.log and install.log.
+build_env=(SYSTEM_SITE=1 JOBS="$JOBS" LLAMA_VERSION="$LLAMA_VERSION" LOGS="$OUT_DIR/" PYTHON="$PY")
+[[ -e "$LLAMA_SRC" ]] && build_env+=(LLAMA_SRC="$LLAMA_SRC")
+[[ -d "$WHEELHOUSE" ]] && build_env+=(WHEELHOUSE="$WHEELHOUSE")
+env "${build_env[@]}" "$HERE/bench/cuda_build.sh" "$VENV" || fail "CUDA build (bench/cuda_build.sh)"
 VPY="$VENV/bin/python"
-PIP=("$VPY" -m pip install --no-cache-dir --disable-pip-version-check --no-build-isolation)
-# With a wheelhouse, never touch an index: an offline machine would wait on it.
-[[ -d "$WHEELHOUSE" ]] && PIP+=(--no-index --find-links "$WHEELHOUSE")
-"$VPY" -c "import scikit_build_core" 2>/dev/null || "${PIP[@]}" "scikit-build-core[pyproject]>=0.9.2" || fail "scikit-build-core"
-
-step "build llama-cpp-python $LLAMA_VERSION with CUDA ($JOBS jobs)"
-arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')"
-[[ "$arch" =~ ^[0-9]+$ ]] || arch=native
-export CMAKE_ARGS="-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=$arch -DLLAVA_BUILD=OFF"
-export CMAKE_BUILD_PARALLEL_LEVEL="$JOBS"
-echo "CMAKE_ARGS=$CMAKE_ARGS"
-if [[ -e "$LLAMA_SRC" ]]; then target="$LLAMA_SRC"; else target="llama-cpp-python==$LLAMA_VERSION"; fi
-"${PIP[@]}" --no-deps --force-reinstall "$target" > "$OUT_DIR/build.log" 2>&1 \
-    || { tail -40 "$OUT_DIR/build.log"; fail "llama-cpp-python build"; }
-echo "built in $((SECONDS - started))s"
-
-step "install agentworld-local (and whatever dependency the image lacks)"
-{ "${PIP[@]}" diskcache && "${PIP[@]}" -e "$HERE"; } > "$OUT_DIR/install.log" 2>&1 \
-    || { tail -20 "$OUT_DIR/install.log"; fail "install"; }
 AWL=("$VPY" -m agentworld_local.cli.main)
 export AWL_HOME="$OUT_DIR/home"
 

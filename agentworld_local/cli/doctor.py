@@ -1,4 +1,5 @@
-"""`awl doctor`: what this machine and this llama.cpp build can do, and how to fix a CPU-only build;
+"""`awl doctor`: what this machine and this llama.cpp build can do, how to fix a CPU-only build, and
+a build that cannot load here (one line: engine/llama/library.py);
 given a server (`--backend openai --base-url URL --api-model NAME`), what awl makes of it: its kind,
 context and the turns awl sends it at once, and the notices a connect prints (a hybrid model on an
 engine whose prefix cache cannot reuse it)."""
@@ -31,26 +32,35 @@ VERSION = 1
 def collect(remote: RemoteOptions | None = None) -> dict[str, Any]:
     """Every fact `awl doctor` reports, as plain data (the `--json` output); `server` only when
     a server is given (`remote`)."""
-    from agentworld_local.engine import llama  # llama_cpp loads only for commands that need it
-    from agentworld_local.models.hardware import rebuild_advice, system_gpus  # psutil, when doctor runs
+    from agentworld_local.errors import AwlError
+    from agentworld_local.models.hardware import detect_hardware, rebuild_advice, system_gpus  # psutil, when doctor runs
 
-    devices = llama.build_devices()
-    hardware = llama.machine_hardware()
+    try:
+        from agentworld_local.engine import llama  # llama_cpp loads only for commands that need it
+    except AwlError as unavailable:  # engine/llama/library.py: it does not load here (a CUDA build, no driver)
+        llama, problem = None, unavailable
     visible = system_gpus()
-    backend = llama.gpu_backend()
-    advice = rebuild_advice(backend, visible, version=llama.llama_cpp_version())
+    if llama is not None:
+        devices = llama.build_devices()
+        hardware = llama.machine_hardware()
+        backend = llama.gpu_backend()
+        advice = rebuild_advice(backend, visible, version=llama.llama_cpp_version())
+        version = llama.llama_cpp_version()
+        build: dict[str, Any] = {"backends": llama.build_backends(), "gpu_offload": llama.supports_gpu_offload(),
+                                 "gpu_backend": backend, "devices": [_gpu(gpu) for gpu in devices]}
+    else:  # the facts that need no llama.cpp, and the one line that says what is wrong and how to fix it
+        hardware = detect_hardware()
+        advice = (problem.one_line(), getattr(problem, "command", ""))
+        version = getattr(problem, "version", None) or "unknown"
+        build = {"backends": getattr(problem, "backends", []), "gpu_offload": False, "gpu_backend": None,
+                 "devices": [], "error": problem.one_line()}
     return {
         "schema": SCHEMA,
         "version": VERSION,
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "awl_version": __version__,
-        "llama_cpp_python": llama.llama_cpp_version(),
-        "build": {
-            "backends": llama.build_backends(),
-            "gpu_offload": llama.supports_gpu_offload(),
-            "gpu_backend": backend,
-            "devices": [_gpu(gpu) for gpu in devices],
-        },
+        "llama_cpp_python": version,
+        "build": build,
         "system_gpus": [_gpu(gpu) for gpu in visible],
         "ram": {"total_bytes": hardware.ram_total, "available_bytes": hardware.ram_available},
         "cpu": {"threads": hardware.cpu_threads, "cores": hardware.cpu_cores, "machine": hardware.machine,
@@ -93,14 +103,19 @@ def _files() -> dict[str, Any]:
     from agentworld_local.config import config_path
     from agentworld_local.models.registry import user_registry_file
 
-    from agentworld_local.engine.llama.state_cache import StateCache
+    from agentworld_local.errors import AwlError
 
     config = config_path()
+    files: dict[str, Any] = {"config": str(config), "config_exists": config.exists(), "registry": str(user_registry_file()),
+                             "sessions": str(paths.sessions_dir()), "state_cache": None}
+    try:
+        from agentworld_local.engine.llama.state_cache import StateCache
+    except AwlError:  # llama_cpp does not load here: said once, in the build's facts
+        return files
     states = StateCache(paths.state_cache_dir()).info()
-    return {"config": str(config), "config_exists": config.exists(), "registry": str(user_registry_file()),
-            "sessions": str(paths.sessions_dir()),
-            "state_cache": {"directory": str(states.directory), "entries": states.entries, "files": states.files,
-                            "bytes": states.bytes}}
+    files["state_cache"] = {"directory": str(states.directory), "entries": states.entries, "files": states.files,
+                            "bytes": states.bytes}
+    return files
 
 
 def _gpu(gpu: GpuInfo) -> dict[str, Any]:
@@ -127,8 +142,9 @@ def render(facts: dict[str, Any], console: Console) -> None:
     table.add_row("awl", facts["awl_version"])
     table.add_row("llama-cpp-python", facts["llama_cpp_python"])
     offload = f"yes, {build['gpu_backend']}" if build["gpu_offload"] else "no (CPU-only build)"
-    table.add_row("GPU offload", offload)
-    table.add_row("build backends", ", ".join(build["backends"]) or "unknown")
+    table.add_row("GPU offload", "unknown: llama-cpp-python does not load here (below)" if "error" in build else offload)
+    table.add_row("build backends", (", ".join(build["backends"]) or "unknown")
+                  + (" (from its library files)" if "error" in build and build["backends"] else ""))
     table.add_row("GPUs (llama.cpp)", "\n".join(_gpu_line(g) for g in build["devices"]) or "none")
     table.add_row("GPUs (system)", "\n".join(_gpu_line(g) for g in facts["system_gpus"])
                   or "none found (no nvidia-smi, not Apple Silicon)")
@@ -141,12 +157,15 @@ def render(facts: dict[str, Any], console: Console) -> None:
     table.add_row("config file", files["config"] + ("" if files["config_exists"] else " (none yet)"))
     table.add_row("sessions", files["sessions"])
     states = files["state_cache"]
-    table.add_row("prompt states", f"{states['directory']}: {states['files']} files, "
-                  f"{format_bytes(states['bytes'])} (`awl cache clear` empties it)")
+    if states is not None:
+        table.add_row("prompt states", f"{states['directory']}: {states['files']} files, "
+                      f"{format_bytes(states['bytes'])} (`awl cache clear` empties it)")
     console.print(table)
     console.print()
     advice = facts["advice"]
-    if advice:
+    if "error" in build:  # one line, never wrapped: what is wrong and the command that fixes it
+        console.print(build["error"], style="yellow", markup=False, highlight=False, soft_wrap=True)
+    elif advice:
         console.print(f"[yellow]{advice['why']}[/yellow]")
         console.print(advice["command"], markup=False)
     elif build["gpu_offload"]:
@@ -163,7 +182,9 @@ DOCTOR_HELP = (
     "Check this machine for running world models: Python, llama-cpp-python and its GPU backend "
     "(CUDA, Metal, Vulkan or CPU only), GPUs and their free memory, RAM, CPU threads.\n\n"
     "When llama-cpp-python was built for the CPU only on a machine with an NVIDIA GPU (or Apple Silicon), "
-    "it prints the exact command that rebuilds it with CUDA (or Metal).\n\n"
+    "it prints the exact command that rebuilds it with CUDA (or Metal). When llama-cpp-python cannot load "
+    "here at all (a CUDA build on a machine without the NVIDIA driver), it says so in one line with the fix, "
+    "and exits 1.\n\n"
     "Given a server, it also says what awl makes of it: its kind, its context, the turns awl sends it "
     "at once, and whether its model is hybrid on an engine whose prefix cache cannot reuse it "
     "(each turn then costs the whole conversation).\n\n"
@@ -181,6 +202,8 @@ def doctor(
     facts = collect(remote)
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
-        return
-    render(facts, facts_console())
+    else:
+        render(facts, facts_console())
+    if "error" in facts["build"]:  # llama-cpp-python does not load here: a check that fails
+        raise typer.Exit(1)
 
