@@ -55,7 +55,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
                "hub, register a GGUF you already have, remove downloads. Example: `awl models pull "
                "qwen-agentworld-35b-a3b` then `awl run --model qwen-agentworld-35b-a3b`."),
     "worlds": (("worlds",), "Shared worlds: sessions that join one by name (`--shared-world NAME`) meet the same "
-               "answers to the same actions, predicted once and kept in the world's store."),
+               "answers to the same actions, predicted once and kept in the world's store (a folder, or a PostgreSQL "
+               "database: AWL_WORLDS_DIR=postgresql://user:password@host/db)."),
     "cache": (("cache",), "The system-prompt states a model evaluated, kept on disk so a new session starts at once."),
 }
 #: Every command module; importing all lists every command (tests; an unknown command's error).
