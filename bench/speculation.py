@@ -77,7 +77,8 @@ def measure(path: Path, tokens: int, repeats: int) -> tuple[list[list[object]], 
             rate_off, rate_on, rate_auto = (statistics.median(rates[mode]) for mode in ("off", "on", "auto"))
             rows.append([name, generated, f"{rate_off:.1f}", f"{rate_on:.1f}", f"{rate_on / rate_off:.2f}",
                          drafted, accepted, f"{accepted / drafted:.0%}" if drafted else "-",
-                         "on" if auto.speculate else "off", f"{rate_auto / rate_off:.2f}", auto_drafted,
+                         f"on, drafts of {auto.verify_width - 1}" if auto.speculate else "off",
+                         f"{rate_auto / rate_off:.2f}", auto_drafted,
                          "yes" if same else "NO"])
         snapshot = ""
         if on.is_stateful:  # how a rejected draft's recurrent state is rolled back, and what a copy would cost
@@ -101,11 +102,13 @@ def section(quick: bool) -> str:
              f"Greedy decode of {tokens} tokens with `--speculate on` against `off` (alternating, median of "
              f"{repeats}), CPU only, on a session whose answer repeats a file the context shows and on fresh prose; "
              "drafts of up to 8 tokens after a 2-4 token match, verified in one batch. A random-weight fixture "
-             "copies nothing, so its acceptance shows only its own loops; Gemma's shows a real model's. On a "
-             "hybrid model a batch's recurrent state differs from the one-token one in the last digits, so a "
-             "greedy answer can branch at a near-tie (`same tokens`: docs/speculation.md). `auto`: what "
-             "`--speculate auto` chose for the model (on for attention-only models, off for hybrid ones) and its "
-             f"rate, drafting paused after {MISS_RUN} drafts in a row kept nothing."]
+             "copies nothing, so its acceptance shows only its own loops; Gemma's shows a real model's. A "
+             "verify batch is not always computed as one-token decodes are (Gemma 3 on this CPU: from 4 rows; a "
+             "hybrid model's recurrent layers: from 2), so `on`'s greedy answer can branch at a near-tie "
+             "(`same tokens`: docs/speculation.md, \"Identical tokens: what holds\"). `auto`: what "
+             "`--speculate auto` chose for the model (attention-only: drafts as long as the batches the load's "
+             "probe found computed like one-token decodes allow; hybrid: off) and its rate, drafting paused after "
+             f"{MISS_RUN} drafts in a row kept nothing."]
     for kind in ("big", "gemma"):
         path = model(kind)
         if path is None:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import llama_cpp
-from llama_cpp import _internals as llama_internals
 
 from agentworld_local.contract.parse import THINK_OPEN
 from agentworld_local.defaults import DEFAULT_CTX
+from agentworld_local.engine.context_window import overflow_hint
 from agentworld_local.engine.guard import EitherEvent, GenerationGuard
 from agentworld_local.engine.llama import checkpoints, vocab
 from agentworld_local.engine.llama.batching import BatchDecoder, DecodeFailed, sample_row
@@ -41,8 +41,10 @@ from agentworld_local.engine.llama.prompt_states import PromptStates
 from agentworld_local.engine.llama.sample_loop import SampleLoop
 from agentworld_local.engine.llama.planning import choose_layers, smaller_after_oom
 from agentworld_local.engine.llama.sequences import Sequence, SessionBackend, SequencePool
-from agentworld_local.engine.llama.speculation import MAX_DRAFT, MISS_RUN, DraftPacing, speculation_default
+from agentworld_local.engine.llama.parking import Parking, ParkedStates, parked_budget
+from agentworld_local.engine.llama.speculation import MAX_DRAFT, DraftPacing
 from agentworld_local.engine.llama.state_cache import StateCache, StateKey
+from agentworld_local.engine.llama.verify_width import drafting
 from agentworld_local.engine.types import (
     GenerationEvent,
     GenerationStats,
@@ -50,6 +52,7 @@ from agentworld_local.engine.types import (
     SamplingConfig,
     ThinkBudget,
 )
+from agentworld_local import paths
 from agentworld_local.errors import AwlError, GenerationError
 from agentworld_local.models import memory
 from agentworld_local.models.gguf_file import check_gguf_path, file_identity
@@ -63,7 +66,7 @@ def template_handles_thinking(source: str) -> bool:
     return THINK_OPEN in source or "enable_thinking" in source
 
 
-class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
+class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop, Parking):
     """A GGUF model in this process, with an append-only context and turn checkpoints."""
 
     #: Memory for turn checkpoints, all sequences together (each keeps its share, so --parallel
@@ -111,7 +114,8 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         (`auto` layers may add experts in RAM to fit the GPU: `self.offload` says what was used).
         `state_cache`: system-prompt states on disk (state_cache.py); None evaluates every
         new session's system prompt. `offload.speculate`: prompt-lookup drafting (speculation.py)
-        on, off, or auto (on for attention-only models, off for hybrid ones: `speculation_default`).
+        on, off, or auto (for attention-only models, as wide as batches give one-token decodes' logits:
+        verify_width.py; off for hybrid ones).
         `parallel`: session slots, each a sequence of its own in
         the context with `n_ctx` tokens (sequences.py; a server's sessions, decoded together).
         """
@@ -131,8 +135,8 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         identity = file_identity(path)
         #: Whether the sampling loop verifies prompt-lookup drafts (decided before the load: a
         #: hybrid model then keeps the recurrent snapshots that roll a rejected draft back).
-        #: `auto` is decided once the model is loaded (speculation_default: by architecture and
-        #: placement); only `on` and `mtp` reserve a hybrid model's rollback snapshots.
+        #: `auto` is decided once the model is loaded (verify_width.drafting: by architecture and a
+        #: probe of its batches); only `on` and `mtp` reserve a hybrid model's rollback snapshots.
         self.speculate = offload.speculate in ("on", "mtp")
         if offload.speculate == "mtp" and parallel > 1:
             raise AwlError("`--speculate mtp` drafts for one session at a time.", "Use `--speculate on` with several sessions.")
@@ -168,13 +172,6 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         self._stateful = bool(
             llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
         )
-        #: Drafts rejected in a row before drafting pauses (speculation.MISS_RUN): auto only;
-        #: `on` drafts wherever the context matches.
-        self.draft_patience: int | None = None
-        if offload.speculate == "auto":
-            self.speculate = speculation_default(stateful=self._stateful,
-                                                 gpu_layers=self.gpu_layers if supports_gpu_offload() else 0)
-            self.draft_patience = MISS_RUN
         self.n_ctx = llama_cpp.llama_n_ctx_seq(self._ctx)  # each sequence's own (loading.with_parallel)
         self.n_batch = n_batch
         metadata = llm.metadata
@@ -199,7 +196,10 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         #: checkpoints, its pinned positions and whether its live state holds exactly its tokens.
         #: Turns that run at once (--parallel), one sequence each: the runner schedules against it.
         self.parallel = max(1, parallel)
-        self.slots = SequencePool(self.parallel)
+        self.slots = SequencePool(self.parallel, handover=self._park)
+        #: The states of sessions whose place another one took (parking.py), set back when they get one.
+        self.parked = ParkedStates(parked_budget(self.plan), lambda: state_cache.directory if state_cache
+                                   else paths.state_cache_dir(), failed=self._notice)
         #: Every decode of the context; generations in flight share its rounds (batching.py).
         self._batcher = BatchDecoder(llm._ctx, n_batch, llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._running = 0  # generations and prefetches in flight (close waits for them)
@@ -210,6 +210,11 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         self._store_failed = False
         #: The prompt texts and their tokens (prompt_texts.py): each made once per turn.
         self._texts = PromptTexts(llm, self._vocab, self.template)
+        #: Tokens a verify holds at most, the sampled one included (0: no drafting; `auto` measures how
+        #: wide a batch gives one-token decodes' logits: verify_width.py), and the drafts rejected in a
+        #: row before drafting pauses (speculation.MISS_RUN; None: `on` drafts wherever the context matches).
+        self.verify_width, self.draft_patience = drafting(self, offload.speculate)
+        self.speculate = self.verify_width > 1
         llama_build = llama_cpp.__version__
         flash = {True: "on", False: "off"}.get(self.flash_attention, offload.flash_attn)
         # n_seq: a context with several sequences lays out its KV cache in as many streams.
@@ -262,17 +267,19 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         generation waits for a prefetch between turns (`yields`) to give a slot up, until it
         is set (then None: it was cancelled); see SequencePool.acquire."""
         with self._guard.hold() if owner is None else contextlib.nullcontext():
-            sequence = self.slots.acquire(self if owner is None else owner, wait=wait, yields=yields)
+            owner = self if owner is None else owner
+            sequence = self.slots.acquire(owner, wait=wait, yields=yields)  # parks its previous owner's state
             if sequence is None:
                 yield None
                 return
             with self._running_changed:
                 self._running += 1
             try:
+                self._finish_park(sequence)  # the state of the owner it was taken from, copied out first
                 with self._batcher.generating():
                     yield sequence
             finally:
-                self.slots.release(sequence, keep=keep and owner is not None)
+                self.slots.release(sequence, keep=keep and owner is not self)
                 with self._running_changed:
                     self._running -= 1
                     self._running_changed.notify_all()
@@ -284,6 +291,10 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
     def count_tokens(self, messages: list[dict[str, str]], think: ThinkBudget) -> int:
         """The prompt's tokens, rendered with the model's template as `generate` renders it."""
         return len(self._texts.tokens(self._texts.prompt(messages, think)))
+
+    def servers(self) -> list:
+        """None: the model runs in this process (Backend.servers)."""
+        return []
 
     # -- checkpoints ----------------------------------------------------------------
 
@@ -379,23 +390,12 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
     def reset(self) -> None:
         """Forget the context of this backend's own callers (a new session on the same loaded
         model); BackendBusy while a generation holds the slot it would take."""
+        self.parked.discard(self)  # the last session's state, if another took its place
         with self._occupy(None) as sequence:
             self._restore(sequence, 0)
             sequence.pacing = DraftPacing()  # the new session's drafts start afresh
 
     # -- generation -----------------------------------------------------------------
-
-    def _make_sampler(self, sampling: SamplingConfig, seed: int) -> Any:
-        sampler = llama_internals.LlamaSampler()
-        if sampling.temperature <= 0:
-            sampler.add_greedy()
-            return sampler
-        sampler.add_top_k(sampling.top_k)
-        sampler.add_top_p(sampling.top_p, 1)
-        sampler.add_min_p(sampling.min_p, 1)
-        sampler.add_temp(sampling.temperature)
-        sampler.add_dist(seed & 0xFFFFFFFF)
-        return sampler
 
     def generate(
         self,
@@ -459,7 +459,7 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         if len(full) + 8 > self.n_ctx:
             raise AwlError(
                 f"The conversation needs {len(full)} tokens but the context holds {self.n_ctx}.",
-                "Start again with a larger `--ctx`, or fork the session at an earlier turn.",
+                overflow_hint(messages),  # turn 1 has no earlier turn to fork at
             )
         if not self._evaluate_prompt(seq, full, stops, system, cancel, stats, known=known):
             yield self._cancelled(stats, started)
@@ -486,6 +486,7 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop):
         if LOGS.echo == self._notice:
             LOGS.echo = None  # llama.cpp's log outlives the model: stop handing it to this backend's notice
         self._batcher.close()
+        self.parked.close()
         if self._mtp is not None:
             self._mtp.close()  # its context before the model it reads
         self._llm.close()

@@ -197,7 +197,7 @@ class BatchDecoder:
                      request.all_logits, request.output)
             i += count
         batch.n_tokens = i
-        code = llama_cpp.llama_decode(self._context.ctx, batch)
+        code = _decode_on_threads(self._context.ctx, batch, parts)
         self.stats.rounds += 1
         self.stats.tokens += i
         self.stats.sequences += len(parts)
@@ -224,6 +224,22 @@ class BatchDecoder:
             if self._batch is not None:
                 llama_cpp.llama_batch_free(self._batch)
                 self._batch = None
+
+
+def _decode_on_threads(ctx: Any, batch: Any, parts: list[tuple[_Request, int, int]]) -> int:
+    """llama_decode of a round. llama.cpp runs one row on `n_threads` and more on `n_threads_batch`
+    (llama-cpp-python's defaults: half the CPUs, all of them); a round of a draft's verify and no
+    prompt chunk replaces one-token decodes, so it runs on theirs: on the batch's it cost 4 to 8
+    of them on a busy 2-core machine, drafting 3 to 6 times slower than none (issue 45)."""
+    verify = any(r.all_logits for r, _, _ in parts) and all(r.all_logits or len(r.tokens) == 1 for r, _, _ in parts)
+    threads, batch_threads = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
+    if not verify or threads == batch_threads:
+        return llama_cpp.llama_decode(ctx, batch)
+    llama_cpp.llama_set_n_threads(ctx, threads, threads)
+    try:
+        return llama_cpp.llama_decode(ctx, batch)
+    finally:
+        llama_cpp.llama_set_n_threads(ctx, threads, batch_threads)
 
 
 class _BatchRows:

@@ -15,6 +15,7 @@ expert's weights, as a whole chunk does.
 from __future__ import annotations
 
 import threading
+import time
 
 from agentworld_local.engine.llama.prefix_tokens import shared_length
 from agentworld_local.engine.llama.sequences import Sequence
@@ -51,7 +52,10 @@ class PromptEvaluation:
         prompt's alone leaves the task's text to evaluate): in memory, and on disk once a second
         session starts with it."""
         reach = len(full) - 1 if leave_one else len(full)  # what may come from the context or a cache
-        stats.restore_s = self._restore(seq, shared_length(seq.tokens, full, min(len(seq.tokens), reach)))
+        started = time.perf_counter()
+        self._unpark(seq, full)  # the state its owner left when another session took the place (parking.py)
+        unparked = time.perf_counter() - started
+        stats.restore_s = unparked + self._restore(seq, shared_length(seq.tokens, full, min(len(seq.tokens), reach)))
         cache_at = 0  # where a turn that evaluates the system prompt stores its state
         if self.state_cache is not None and (not seq.tokens or system > len(seq.tokens)):
             # A new session, or one lent a slot another system prompt's session held.

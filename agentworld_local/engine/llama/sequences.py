@@ -6,15 +6,17 @@ hands the one it acquired to every decode, restore and sample step it makes. A s
 one (`SessionBackend`, what its World generates through) while it is among the n most
 recently used; the least recently used one gives its slot up when another session needs
 it. The slot keeps what it holds: the next owner's turn restores the longest prefix the two
-share (the same system prompt, usually) and evaluates the rest, and so does the session
-that lost its slot when it gets one back: its history is evaluated again. With one slot (the
-CLI, the TUI) that is how a probe, a fork and a second session always shared the context.
+share (the same system prompt, usually) and evaluates the rest. The session that lost its slot
+keeps its state (parking.py: the pool's `handover` parks it when the slot changes hands), and
+gets it back in whichever slot it is lent next, so its next turn evaluates only its new tokens.
+With one slot (the CLI, the TUI) that is how a probe, a fork and a second session share the context.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,13 +45,18 @@ class Sequence:
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
     #: `--speculate auto`'s run of rejected drafts and pause, across its owner's turns.
     pacing: DraftPacing = field(default_factory=DraftPacing)
+    #: The state of the owner it was just taken from, to copy out before its new owner uses it (parking.py).
+    parking: Any = None
 
 
 class SequencePool:
     """Which session holds which sequence (least recently used gives its slot up)."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, handover: Callable[[Sequence, object], None] | None = None) -> None:
+        """`handover(sequence, owner)`: called with the pool's lock held when `sequence`, idle,
+        is lent away from `owner` (the backend parks what it holds for that owner)."""
         self.all = [Sequence(i) for i in range(count)]
+        self._handover = handover
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         self._clock = itertools.count(1)
@@ -75,6 +82,8 @@ class SequencePool:
                         return None
                     self._freed.wait(0.05)  # wakes on a release; the timeout only rechecks `wait`
                 sequence = min(idle, key=lambda s: s.used)
+                if sequence.owner is not None and self._handover is not None:
+                    self._handover(sequence, sequence.owner)  # under the lock: the owner finds it parked
                 sequence.owner = owner
                 sequence.pacing = DraftPacing()  # another session's answers: drafting starts afresh
             elif sequence.busy:
@@ -148,8 +157,9 @@ class SessionBackend:
         return sum(len(c.state or b"") for c in sequence.checkpoints) if sequence is not None else 0
 
     def release(self) -> None:
-        """The session closed: its slot goes to the next session first."""
+        """The session closed: its slot goes to the next session first, its parked state goes."""
         self.model.slots.give_up(self)
+        self.model.discard_parked(self)
 
     def close(self) -> None:
         """A session's view closes nothing but its slot: the runner owns the model."""

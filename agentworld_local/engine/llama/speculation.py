@@ -124,10 +124,10 @@ class PromptLookup:
 
 
 def speculation_default(*, stateful: bool, gpu_layers: int) -> bool:
-    """`--speculate auto`: on where bench/speculation.py measured that it pays with identical
-    output: attention-only models, CPU or GPU (a verify batch costs little more than one token
-    there once its graph is built; drafting pauses after a run of misses: MISS_RUN). Off for hybrid and
-    recurrent models: a batch's recurrent state differs from the one-token one in the last
-    digits, so greedy output is not always identical (docs/speculation.md, "When it is on"),
-    and auto keeps no rollback snapshots for them."""
+    """`--speculate auto`, before the probe: on for attention-only models, CPU or GPU (a verify
+    batch costs little more than one token there once its graph is built; drafting pauses after
+    a run of misses: MISS_RUN), as wide as verify_width.exact_width measured batches to give
+    one-token decodes' logits. Off for hybrid and recurrent models: a batch's recurrent state
+    differs from the one-token one in the last digits, so greedy output is not always identical
+    (docs/speculation.md, "Identical tokens: what holds"), and auto keeps no rollback snapshots."""
     return not stateful
