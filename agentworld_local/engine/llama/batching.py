@@ -76,6 +76,7 @@ class BatchDecoder:
         self._waiting: list[_Request] = []
         self._busy = False
         self._holder: int | None = None  # the thread in exclusive()
+        self._wanted = 0  # threads waiting for exclusive(): no round starts before they have it
         self._active = 0
         self.gather_s = gather_s
         self.stats = BatchStats()
@@ -95,14 +96,20 @@ class BatchDecoder:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """The context to oneself, between rounds (state copies, cache trims, the model's
-        close); a thread that holds it may take it again (no decode inside)."""
+        close); a thread that holds it may take it again (no decode inside). It comes after the
+        round in flight: no new round starts while a thread waits for it (rounds of other
+        sessions one after the other kept a checkpoint's copy waiting for hundreds of ms)."""
         me = threading.get_ident()
         if self._holder == me:
             yield
             return
         with self._cond:
-            while self._busy:
-                self._cond.wait()
+            self._wanted += 1
+            try:
+                while self._busy:
+                    self._cond.wait()
+            finally:
+                self._wanted -= 1
             self._busy = True
             self._holder = me
         try:
@@ -123,7 +130,7 @@ class BatchDecoder:
             raise ValueError(f"a request takes 1..{self._n_batch} tokens, not {len(tokens)}")
         request = _Request(seq, pos, list(tokens), all_logits, keep, output or all_logits)
         with self._cond:
-            alone = not (self._busy or self._waiting or self._active > 1)
+            alone = not (self._busy or self._wanted or self._waiting or self._active > 1)
             if alone:  # nothing to gather: this request is the round (a lone session's every token)
                 self._busy = True
             else:
@@ -145,7 +152,7 @@ class BatchDecoder:
         if len(self._waiting) > 1:
             self._cond.notify_all()  # a round being gathered may be complete now
         while not request.finished:
-            if self._busy or not self._gathered():
+            if self._busy or self._wanted or not self._gathered():
                 self._cond.wait(self._gather_left())
                 continue
             parts = self._take()
