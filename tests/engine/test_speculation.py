@@ -18,7 +18,7 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from agentworld_local.engine.llama import LlamaBackend
+from agentworld_local.engine.llama import LlamaBackend, verify_width
 from agentworld_local.engine.llama.speculation import MAX_DRAFT, DraftPacing, PromptLookup
 from agentworld_local.models.offload_options import OffloadOptions
 from agentworld_local.engine.types import GenerationDone, GenerationStats, SamplingConfig, ThinkBudget
@@ -227,12 +227,17 @@ def test_auto_drafts_for_attention_only_models_with_the_same_answers_and_not_for
     auto = LlamaBackend(llama_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
     hybrid = LlamaBackend(qwen_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
     try:
-        assert auto.speculate and auto.draft_patience is not None and not hybrid.speculate
+        # auto drafts exactly where its probe found batches computing like one-token decodes:
+        # a build whose kernels group even 2 rows otherwise (this project's own build on one CPU
+        # did) must not draft at all (tests/engine/test_drafting_identity.py fixes the width).
+        assert auto.speculate == (auto.verify_width > 1) and not hybrid.speculate
+        assert auto.draft_patience is not None
         answers, _, context = run_turns(off, GREEDY, ThinkBudget.parse("off"))
         answers_auto, stats_auto, context_auto = run_turns(auto, GREEDY, ThinkBudget.parse("off"))
         _, stats_on, _ = run_turns(on, GREEDY, ThinkBudget.parse("off"))
         assert (answers_auto, context_auto) == (answers, context)
-        assert stats_auto.accepted > 0 and stats_auto.drafted <= stats_on.drafted
+        assert stats_auto.drafted <= stats_on.drafted
+        assert (stats_auto.accepted > 0) == auto.speculate
     finally:
         auto.close()
         hybrid.close()
@@ -252,6 +257,8 @@ def test_a_sessions_turns_share_their_drafting_pace_and_another_session_starts_a
         return lookup
 
     monkeypatch.setattr(sample_loop, "PromptLookup", recording)
+    # The pace is auto's, whatever width this build's probe finds (none on some): say it found 3.
+    monkeypatch.setattr(verify_width, "exact_width", lambda *args, **options: 3)
     model = LlamaBackend(llama_gguf, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
     try:
         first, second = model.for_session(), model.for_session()
