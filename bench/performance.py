@@ -28,10 +28,11 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-#: The report's sections in order: bench/<name>.py each (prefill, first_turn, session_loop, state_cache,
-#: prefetch, speculation, serve_throughput, serve_parallel, serve_load, mailbox_drain, serve_remote_overhead,
-#: rl_step_cost and worlds_grpo are written with the features they measure). prefill and first_turn measure
-#: against llama.cpp's llama-server where one is found (`--llama-server PATH`, AWL_LLAMA_SERVER, PATH).
+#: The report's sections in order: bench/<name>.py each (prefill, first_turn, session_loop, session_tokens,
+#: state_cache, prefetch, speculation, serve_throughput, serve_parallel, serve_load, mailbox_drain,
+#: serve_remote_overhead, rl_step_cost and worlds_grpo are written with the features they measure). prefill,
+#: first_turn and session_tokens measure against llama.cpp's llama-server where one is found (`--llama-server
+#: PATH`, AWL_LLAMA_SERVER, PATH).
 SECTIONS = (
     "turn_cost",
     "restore_time",
@@ -39,6 +40,7 @@ SECTIONS = (
     "prefill",
     "first_turn",
     "session_loop",
+    "session_tokens",
     "context_cost",
     "memory_growth",
     "checkpoint_copy",

@@ -41,7 +41,7 @@ def play(backend: LlamaBackend, turns: int, prefetch: bool) -> list[tuple[float,
     world = World(backend, get_domain("terminal"), settings)
     out = []
     for number in range(turns):
-        before = backend.prefetch(world.next_turn_prefix()) if prefetch else 0
+        before = world.backend.prefetch(world.next_turn_prefix()) if prefetch else 0  # the session's, as the runner's
         started = time.perf_counter()
         first = None
         for event in world.step(ACTIONS[number % len(ACTIONS)]):

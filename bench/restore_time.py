@@ -2,7 +2,7 @@
 
 A session whose first action carries a long text (1k, 10k, 50k tokens of history) and two
 short turns after it; then an undo of the last turn and a fork at turn 2, each followed by
-a turn. Measured: the time to restore the checkpoint where that turn's action began (recurrent
+a turn. Measured: the time to restore the checkpoint where that turn's answer began (recurrent
 state + trimming the attention cache) and the tokens re-evaluated, beside the time the same history took to
 evaluate once (what a restore without checkpoints would cost again).
 
@@ -87,8 +87,8 @@ def section(quick: bool) -> str:
         "## Undo and fork restore time",
         f"On the {LABELS[kind]}: a first action carrying a long text, two short turns, then an undo of the last "
         f"turn and a fork at turn 2, each followed by the same turn (greedy; median of {REPEATS}). Restore = setting the "
-        "checkpoint where the re-run turn's action began (recurrent state) and trimming the attention cache; "
-        "the turn then evaluates its action and what follows; beside it the time the history took to "
+        "checkpoint where the re-run turn's answer began (recurrent state) and trimming the attention cache; "
+        "the turn then evaluates the end of its generation prompt that the history does not keep; beside it the time the history took to "
         "evaluate once, which a context without checkpoints pays again.",
         table(["history tokens (besides the system prompt)", "tokens in context", "history eval s (once)", "undo restore ms", "undo tokens evaluated",
                "fork restore ms", "fork tokens evaluated", "same output"], rows),

@@ -40,12 +40,13 @@ def test_a_second_session_starts_after_the_cached_system_prompt(qwen_gguf, tmp_p
 
     info = awl("cache", "info", "--json", home=home)
     facts = json.loads(info.stdout)
-    assert (facts["entries"], facts["files"], facts["enabled"]) == (1, 2, True) and facts["bytes"] > 0
+    # The system prompt's state and the first turn's start (the process's first: written at once).
+    assert (facts["entries"], facts["files"], facts["enabled"]) == (2, 4, True) and facts["bytes"] > 0
     doctor = json.loads(awl("doctor", "--json", home=home).stdout)
     assert doctor["files"]["state_cache"]["bytes"] == facts["bytes"]
 
     cleared = awl("cache", "clear", home=home)
-    assert cleared.returncode == 0 and "Removed 2 files" in cleared.stdout
+    assert cleared.returncode == 0 and "Removed 4 files" in cleared.stdout
     assert json.loads(awl("cache", "info", "--json", home=home).stdout)["files"] == 0
     out = tmp_path / "three.jsonl"
     assert awl("run", "-m", str(qwen_gguf), "-o", str(out), *FAST, home=home, stdin="ls\n").returncode == 0

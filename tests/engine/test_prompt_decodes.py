@@ -3,10 +3,12 @@
 Every llama_decode a turn makes is watched (its tokens and the rows it asks logits for):
 - a prompt chunk asks for no logits (the output row is a product over the whole vocabulary,
   262k rows on Gemma): only the decode a token is sampled after does, at its last row;
-- after the known start the rest of the prompt goes in one decode: an attention-only model's
-  checkpoint is a position, and a hybrid model keeps its turn's recurrent state at the known
-  start; both stop there (prefetched or not, the same chunks: tests/engine/test_prefetch.py
-  holds the answers equal).
+- after the known start the rest of the prompt goes in one decode on an attention-only model
+  (its checkpoint is a position); a hybrid model splits once more, where its answer starts
+  (the end of the generation prompt that the history drops: an empty think block), as
+  llama-server stops 4 tokens before a prompt's end, so the next turn evaluates nothing the
+  context holds (prefetched or not, the same chunks: tests/engine/test_prefetch.py holds the
+  answers equal; tests/engine/test_turn_tokens.py counts what each turn evaluates).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def prompt_decodes(calls: list[tuple[int, list[int]]], prompt_tokens: int) -> li
 
 @pytest.mark.parametrize("fixture", ["qwen_gguf", "llama_gguf"])
 def test_only_the_decode_sampled_after_asks_for_logits_and_the_action_goes_in_one_decode(fixture, request):
+    hybrid = fixture == "qwen_gguf"
     backend = LlamaBackend(request.getfixturevalue(fixture), n_ctx=4096, gpu_layers=0, notice=lambda text: None)
     try:
         world = World(backend, get_domain("terminal"), SETTINGS)
@@ -75,8 +78,14 @@ def test_only_the_decode_sampled_after_asks_for_logits_and_the_action_goes_in_on
             # Logits at the prompt's last row only (the first answer token is sampled there).
             assert [rows for _, rows in prompt[:-1]] == [[] for _ in prompt[:-1]]
             assert prompt[-1][1] == [prompt[-1][0] - 1]
-            # After the known start (prefetched) the rest goes at once: no split at the boundary.
-            assert len(prompt) == 1
+            # After the known start (prefetched) the action goes in one decode: no split at the
+            # boundary; a hybrid model's last decode is the generation prompt's dropped end.
+            if hybrid:
+                assert [n for n, _ in prompt][1:] == [4]
+                ended = backend._llm.detokenize(backend.evaluated_tokens[: record.tokens["prompt_total"] - 4], special=True)
+                assert ended.decode().endswith("<|im_start|>assistant\n")
+            else:
+                assert len(prompt) == 1
     finally:
         backend.close()
 
@@ -84,9 +93,9 @@ def test_only_the_decode_sampled_after_asks_for_logits_and_the_action_goes_in_on
 @pytest.mark.parametrize("fixture", ["qwen_gguf", "llama_gguf"])
 def test_a_cold_first_turn_splits_its_prompt_only_at_its_known_start(fixture, request):
     """n_batch chunks up to the known start, then the rest in one decode, as llama-server's one
-    prompt would go but for that split (the state cache off). An attention-only model's system
-    prompt checkpoint is a position, not a split; a hybrid model's turn keeps its state at the
-    known start."""
+    prompt would go but for that split (the state cache off); a hybrid model's also stops where
+    its answer starts. An attention-only model's system prompt checkpoint is a position, not a
+    split; a hybrid model's turn keeps its state where its answer starts and at its known start."""
     hybrid = fixture == "qwen_gguf"
     backend = LlamaBackend(request.getfixturevalue(fixture), n_ctx=4096, n_batch=64, gpu_layers=0, notice=lambda text: None)
     backend.checkpoint_system_prompt = not hybrid  # a system-prompt checkpoint is a position here
@@ -98,12 +107,16 @@ def test_a_cold_first_turn_splits_its_prompt_only_at_its_known_start(fixture, re
         prompt = prompt_decodes(calls, record.tokens["prompt_evaluated"])
         sizes = [n for n, _ in prompt]
         expected = [64] * (known // 64) + ([known % 64] if known % 64 else [])
-        assert sizes[:-1] == expected and sum(sizes) == record.tokens["prompt_total"]
+        total = record.tokens["prompt_total"]
+        answer_start = total - 4  # `<think>\n\n</think>\n\n`: the history holds no empty think block
+        if hybrid:
+            expected.append(answer_start - known)
+        assert sizes[:-1] == expected and sum(sizes) == total
         # The checkpoints are still where a restore goes: the system prompt's end kept, pinned;
-        # a hybrid model's state where the action began.
+        # a hybrid model's state where the action began and where the answer starts.
         kept = {c.n_tokens: c.state for c in backend.sequence.checkpoints}
         if hybrid:
-            assert kept.get(known) and not backend.sequence.pinned
+            assert kept.get(known) and kept.get(answer_start) and not backend.sequence.pinned
         else:
             assert min(backend.sequence.pinned) in kept
     finally:

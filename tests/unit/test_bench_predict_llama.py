@@ -3,8 +3,8 @@ consecutive rows of one trajectory reuse the context, so each evaluates only its
 
 The expected counts come from the GGUF's own template, rendered here independently: row k+1
 of a trajectory starts with row k's conversation, and evaluates exactly its prompt's tokens
-after row k's checkpoint, which a hybrid model keeps inside row k's last user message, where
-its action began (the known start: the action and the rest go in one decode).
+after row k's checkpoint, which a hybrid model keeps where row k's answer begins (its prompt
+less the generation prompt's end that the history does not keep: an open think block).
 """
 
 from __future__ import annotations
@@ -66,10 +66,11 @@ def test_each_later_turn_of_a_trajectory_evaluates_only_its_new_tokens(tmp_path,
         messages = bench_messages(event.row)
         tokens = event.side["tokens"]
         assert tokens["prompt_total"] == len(backend.tokenize(independent_render(qwen_gguf, messages, add_generation_prompt=True)))
-        # The row's checkpoint lies in its last user message's text, before the turn boundary.
+        # The row's checkpoint lies past the turn boundary, where its answer begins.
         text = independent_render(qwen_gguf, messages, add_generation_prompt=False)
-        before = len(backend.tokenize(text[: text.rindex(messages[-1]["content"].strip())]))
-        assert before < checkpoints[index] < len(backend.tokenize(text))
+        assert len(backend.tokenize(text)) < checkpoints[index] < tokens["prompt_total"]
+        prompt = backend.tokenize(independent_render(qwen_gguf, messages, add_generation_prompt=True))
+        assert backend._llm.detokenize(prompt[: checkpoints[index]], special=True).decode().endswith("<|im_start|>assistant\n")
         if event.row.turn_idx == 1:
             assert tokens["prompt_evaluated"] == tokens["prompt_total"], "a new system prompt: from scratch"
         else:

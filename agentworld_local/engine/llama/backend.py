@@ -1,13 +1,14 @@
 """LlamaBackend: a GGUF model in this process, with an append-only context and turn checkpoints.
 
 Performance core (docs/ARCHITECTURE.md): the session is one token list that only grows,
-with a checkpoint per turn: at its known start (where the action begins) on a hybrid model
-that prefetched it, else at the turn boundary (the end of the last user message, before the
-generation prompt). Hybrid models (recurrent + attention layers) cannot drop tokens from
-the middle of their recurrent state, so a checkpoint stores the recurrent state alone
-(checkpoints.py) and a restore trims the attention cache to match. A turn restores the
-newest checkpoint that is a prefix of the new prompt and evaluates only the tokens after
-it; undo and fork are the same restore.
+with a checkpoint per turn: where its answer starts on a hybrid model (the generation prompt
+less what the history does not keep: prompt_evaluation.py), else at the turn boundary (the end
+of the last user message, before the generation prompt); and the newest turn's known start.
+Hybrid models (recurrent + attention layers) cannot drop tokens from the middle of their
+recurrent state, so a checkpoint stores the recurrent state alone (checkpoints.py) and a
+restore trims the attention cache to match. A turn restores the newest checkpoint that is a
+prefix of the new prompt and evaluates only the tokens after it; undo and fork are the same
+restore.
 """
 
 from __future__ import annotations
@@ -306,8 +307,6 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop, Parking):
             return
         with self._batcher.exclusive():
             state = checkpoints.copy_state(self._ctx, seq.id) if self._stateful else None
-        # A hybrid turn's known-start state is the turn's checkpoint (see _generate): kept.
-        known = known and not self._stateful
         seq.checkpoints.append(Checkpoint(n, state, known))
         if not known:
             checkpoints.drop_superseded(seq.checkpoints, seq.pinned)
@@ -450,11 +449,10 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop, Parking):
         # prefetch would. A turn without a prefetch (bench predict's rows) has none.
         known_start, seq.known_start = seq.known_start, []
         known = len(known_start) if 0 < len(known_start) < boundary and full[: len(known_start)] == known_start else 0
-        # A hybrid model's turn keeps one state, at its known start when it has one: the next
-        # turn, an undo or a regenerate restores there and evaluates the action again inside its
-        # first decode, where a boundary checkpoint would cost a split (a decode) and a copy.
-        # An attention-only model's checkpoints are positions (no split): both.
-        turn_end = 0 if self._stateful and known else boundary
+        # A hybrid model's turn keeps its state where its answer starts (prompt_evaluation.py):
+        # the next turn, an undo or a regenerate restores there and evaluates nothing the context
+        # holds. An attention-only model's checkpoints are positions (no split): the boundary.
+        turn_end = (self._answer_start(full_text, full, base_text, think) or boundary) if self._stateful else boundary
         stops = sorted((seq.pinned | {turn_end, known}) - {0})
         if len(full) + 8 > self.n_ctx:
             raise AwlError(

@@ -28,9 +28,9 @@ SEQ = 0  # the sequence of a backend with one slot (the CLI, the TUI); a server 
 class Checkpoint:
     n_tokens: int
     state: bytes | None  # recurrent state for hybrid models; None for attention-only ones
-    #: Made at a turn's known start (the prefetch before its action) on an attention-only model
-    #: (a position): only an undo of that turn followed by another action restores it, so it is
-    #: dropped once a later one is made. A hybrid model's is its turn's one checkpoint: kept.
+    #: Made at a turn's known start (the prefetch before its action): only an undo of that turn
+    #: followed by another action restores it (the next turn and a regenerate restore where the
+    #: answer starts, or the boundary), so it is dropped once a later one is made.
     known: bool = False
 
 

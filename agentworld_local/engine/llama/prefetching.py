@@ -110,7 +110,7 @@ class Prefetching:
         have = len(seq.tokens)
         held = self.prompt_states.lookup(full, longer_than=have, limit=limit)
         if held is None:
-            entry = self.state_cache.lookup(self._state_key, full, limit=limit)
+            entry = self.state_cache.lookup(self._state_key, full, limit=limit, verify=False)  # read below, checked
             if entry is not None and entry.n_tokens > have:
                 buffer = checkpoints.read_state_file(entry.state, crc32=entry.crc32)
                 if buffer is None or not self._set_sequence(seq, buffer, full[: entry.n_tokens]):

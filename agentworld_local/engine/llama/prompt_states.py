@@ -26,7 +26,8 @@ from agentworld_local.models.memory import PROMPT_STATE_BUDGET
 class HeldState:
     tokens: tuple[int, ...]
     buffer: Any  # a ctypes array: llama.cpp's whole-sequence state after `tokens`
-    #: Whether the disk cache has it too (a first turn's start is written once a second session uses it).
+    #: Whether the disk cache has it too (a first turn's start other than the process's first is
+    #: written once a second session uses it: PromptStates.write_first_start).
     on_disk: bool = True
 
     @property
@@ -45,6 +46,18 @@ class PromptStates:
         self.budget = budget
         self._held: OrderedDict[tuple[int, ...], HeldState] = OrderedDict()
         self._lock = threading.Lock()
+        self._first_start_written = False
+
+    def write_first_start(self) -> bool:
+        """Whether a first turn's start just evaluated goes to disk at once: only the first one
+        this process evaluates. The next process most likely starts the same way (`awl run`
+        again, a restarted server or trainer), and its first turn then evaluates only the
+        action's tokens, as llama-server's next request does; later ones go to disk once a second
+        session of this process starts with them, so RL episodes of distinct tasks write one
+        file a process, not one each."""
+        with self._lock:
+            first, self._first_start_written = not self._first_start_written, True
+            return first
 
     def lookup(self, tokens: Sequence[int], *, longer_than: int = 0, limit: int | None = None) -> HeldState | None:
         """The state of the longest prefix of `tokens` held, longer than `longer_than` tokens and

@@ -104,26 +104,31 @@ class StateCache:
 
     # -- lookup ---------------------------------------------------------------------
 
-    def lookup(self, key: StateKey, tokens: Sequence[int], *, limit: int | None = None) -> Entry | None:
+    def lookup(self, key: StateKey, tokens: Sequence[int], *, limit: int | None = None,
+               verify: bool = True) -> Entry | None:
         """The entry holding the longest prefix of `tokens` (at most `limit` of them) for this
-        key, or None. Entries whose files do not agree with their header are removed."""
+        key, or None. Entries whose files do not agree with their header are removed. Only the
+        entry returned has its state's checksum read (`verify`; a caller that reads the state
+        with its CRC-32, as checkpoints.read_state_file does, passes False and discards the
+        entry when that read fails): a new session's start costs one read of one file, not one
+        per cached prefix of its prompt."""
         fingerprint = key.fingerprint()
         limit = len(tokens) if limit is None else min(limit, len(tokens))
+        candidates = sorted(((entry, header) for entry, header in self._entries()
+                             if header.get("key") == fingerprint and 0 < entry.n_tokens <= limit),
+                            key=lambda pair: -pair[0].n_tokens)
         digests: dict[int, str] = {}
         best: Entry | None = None
-        for entry, header in self._entries():
-            if header.get("key") != fingerprint or not 0 < entry.n_tokens <= limit:
-                continue
-            if best is not None and entry.n_tokens <= best.n_tokens:
-                continue
+        for entry, header in candidates:
             if entry.n_tokens not in digests:
                 digests[entry.n_tokens] = tokens_digest(tokens[: entry.n_tokens])
             if header.get("tokens_sha256") != digests[entry.n_tokens]:
                 continue
-            if _crc32(entry.state) != header["state_crc32"]:  # damaged on disk: llama.cpp would load it
+            if verify and _crc32(entry.state) != header["state_crc32"]:  # damaged on disk: llama.cpp would load it
                 self.discard(entry)
                 continue
             best = entry
+            break
         if best is not None:
             with suppress(OSError):
                 os.utime(best.header)  # most recently used
