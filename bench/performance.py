@@ -54,6 +54,7 @@ SECTIONS = (
     "serve_load",
     "mailbox_drain",
     "serve_remote_overhead",
+    "fleet_affinity",  # two llama-servers; measured only where one is found, as prefill's
     "rl_step_cost",
     "worlds_grpo",
 )

@@ -6,7 +6,7 @@ over `load_backend(None, remote=RemoteOptions(...))`, as `awl serve --backend op
 --base-url URL --api-model NAME` builds it) runs under uvicorn on another port. A client opens
 a terminal session (`--think off`, temperature 0, seed 1, 32-token answers) and sends its
 steps over HTTP (`POST /sessions/{id}/step`), each timed from the request to the response.
-The `openai` client's `chat.completions.create` is wrapped (the kwargs pass through unchanged)
+awl's streamed request (remote/chunks.py `Client.stream_chat`) is wrapped (the kwargs pass through unchanged)
 to keep a copy of each request awl sends and the time from the call to awl closing the stream.
 The same requests then go straight to the server with the `openai` client, streamed as awl
 streams them, each timed from the call to the end of its stream.
@@ -75,7 +75,8 @@ class Call:
 
 @dataclass
 class Recorder:
-    """Wraps `Completions.create` (class-wide) while recording; the direct side calls `original`."""
+    """Wraps awl's `Client.stream_chat` (class-wide) while recording; the direct side calls `original`
+    (`Completions.create`, with the same kwargs)."""
 
     calls: list[Call] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -85,12 +86,15 @@ class Recorder:
     def installed(self) -> Iterator["Recorder"]:
         from openai.resources.chat.completions import Completions
 
+        from agentworld_local.engine.remote.chunks import Client
+
         self.original = Completions.create
+        awl_sends = Client.stream_chat  # awl's way to send a streamed request (its kwargs are create's)
         recorder = self
 
-        def create(completions: Any, *args: Any, **kwargs: Any) -> Any:
-            call = Call(copy.deepcopy(kwargs), time.perf_counter())
-            stream = recorder.original(completions, *args, **kwargs)
+        def create(client: Any, request: dict[str, Any]) -> Any:
+            call = Call(copy.deepcopy(request), time.perf_counter())
+            stream = awl_sends(client, request)
             close = stream.close
 
             def closed() -> None:
@@ -103,11 +107,11 @@ class Recorder:
                 recorder.calls.append(call)
             return stream
 
-        Completions.create = create
+        Client.stream_chat = create
         try:
             yield self
         finally:
-            Completions.create = self.original
+            Client.stream_chat = awl_sends
 
     def take(self) -> list[Call]:
         with self.lock:

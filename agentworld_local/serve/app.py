@@ -373,6 +373,10 @@ _DISCONNECT_POLL_S = 0.1
 async def _collect(turn: AsyncIterator[events.SessionEvent], request: Request, registry: SessionRegistry, sid: str,
                    cancel_on_disconnect: bool) -> Outcome:
     outcome = Outcome()
+    if not cancel_on_disconnect:  # read here: the command runs in a task of its own either way (bridge.py)
+        async for event in turn:
+            outcome.said.append(event)
+        return outcome
 
     async def read() -> None:
         async for event in turn:

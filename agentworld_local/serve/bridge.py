@@ -11,6 +11,7 @@ command half-read: it runs to its end and its turn is saved.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -67,16 +68,15 @@ class AsyncRunnerBridge:
 
     async def _send(self, send: Send, deliver: Callable[[Any], None],
                     watch: Callable[[events.SessionEvent], None] | None) -> None:
-        loop = asyncio.get_running_loop()
-        arrived: asyncio.Queue[events.SessionEvent] = asyncio.Queue()
-        send(self.runner).watch(lambda _, event: loop.call_soon_threadsafe(arrived.put_nowait, event))
+        arrived = _Arrivals(asyncio.get_running_loop())
+        send(self.runner).watch(arrived.put)
         while True:
-            event = await arrived.get()
-            if watch is not None:
-                watch(event)
-            deliver(event)
-            if isinstance(event, TERMINAL):
-                return
+            for event in await arrived.take():
+                if watch is not None:
+                    watch(event)
+                deliver(event)
+                if isinstance(event, TERMINAL):
+                    return
 
     # -- from a plain thread (the CLI before the server starts) -------------------------------
 
@@ -87,3 +87,37 @@ class AsyncRunnerBridge:
     def close(self, timeout: float | None = None) -> None:
         """Cancel what runs, close every session (each turn saved) and free the model."""
         self.runner.close(timeout)
+
+
+class _Arrivals:
+    """A command's events, from the runner's thread to the event loop, in order. The loop is
+    woken once per batch, not once per event: a turn streams an event per piece of its answer,
+    and a wake-up per event (a write to the loop's socket, which lets go of the GIL and waits to
+    take it back) made 16 sessions streaming at once wait on each other's wake-ups."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._events: list[events.SessionEvent] = []
+        self._woken = False
+        self._ready = asyncio.Event()
+
+    def put(self, _session: str | None, event: events.SessionEvent) -> None:
+        """On the runner's thread: keep the event; wake the loop unless a wake-up is on its way."""
+        with self._lock:
+            self._events.append(event)
+            if self._woken:
+                return
+            self._woken = True
+        self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def take(self) -> list[events.SessionEvent]:
+        """On the loop: every event that came since the last take (at least one), in order."""
+        while True:
+            await self._ready.wait()
+            with self._lock:
+                self._ready.clear()
+                self._woken = False
+                taken, self._events = self._events, []
+            if taken:
+                return taken

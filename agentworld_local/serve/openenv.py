@@ -62,7 +62,7 @@ from agentworld_local.serve.limits import ServeLimits
 from agentworld_local.serve.statuses import SHUTTING_DOWN, status_of
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
-from agentworld_local.session.runner.outcome import Outcome, Sent
+from agentworld_local.session.runner.outcome import TERMINAL, Outcome, Sent
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.terminal_text import shorten
 from agentworld_local.worlds.names import check_world_name
@@ -139,6 +139,20 @@ class OpenEnvHub:
         """One command, waited for."""
         return send(self.runner).wait()
 
+    async def send_async(self, send: Callable[[SessionRunner], Sent]) -> Outcome:
+        """One command, awaited on the event loop (woken once, by its last event)."""
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+
+        def watch(_session: str | None, event: events.SessionEvent) -> None:
+            if isinstance(event, TERMINAL):
+                loop.call_soon_threadsafe(_settle, ended)
+
+        sent = send(self.runner)
+        sent.watch(watch)
+        await asyncio.shield(ended)  # a client gone meanwhile leaves the command running to its end
+        return sent.wait()
+
     def call(self, send: Callable[[SessionRunner], Sent]) -> list[events.SessionEvent]:
         """One command, waited for; a refusal, an error or a cancel raised as its AwlError."""
         outcome = self.send(send)
@@ -194,6 +208,26 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
 
     def step(self, action: AwlAction, timeout_s: float | None = None, **kwargs: Any) -> AwlObservation:
         """One turn: the action goes to the world model, its predicted observation comes back."""
+        refused = self._not_stepped(action)
+        if refused is not None:
+            return refused
+        key = self._key
+        assert key is not None
+        return self._stepped(self.hub.send(lambda runner: runner.step(key, action.action, final=action.final)))
+
+    async def step_async(self, action: AwlAction, timeout_s: float | None = None, **kwargs: Any) -> AwlObservation:
+        """`step` on the event loop (OpenEnv's WebSocket awaits it): the turn runs on the runner
+        as ever, and nothing waits for it on a thread of its own (OpenEnv runs a sync step on the
+        session's own thread, a hop there and back for every turn of thousands of episodes)."""
+        refused = self._not_stepped(action)
+        if refused is not None:
+            return refused
+        key = self._key
+        assert key is not None
+        return self._stepped(await self.hub.send_async(lambda runner: runner.step(key, action.action, final=action.final)))
+
+    def _not_stepped(self, action: AwlAction) -> AwlObservation | None:
+        """The observation that says why no turn runs for `action`, or None: it runs."""
         if self._closed:
             return self._unread(f"This session was closed: nobody used it for {self.hub.limits.idle_s:g} s (the "
                                 "server's --idle); its turns are saved. Connect again to start a new episode.",
@@ -208,8 +242,10 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
         if self._turns >= self.hub.limits.max_turns:
             return self._unread(f"The episode has reached this server's limit of {self.hub.limits.max_turns} turns "
                                 "(--max-turns). Reset to start a new one.", done=True)
-        key = self._key
-        outcome = self.hub.send(lambda runner: runner.step(key, action.action, final=action.final))
+        return None
+
+    def _stepped(self, outcome: Outcome) -> AwlObservation:
+        """The observation of a step the runner ran (its outcome)."""
         finished, rewarded = outcome.first(events.TurnFinished), outcome.first(events.Rewarded)
         if outcome.view is not None:  # the runner's view: a turn whose reward failed is saved and counted
             self._turns = outcome.view.turns
@@ -317,6 +353,11 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
     def _unread(self, reason: str, *, done: bool = False) -> AwlObservation:
         """No turn ran: the reason is the observation, so an agent can correct itself."""
         return self._observation(reason, done=done, reward=0.0, invalid_action=reason)
+
+
+def _settle(ended: asyncio.Future[None]) -> None:
+    if not ended.done():
+        ended.set_result(None)
 
 
 class Refusal(HTTPException):

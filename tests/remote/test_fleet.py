@@ -20,7 +20,7 @@ import agentworld_local
 from agentworld_local.engine import events as ev
 from agentworld_local.engine.loading import load_backend
 from agentworld_local.engine.remote.backend import OpenAIBackend
-from agentworld_local.engine.remote.fleet import Fleet
+from agentworld_local.engine.remote.fleet import ROUND_ROBIN, STICKY, Fleet
 from agentworld_local.engine.remote.options import RemoteOptions
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.errors import GenerationError
@@ -111,6 +111,26 @@ def test_sessions_spread_least_loaded_and_every_turn_of_a_session_lands_on_its_s
     finally:
         runner.close()
     assert all(server.refused == 0 for server in three)
+
+
+@pytest.mark.parametrize("placement", [STICKY, ROUND_ROBIN])
+def test_round_robin_sends_each_turn_to_the_next_server_where_sticky_keeps_it(three, tmp_path, placement):
+    """The bench's knob (bench/fleet_affinity.py measures what sticky saves against it)."""
+    runner = SessionRunner(backend=fleet_of(three, placement=placement))
+    try:
+        sids = open_sessions(runner, tmp_path, 3)
+        for turn in range(1, 5):
+            for said in step_all(runner, sids, turn).values():
+                assert not notices(said) and any(isinstance(event, ev.TurnFinished) for event in said)
+        paths = {sid: [landed(three, sid, turn) for turn in range(1, 5)] for sid in sids}
+        assert sorted(path[0] for path in paths.values()) == [[0], [1], [2]]  # placed least-loaded either way
+        step = 1 if placement == ROUND_ROBIN else 0
+        for path in paths.values():
+            home = path[0][0]
+            assert path == [[(home + step * turn) % 3] for turn in range(4)], paths
+        assert [status.sessions for status in runner.servers()] == [1, 1, 1]
+    finally:
+        runner.close()
 
 
 def test_a_server_killed_while_turns_run_hands_its_sessions_to_the_others_and_no_turn_is_lost(three, tmp_path):

@@ -25,6 +25,7 @@ conversation, and the server's prefix cache decides what it evaluates again.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -326,8 +327,7 @@ class OpenAIBackend:
                         finish = "length" if choice.finish_reason == "length" else "stop"
                     rules = answer.rules
                     if rules is not None and rules.finish:
-                        if not counted:
-                            _read_usage(chunks, served, cancel)
+                        _read_tail(chunks, served, cancel, counted=counted, ended=finish is not None)
                         return rules.finish
                     if rules is not None and rules.budget_spent and not continuation:
                         return "budget"
@@ -338,7 +338,7 @@ class OpenAIBackend:
         than its context leaves, and says how many it leaves, is asked once more for those."""
         for again in (True, False):
             try:
-                return self._client.chat.completions.create(**request)
+                return self._client.stream_chat(request)
             except openai.BadRequestError as error:
                 left = room_left(error) if again and asks_too_many_tokens(error) else None
                 if left is not None and 0 < left < (request.get("max_tokens") or left + 1):
@@ -422,36 +422,88 @@ class OpenAIBackend:
         )
 
 
-def _read_usage(chunks: Iterator[Any], served: ServedCounts, cancel: Any) -> None:
-    """Read on past the answer's end for the usage chunk servers send last (its text is
-    past the observation and not part of the answer); a failure here loses only the counts."""
-    with contextlib.suppress(Exception):
+def _read_tail(chunks: Iterator[Any], served: ServedCounts, cancel: Any, *, counted: bool, ended: bool) -> None:
+    """Read on past the answer's end (its text is past the observation and not part of the
+    answer): the usage chunk servers send last and, once the server has ended its message (a
+    `finish_reason`: only usage and `[DONE]` follow), the stream's end, so that its connection
+    goes back to the pool for the next turn (a stream closed part-read drops its connection, and
+    the next turn connects anew), and the server is done with the request before the turn gives
+    its place back. A server that runs on past the answer is cut after _TAIL_CHUNKS chunks, or,
+    once its usage is read (vLLM and SGLang report it in every chunk), at the first chunk that
+    does not end its message. A failure here loses only the counts."""
+    with contextlib.suppress(Exception):  # StopIteration too: the stream's end
         for _ in range(_TAIL_CHUNKS):
-            if cancel.is_set() or served.read(next(chunks)):
+            if cancel.is_set():
                 return
+            chunk = next(chunks)
+            had_usage = counted
+            counted = served.read(chunk) or counted
+            ended = ended or any(choice.finish_reason for choice in chunk.choices)
+            if had_usage and not ended:
+                return
+
+
+class _Watcher:
+    """One thread that closes each stream in flight as soon as its cancel is set (a read
+    blocked on the socket then ends), for every stream of the process: a thread per stream,
+    each waking every _WATCH_S, cost hundreds of wake-ups a second with hundreds of turns in
+    flight. It runs while a stream is open, and ends when none is."""
+
+    def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
+        """Nothing watched, no thread. Also in a forked child, where the watching thread is gone."""
+        self._lock = threading.Lock()
+        self._streams: dict[int, tuple[Any, Any]] = {}
+        self._next = 0
+        self._running = False
+
+    def add(self, cancel: Any, stream: Any) -> int:
+        with self._lock:
+            self._next += 1
+            self._streams[self._next] = (cancel, stream)
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._watch, name="awl-remote-cancel", daemon=True).start()
+            return self._next
+
+    def remove(self, key: int) -> None:
+        with self._lock:
+            self._streams.pop(key, None)
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(_WATCH_S)
+            with self._lock:
+                if not self._streams:
+                    self._running = False
+                    return
+                watched = list(self._streams.items())  # looked at outside the lock: streams come and go meanwhile
+            cancelled = [key for key, (cancel, _) in watched if cancel.is_set()]
+            if cancelled:
+                with self._lock:
+                    shut = [self._streams.pop(key)[1] for key in cancelled if key in self._streams]
+                for stream in shut:
+                    _shut(stream)
+
+
+_WATCHER = _Watcher()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_WATCHER._forget)
 
 
 @contextlib.contextmanager
 def _closed_on(cancel: Any, stream: Any) -> Iterator[None]:
     """Close `stream` as soon as `cancel` is set (a read blocked on the socket then ends),
     and always when the block ends (an early stop frees the server's slot)."""
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.wait(_WATCH_S):
-            if cancel.is_set():
-                _shut(stream)
-                return
-
-    watcher = threading.Thread(target=watch, name="awl-remote-cancel", daemon=True)
-    watcher.start()
+    key = _WATCHER.add(cancel, stream)
     try:
         yield
     finally:
-        done.set()
+        _WATCHER.remove(key)
         with contextlib.suppress(Exception):
             stream.close()
-        watcher.join(1.0)
 
 
 def _shut(stream: Any) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from agentworld_local.engine.context_window import overflow_hint
+from agentworld_local.engine.remote.chunks import Client
 from agentworld_local.engine.remote.options import RemoteOptions, endpoint_label
 from agentworld_local.errors import AwlError, GenerationError, ModelError, RequestRefused
 from agentworld_local.safe_parse import SyntaxProblem, load_json
@@ -27,10 +28,11 @@ _SHOWN_CHARS = 300
 
 
 def make_client(options: RemoteOptions) -> openai.OpenAI:
-    """Retries with exponential backoff (the client's own) on connection errors, 408, 409, 429, 5xx."""
-    return openai.OpenAI(
-        base_url=options.base_url, api_key=options.api_key(), timeout=options.timeout_s, max_retries=options.retries
-    )
+    """Retries with exponential backoff (the client's own) on connection errors, 408, 409, 429, 5xx.
+    Streamed chunks come as remote/chunks.py's `Chunk` (the client's typed models cost a turn's CPU)."""
+    # The timeout as the client's own type: a number is checked against a typing Protocol on every request.
+    return Client(base_url=options.base_url, api_key=options.api_key(), timeout=openai.Timeout(options.timeout_s),
+                  max_retries=options.retries)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ with one it stays an OpenAIBackend.
   or moved at least `retry_s` seconds after it went down (30), twice as long after each failure
   in a row: no thread polls. When every server is down, a turn fails with one line.
 - An engine's own router (SGLang's router, vLLM's production stack) is one server here.
+- `placement="round-robin"` (internal, for bench/fleet_affinity.py; no option names it): each
+  turn of a session after its first goes to the up server after the one its previous turn went
+  to, in the order given, as a router with no affinity would send it; what sticky saves is
+  measured against it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ MAX_RETRY_S = 15 * 60.0
 PROBE_S = 3.0
 #: How often a turn waiting for one of its server's places looks at its cancel flag.
 _GATE_POLL_S = 0.1
+#: Placements: every turn of a session on its server (the default), or each turn on the next server.
+STICKY, ROUND_ROBIN = "sticky", "round-robin"
 
 Notice = Callable[[str], None]
 
@@ -101,10 +107,14 @@ class Fleet:
 
     def __init__(self, options: RemoteOptions, *, n_ctx: int | None = None, parallel: int | None = None,
                  notice: Notice | None = None, retry_s: float = RETRY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, placement: str = STICKY) -> None:
         """Connect to every server of `options` at once. `n_ctx`, `parallel`: each server's, as
         OpenAIBackend takes them. `retry_s`: seconds before a down server is asked again (then
-        doubled with each failure in a row); `clock`: seconds, for tests."""
+        doubled with each failure in a row); `clock`: seconds, for tests; `placement`: STICKY,
+        or ROUND_ROBIN to measure what sticky saves (see the module's doc)."""
+        if placement not in (STICKY, ROUND_ROBIN):
+            raise ValueError(f"placement must be {STICKY!r} or {ROUND_ROBIN!r}, not {placement!r}")
+        self.placement = placement
         self.options = options
         self.notices: list[str] = []
         self._notice_sink = notice
@@ -235,6 +245,21 @@ class Fleet:
             old.close()
         return f"The server at {server.endpoint} stopped answering ({cause}); this session moved to {target.endpoint}."
 
+    def _rotate(self, view: FleetView) -> None:
+        """Round-robin: `view` moved to the up server after its own, in the order given."""
+        with self._lock:
+            start = self._servers.index(view._server)
+            ordered = self._servers[start + 1:] + self._servers[:start + 1]
+            target = next((server for server in ordered if server.up), None)
+            if target is None or target is view._server or target.backend is None:
+                return
+            view._server.views.discard(view)
+            target.views.add(view)
+            old, view._server = view._inner, target
+            view._inner = target.backend.for_session()
+        if old is not None:
+            old.close()
+
     def _all_down(self) -> GenerationError:
         now = self._clock()
         soonest = min(self._servers, key=lambda server: server.retry_at)
@@ -328,6 +353,7 @@ class FleetView:
         self._guard = GenerationGuard()
         self._closed = threading.Event()
         self.parallel = fleet.parallel
+        self._turns = 0  # turns begun: round-robin moves every one after the first
 
     @property
     def info(self) -> ModelInfo:
@@ -365,6 +391,9 @@ class FleetView:
             raise GenerationError("The connection to the server was closed.", "Load the model again to run another turn.")
         with self._guard.hold():
             stop = EitherEvent(cancel, self._closed, fleet._closed)
+            if fleet.placement == ROUND_ROBIN and self._turns:
+                fleet._rotate(self)
+            self._turns += 1
             while True:
                 moved = fleet._bind(self)
                 if moved is not None:

@@ -34,6 +34,7 @@ class Sent:
         self._changed = threading.Condition()
         self._said: list[Said] = []
         self._watchers: list[Callable[[str | None, events.SessionEvent], None]] = []
+        self._following = 0  # threads waiting for each event (`events()`); `wait()` waits for the last alone
 
     def __bool__(self) -> bool:
         return self.accepted
@@ -53,7 +54,8 @@ class Sent:
                     watcher(session, event)
                 except Exception:  # noqa: BLE001 - a face that cannot take an event must not stop the model's owner
                     pass
-            self._changed.notify_all()
+            if self._following or isinstance(event, TERMINAL):
+                self._changed.notify_all()
 
     # -- the face's side -------------------------------------------------------------------
 
@@ -73,11 +75,17 @@ class Sent:
     def events(self, *, poll: float = 0.1, on_wait: Callable[[], None] | None = None) -> Iterator[Said]:
         """(session, event) pairs as they come, up to the last. `on_wait` runs every `poll`
         seconds while nothing comes (the CLI checks its signals there: the main thread must
-        stay free to receive Ctrl+C)."""
+        stay free to receive Ctrl+C); without it another thread sleeps until an event comes (a
+        server's thousands of waiting episodes must not each wake ten times a second)."""
         seen = 0
+        timeout = _poll(poll, on_wait)
         while True:
             with self._changed:
-                arrived = self._changed.wait_for(lambda: len(self._said) > seen, poll)
+                self._following += 1
+                try:
+                    arrived = self._changed.wait_for(lambda: len(self._said) > seen, timeout)
+                finally:
+                    self._following -= 1
                 items = self._said[seen:]
             if not arrived:
                 if on_wait is not None:
@@ -92,12 +100,27 @@ class Sent:
     def wait(self, *, on_event: Callable[[events.SessionEvent], None] | None = None,
              on_wait: Callable[[], None] | None = None) -> Outcome:
         """Every event, once the command has ended; `on_event` sees each as it comes, on this thread."""
+        if on_event is None and on_wait is None:  # woken once, by the last event
+            timeout = _poll(0.1, None)
+            with self._changed:
+                while not self._changed.wait_for(lambda: bool(self._said) and isinstance(self._said[-1][1], TERMINAL),
+                                                 timeout):
+                    pass
+                return Outcome([event for _, event in self._said])
         said = []
         for _, event in self.events(on_wait=on_wait):
             if on_event is not None:
                 on_event(event)
             said.append(event)
         return Outcome(said)
+
+
+def _poll(poll: float, on_wait: Callable[[], None] | None) -> float | None:
+    """How long a wait for the next event may block: `poll` on the main thread or with `on_wait`,
+    else without end. A main thread blocked on a lock without a timeout takes a KeyboardInterrupt
+    only once the lock is free (on Windows, and from `_thread.interrupt_main`), so Ctrl+C would
+    land after the turn, which is then saved instead of cancelled."""
+    return poll if on_wait is not None or threading.current_thread() is threading.main_thread() else None
 
 
 @dataclass

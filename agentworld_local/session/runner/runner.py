@@ -19,7 +19,7 @@ The order, owned once:
   stops what runs (a turn at its next token, a load at its next progress report, a reward at
   once); each command it touched ends cancelled, `by` the client. The idle prefetch between
   turns is the lowest priority: any command stops it at its next chunk.
-- Each command runs on a thread of its own, started when it may run; nothing polls.
+- Each command runs on a thread of its own (workers.py), started when it may run; nothing polls.
 - Each command returns a `Sent` (outcome.py): true when accepted, and the command's own
   events, which every face waits on. An accepted one ends with exactly one `Ready`, carrying
   the session's view after it (types.SessionState); a failure is an `ErrorEvent` before it, a
@@ -34,6 +34,7 @@ The order, owned once:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,6 +54,7 @@ from agentworld_local.session.runner.order import Order
 from agentworld_local.session.runner.outcome import Sent
 from agentworld_local.session.runner.scheduling import Load
 from agentworld_local.session.runner.types import NewSession, error_event, loaded_event, session_state, session_view
+from agentworld_local.session.runner.workers import WORKERS
 
 #: Where the runner's events go: (session id or None, event). Called on the thread that says it.
 Emit = Callable[[str | None, events.SessionEvent], None]
@@ -237,9 +239,9 @@ class SessionRunner:
     # -- running a command -----------------------------------------------------------------
 
     def _launch(self, commands: list[Command]) -> None:
-        """Each claimed command's body on a thread of its own (outside the lock)."""
+        """Each claimed command's body on a thread of its own (outside the lock; workers.py)."""
         for command in commands:
-            threading.Thread(target=self._run, args=(command,), name=f"awl-{command.name}", daemon=True).start()
+            WORKERS.start(functools.partial(self._run, command), f"awl-{command.name}")
 
     def _run(self, command: Command) -> None:
         self._running_on[threading.get_ident()] = command
