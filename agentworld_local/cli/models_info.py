@@ -239,6 +239,8 @@ def _render_plan(table: Table, facts: dict[str, Any]) -> None:
     if memory["checkpoint_bytes"]:
         table.add_row("  turn checkpoints", f"up to {format_bytes(memory['checkpoint_bytes'])}  (one recurrent state per turn, RAM)")
     table.add_row("  prompt states", f"up to {format_bytes(memory['prompt_state_bytes'])}  (system prompts held for the next sessions, RAM)")
+    table.add_row("  parked states", f"{format_bytes(memory['parked_state_bytes'])}  (sessions waiting for a place: one context's "
+                                     "state counted; more get the RAM left, up to 2 GiB, the rest go to disk)")
     if memory["expert_bytes"]:
         table.add_row("  routed experts", f"{format_bytes(memory['expert_bytes'])} of the weights")
     table.add_row("  total", format_bytes(memory["total_bytes"]))

@@ -13,8 +13,9 @@ llama-memory-recurrent.cpp in the vendored sources):
   the attention scores dominate: n_ubatch x n_ctx x (heads + mask) floats; with it only
   the f16 mask grows with the context. Plus the logits of the batch.
 Plus what awl holds in host memory beside llama.cpp: turn checkpoints (a copy of the
-recurrent state per turn, within CHECKPOINT_BUDGET) and the system-prompt states kept for the
-process's next sessions (within PROMPT_STATE_BUDGET).
+recurrent state per turn, within CHECKPOINT_BUDGET), the system-prompt states kept for the
+process's next sessions (within PROMPT_STATE_BUDGET) and the parked states of sessions waiting
+for a place (within PARKED_STATE_BUDGET; beyond it they go to disk).
 `gpu_bytes(k, cpu_moe=m)` / `cpu_bytes(k, cpu_moe=m)` split it the way llama.cpp places
 `n_gpu_layers = k` with the routed experts of the first m layers kept in RAM (--n-cpu-moe).
 """
@@ -37,6 +38,9 @@ CHECKPOINT_BUDGET = 2 * 1024**3
 PLANNED_TURN_TOKENS = 32
 #: Host memory for system-prompt states held for the next sessions (engine/llama/prompt_states.py).
 PROMPT_STATE_BUDGET = 1024**3
+#: Host memory for the states of sessions whose place another took, waiting to get one back
+#: (engine/llama/parking.py; beyond it they go to disk, least recently parked first).
+PARKED_STATE_BUDGET = 2 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -124,9 +128,17 @@ class MemoryEstimate:
         return min(PROMPT_STATE_BUDGET, self.kv_bytes + self.recurrent_bytes)
 
     @property
+    def parked_state_bytes(self) -> int:
+        """Parked session states held in RAM: counted as one full context's state (a probe's or a
+        fork's, or a session beyond the places; the turn checkpoints it carries are within theirs),
+        up to the budget. More sessions waiting for a place get what the plan leaves too, up to the
+        budget (engine/llama/parking.parked_budget); the rest go to disk."""
+        return min(PARKED_STATE_BUDGET, self.kv_bytes + self.recurrent_bytes)
+
+    @property
     def held_bytes(self) -> int:
-        """Host memory awl keeps beside llama.cpp's buffers (checkpoints, prompt states)."""
-        return self.checkpoint_bytes + self.prompt_state_bytes
+        """Host memory awl keeps beside llama.cpp's buffers (checkpoints, prompt states, parked states)."""
+        return self.checkpoint_bytes + self.prompt_state_bytes + self.parked_state_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -185,6 +197,7 @@ class MemoryEstimate:
             "compute_bytes": self.compute_bytes,
             "checkpoint_bytes": self.checkpoint_bytes,
             "prompt_state_bytes": self.prompt_state_bytes,
+            "parked_state_bytes": self.parked_state_bytes,
             "total_bytes": self.total_bytes,
             "skipped_mtp_bytes": self.skipped_bytes,
             "layers": [

@@ -113,7 +113,9 @@ def test_info_plan_shows_the_estimate_and_what_fits_here(tmp_path, qwen_gguf):
     assert memory["kv_bytes"] == 2 * 8192 * 2 * (32 + 32) * 2  # 2 attention layers x cells x KV heads x K+V dims x f16
     assert memory["recurrent_bytes"] == 6 * (3 * (64 + 2 * 2 * 16) + 16 * 64) * 4
     assert memory["total_bytes"] == (memory["weights_bytes"] + memory["kv_bytes"] + memory["recurrent_bytes"]
-                                     + memory["compute_bytes"] + memory["checkpoint_bytes"] + memory["prompt_state_bytes"])
+                                     + memory["compute_bytes"] + memory["checkpoint_bytes"] + memory["prompt_state_bytes"]
+                                     + memory["parked_state_bytes"])
+    assert memory["parked_state_bytes"] == memory["kv_bytes"] + memory["recurrent_bytes"]  # one context's state
     assert memory["checkpoint_bytes"] == 8192 // 32 * memory["recurrent_bytes"]  # one state per turn, 32+ tokens each
     assert [layer["kind"] for layer in memory["layers"]].count("attention") == 2
     assert plan["fits"] and plan["n_ctx"] == 8192 and plan["max_layers"] == 9 and plan["ctx_reason"] == "as asked"

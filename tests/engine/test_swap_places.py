@@ -54,7 +54,7 @@ def load(path: Path, **options) -> LlamaBackend:
     return LlamaBackend(path, n_ctx=4096, gpu_layers=0, parallel=N, **options)
 
 
-@pytest.fixture(scope="module", params=["llama", "qwen35moe"])
+@pytest.fixture(scope="module", params=[pytest.param("llama", marks=pytest.mark.slow), "qwen35moe"])  # the hybrid in the default tier
 def model_path(request, llama_gguf, qwen_gguf) -> Path:
     return llama_gguf if request.param == "llama" else qwen_gguf
 
@@ -246,7 +246,7 @@ def test_a_damaged_spilled_state_is_a_miss_not_an_error(tmp_path):
     assert not list(tmp_path.glob("parked-*/*"))
 
 
-@pytest.mark.parametrize("fixture_name", ["llama_gguf", "qwen_gguf"])
+@pytest.mark.parametrize("fixture_name", [pytest.param("llama_gguf", marks=pytest.mark.slow), "qwen_gguf"])
 def test_2n_sessions_through_the_runner_on_n_places_read_no_history_again(fixture_name, request, tmp_path):
     """The runner's way (as `awl serve` runs RL episodes): 2N sessions step at once on N places,
     places change hands between threads; answers and prompt tokens evaluated are those of a model
@@ -301,3 +301,67 @@ def test_2n_sessions_through_the_runner_on_n_places_read_no_history_again(fixtur
     placed, _ = play(len(SESSIONS), tmp_path / "placed")
     assert swapped == placed
     assert restored > 0
+
+
+def test_the_memory_plan_counts_the_parked_states_and_parking_keeps_within_it(qwen_gguf):
+    """The estimate counts one full context's state for parked sessions among what awl holds
+    (up to PARKED_STATE_BUDGET), `awl models info --plan` shows it, and the parked states' RAM
+    budget is no more than the plan's budget and the RAM the plan leaves plus what it counted."""
+    from types import SimpleNamespace
+
+    from agentworld_local.cli.models_info import collect
+    from agentworld_local.engine.llama.parking import parked_budget
+    from agentworld_local.models import memory
+    from agentworld_local.models.inspect import inspect_gguf
+
+    estimate = memory.estimate_memory(inspect_gguf(qwen_gguf), 8192)
+    assert estimate.parked_state_bytes == estimate.kv_bytes + estimate.recurrent_bytes
+    assert estimate.held_bytes == estimate.checkpoint_bytes + estimate.prompt_state_bytes + estimate.parked_state_bytes
+    long = estimate.with_ctx(16 * 1024**2)  # 16M tokens: 8 GiB of KV cells
+    assert long.parked_state_bytes == memory.PARKED_STATE_BUDGET
+    facts = collect(str(qwen_gguf), plan=True, ctx=8192)
+    assert facts["memory"]["parked_state_bytes"] == estimate.parked_state_bytes
+    assert facts["plan"]["cpu_bytes"] >= estimate.parked_state_bytes
+    gib = 1024**3
+    assert parked_budget(SimpleNamespace(ram_budget=10 * gib, cpu_bytes=9 * gib)) == gib
+    assert parked_budget(SimpleNamespace(ram_budget=10 * gib, cpu_bytes=9 * gib), counted=gib // 2) == gib + gib // 2
+    assert parked_budget(SimpleNamespace(ram_budget=10 * gib, cpu_bytes=11 * gib)) == 0  # nothing left: to disk
+    assert parked_budget(SimpleNamespace(ram_budget=100 * gib, cpu_bytes=gib)) == memory.PARKED_STATE_BUDGET
+    assert 0 < parked_budget() <= memory.PARKED_STATE_BUDGET
+
+
+def test_a_session_that_comes_back_pauses_the_others_once_for_both_copies(qwen_gguf):
+    """Each hold of the context (a state copied out or in, a cache trim) waits for the decode
+    round in flight and pauses the other sessions' decodes: the state of the session that loses
+    a place and the state of the one that comes back are copied in the same hold, so a turn that
+    changes places holds the context once more than the same turn in a place of its own."""
+    import contextlib
+
+    def holds_while_playing(places: int) -> tuple[int, LlamaBackend]:
+        backend = LlamaBackend(qwen_gguf, n_ctx=4096, gpu_layers=0, parallel=places)
+        count = [0]
+        exclusive = backend._batcher.exclusive
+
+        @contextlib.contextmanager
+        def counted():
+            count[0] += 1
+            with exclusive():
+                yield
+
+        backend._batcher.exclusive = counted
+        try:
+            play_in_turn(backend)
+        finally:
+            backend._batcher.exclusive = exclusive
+        return count[0], backend
+
+    placed, alone = holds_while_playing(len(SESSIONS))
+    swapped, backend = holds_while_playing(N)
+    try:
+        handovers = backend.parked.parked
+        assert handovers == len(SESSIONS) * len(SESSIONS[0][1]) - N and alone.parked.parked == 0
+        assert backend.parked.restored == len(SESSIONS) * (len(SESSIONS[0][1]) - 1)
+        assert swapped <= placed + handovers, (swapped, placed, handovers)
+    finally:
+        backend.close()
+        alone.close()

@@ -25,7 +25,7 @@ from agentworld_local.fixtures.tiny_gguf import write_qwen35moe_fixture
 from agentworld_local.models.hardware import GpuInfo, Hardware, parse_nvidia_smi, rebuild_advice
 from agentworld_local.models.inspect import GgufSummary, LayerInfo, RecurrentShape, _FastReader, inspect_gguf
 from agentworld_local.models.offload_options import OffloadOptions
-from agentworld_local.models.memory import CHECKPOINT_BUDGET, PROMPT_STATE_BUDGET, estimate_memory
+from agentworld_local.models.memory import CHECKPOINT_BUDGET, PARKED_STATE_BUDGET, PROMPT_STATE_BUDGET, estimate_memory
 from agentworld_local.models.plan import MIN_CTX, plan_offload, smaller_plan
 
 GiB = 1024**3
@@ -198,12 +198,15 @@ def test_the_plan_counts_the_turn_checkpoints_and_held_prompt_states():
     estimate = estimate_memory(qwen_agentworld_summary(), 262_144)
     assert estimate.checkpoint_bytes == CHECKPOINT_BUDGET
     assert estimate.prompt_state_bytes == PROMPT_STATE_BUDGET  # the 5 GiB KV exceeds the budget
+    assert estimate.parked_state_bytes == PARKED_STATE_BUDGET  # issue 43: a session waiting for a place
     assert estimate.total_bytes == (estimate.weights_bytes + estimate.kv_bytes + estimate.recurrent_bytes
-                                    + estimate.compute_bytes + CHECKPOINT_BUDGET + PROMPT_STATE_BUDGET)
+                                    + estimate.compute_bytes + CHECKPOINT_BUDGET + PROMPT_STATE_BUDGET
+                                    + PARKED_STATE_BUDGET)
     # A short context has room for fewer turns: one state per 32 tokens at most.
     short = estimate_memory(qwen_agentworld_summary(), 1024)
     assert short.checkpoint_bytes == 32 * estimate.recurrent_bytes
     assert short.prompt_state_bytes == short.kv_bytes + short.recurrent_bytes
+    assert short.parked_state_bytes == short.kv_bytes + short.recurrent_bytes
 
 
 def test_gpu_layers_are_counted_the_way_llama_cpp_places_them():
@@ -506,8 +509,9 @@ def test_a_load_without_ctx_says_the_chosen_context_and_why_and_an_explicit_ctx_
     assert check_ctx_for_model(llama_gguf, None, hardware=machine(16), notice=said.append) == 4096
     assert said == ["context: 4,096 tokens, what the model was trained for, and it fits in memory; `--ctx N` sets another."]
     said.clear()
-    # 18 MiB usable beyond the 512 MiB margin: the fixture's caches fit at 8k tokens, not at 16k.
-    small = Hardware(ram_total=1024**3, ram_available=530 * MiB, cpu_threads=2, cpu_cores=2)
+    # 33 MiB usable beyond the 512 MiB margin: the fixture's caches (and the states awl holds beside
+    # them: checkpoints, prompt and parked states) fit at 8k tokens, not at 16k.
+    small = Hardware(ram_total=1024**3, ram_available=545 * MiB, cpu_threads=2, cpu_cores=2)
     chosen = check_ctx_for_model(qwen_gguf, None, hardware=small, notice=said.append)
     assert MIN_CTX < chosen < 32768 and "largest that fits this machine's free memory" in said[0]
     assert check_ctx_for_model(qwen_gguf, 2048, hardware=small, notice=said.append) == 2048

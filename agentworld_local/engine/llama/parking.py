@@ -11,8 +11,9 @@ restores its checkpoint and evaluates only its new tokens, as if it had never le
 are the ones it left, so its answers are those it gets alone.
 
 Parked states are held in memory within a byte budget (`parked_budget`: the memory plan's
-PARKED_STATE_BUDGET when it declares one, else DEFAULT_BUDGET; no more than the RAM the offload
-plan leaves, or half the RAM free without a plan). Beyond it the least recently parked go to
+PARKED_STATE_BUDGET, models/memory.py, which counts one full context's state of them among what
+awl holds beside llama.cpp; no more than that and the RAM the offload plan leaves, or half the RAM
+free without a plan). Beyond it the least recently parked go to
 files in a private folder of the state cache's directory (removed at close, and a dead
 process's on the next start); beyond the disk budget, the free disk or a failed write, the
 oldest are dropped: that session's next turn evaluates its history again, as before parking
@@ -21,7 +22,9 @@ one that is garbage collected.
 
 The handover is recorded under the pool's lock (so the session that lost the place finds its
 entry whenever it asks); the state itself is copied by the new owner's thread before its turn
-touches the place, outside that lock (a session that asks meanwhile waits for it). It is copied
+touches the place, outside that lock (a session that asks meanwhile waits for it), in the same
+hold of the context that sets the new owner's own parked state in (each hold waits for the
+decode round in flight and pauses the other sessions' decodes). It is copied
 whatever the new owner's prompt: a fork or a probe that shares the history pays a copy it did
 not need (host memcpy: milliseconds for the fixtures, about 0.1 s for a real model's 30k-token
 context), and the session then goes on from the place if that reaches further (`_unpark`).
@@ -53,10 +56,10 @@ from agentworld_local.engine.llama.sequences import Sequence
 from agentworld_local.engine.llama.speculation import DraftPacing
 from agentworld_local.models import memory
 
-#: Host memory for parked states when the memory plan names none (models/memory.py
-#: PARKED_STATE_BUDGET): a real model's session state is a few hundred MB (its KV cells, its
-#: recurrent state and turn checkpoints), so this holds a handful; the rest go to disk.
-DEFAULT_BUDGET = 2 * 1024**3
+#: Host memory for parked states (models/memory.py, the memory plan's): a real model's session
+#: state is a few hundred MB (its KV cells, its recurrent state and turn checkpoints), so this
+#: holds a handful; the rest go to disk.
+DEFAULT_BUDGET = memory.PARKED_STATE_BUDGET
 #: Disk for parked states (the folder is private to the process and emptied as they come back).
 DISK_BUDGET = 32 * 1024**3
 #: Free disk left alone when spilling.
@@ -65,13 +68,14 @@ FOLDER_PREFIX = "parked-"
 STATE_SUFFIX = ".seqstate"
 
 
-def parked_budget(plan: Any = None) -> int:
+def parked_budget(plan: Any = None, counted: int = 0) -> int:
     """Bytes of parked states held in memory: the memory plan's budget, no more than the RAM
-    the offload plan (models/plan.py) leaves once the model and its caches are counted; without
-    a plan (layers given, a CPU-only build), no more than half the RAM free once it is loaded."""
-    budget = int(getattr(memory, "PARKED_STATE_BUDGET", DEFAULT_BUDGET))
+    the offload plan (models/plan.py) leaves once the model and its caches are counted, plus what
+    it counted for parked states (`counted`: the estimate's `parked_state_bytes`); without a plan
+    (layers given, a CPU-only build), no more than half the RAM free once it is loaded."""
+    budget = memory.PARKED_STATE_BUDGET
     if plan is not None and getattr(plan, "ram_budget", 0):
-        return min(budget, max(0, plan.ram_budget - plan.cpu_bytes))
+        return min(budget, max(0, plan.ram_budget - plan.cpu_bytes) + max(0, counted))
     return min(budget, psutil.virtual_memory().available // 2)
 
 
@@ -90,8 +94,11 @@ class ParkedSequence:
     size: int = 0  # bytes of the state and the checkpoints
     #: Set once the state is copied (or could not be): the new owner copies it, not the pool's lock.
     ready: threading.Event = field(default_factory=threading.Event)
+    #: Where its newest checkpoint is (kept when the checkpoints go to disk with the state).
+    mark: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
+        self.mark = max((c.n_tokens for c in self.checkpoints), default=0)
         if self.buffer is not None:
             self.size = len(self.buffer) + checkpoints.total_bytes(self.checkpoints)
             self.ready.set()
@@ -198,6 +205,13 @@ class ParkedStates:
     def __len__(self) -> int:
         with self._lock:
             return len(self._held)
+
+    def peek(self, owner: object) -> tuple[list[int], int] | None:
+        """The tokens of the owner's parked state and where its newest checkpoint is (the state
+        left parked), or None when it has none."""
+        with self._lock:
+            parked = self._held.get(id(owner))
+            return None if parked is None else (parked.tokens, parked.mark)
 
     def holds(self, owner: object) -> bool:
         with self._lock:
@@ -327,7 +341,7 @@ def _alive(pid: int) -> bool:
 
 class Parking:
     """LlamaBackend's side (a mixin): park a place's state when it is lent; set it back when
-    its session, in a place again, evaluates its next prompt."""
+    its session gets a place again."""
 
     parked: ParkedStates
     _batcher: Any
@@ -347,24 +361,63 @@ class Parking:
             seq.parking = parked
 
     def _finish_park(self, seq: Sequence) -> None:
-        """Copy out the state of the owner `seq` was just taken from (see `_park`)."""
+        """When `seq`'s owner starts using it (LlamaBackend._occupy): copy out the state of the
+        owner it was just taken from (see `_park`) and set the new owner's parked state in, both
+        in one hold of the context (one wait for the round in flight, one pause of the others'
+        decodes), unless what `seq` holds already goes on from that state (a probe or a fork of
+        its history ran here: `_unpark` decides with the prompt)."""
         parked, seq.parking = seq.parking, None
-        if parked is None:
+        coming = self._coming(seq)  # outside the context's hold: it may wait for its copy or read a file
+        if parked is None and coming is None:
             return
         started, buffer = time.perf_counter(), None
         try:
             with self._batcher.exclusive():
-                buffer = checkpoints.copy_sequence(self._ctx, seq.id)
-        except MemoryError:
-            pass  # that session evaluates its history again
+                if parked is not None:
+                    try:
+                        buffer = checkpoints.copy_sequence(self._ctx, seq.id)
+                    except MemoryError:
+                        pass  # that session evaluates its history again
+                if coming is not None:
+                    self._set_in(seq, coming)
         finally:
-            self.parked.filled(parked, buffer)
+            if parked is not None:
+                self.parked.filled(parked, buffer)
             self.parked.seconds += time.perf_counter() - started
 
+    def _coming(self, seq: Sequence) -> ParkedSequence | None:
+        """The parked state of `seq`'s owner, taken, when it goes in at once: `seq` holds another
+        history, parting from the parked one before its newest checkpoint (another session's,
+        sharing a system prompt), so the parked state reaches at least as far into any prompt of
+        the owner's. A place that holds the parked history up to there (a probe or a fork of it)
+        is left to `_unpark`, which compares both with the prompt."""
+        ahead = self.parked.peek(seq.owner)
+        if ahead is None:
+            return None
+        tokens, mark = ahead
+        if seq.live and shared_length(seq.tokens, tokens, min(len(seq.tokens), len(tokens))) >= mark:
+            return None
+        return self.parked.take(seq.owner)
+
+    def _set_in(self, seq: Sequence, parked: ParkedSequence) -> None:
+        """With the context held: `seq` holds the parked state now, and the owner's drafting pace."""
+        loaded = checkpoints.set_sequence(self._ctx, parked.buffer, seq.id)
+        self.parked.restored += loaded
+        seq.live, seq.logits = True, None
+        if loaded:
+            seq.tokens[:], seq.checkpoints = parked.tokens, parked.checkpoints
+            seq.pinned, seq.known_start = set(parked.pinned), list(parked.known_start)
+        else:  # refused (it never is for a state this context wrote): an empty place
+            seq.tokens.clear()
+            seq.checkpoints = [Checkpoint(0, None)]
+        self._llm.n_tokens = len(seq.tokens)
+        seq.pacing = parked.pacing
+
     def _unpark(self, seq: Sequence, full: list[int]) -> None:
-        """Before `seq`'s owner evaluates `full`: if it has a state parked, `seq` holds it now,
-        unless what `seq` holds reaches further into `full` (a fork or a probe of the same history
-        that ran in the place meanwhile: a one-place model's CLI and TUI)."""
+        """Before `seq`'s owner evaluates `full`: if it still has a state parked (`_finish_park`
+        left it: what `seq` holds goes on from it), `seq` holds it now, unless what `seq` holds
+        reaches further into `full` (a fork or a probe of the same history that ran in the place
+        meanwhile: a one-place model's CLI and TUI)."""
         started = time.perf_counter()
         parked = self.parked.take(seq.owner)
         if parked is None:
@@ -372,18 +425,10 @@ class Parking:
         if self._reach(parked.tokens, parked.checkpoints, full) > (self._reach(seq.tokens, seq.checkpoints, full)
                                                                     if seq.live else 0):
             with self._batcher.exclusive():
-                loaded = checkpoints.set_sequence(self._ctx, parked.buffer, seq.id)
-            self.parked.restored += loaded
-            seq.live, seq.logits = True, None
-            if loaded:
-                seq.tokens[:], seq.checkpoints = parked.tokens, parked.checkpoints
-            else:  # refused (it never is for a state this context wrote): an empty place
-                seq.tokens.clear()
-                seq.checkpoints = [Checkpoint(0, None)]
-            self._llm.n_tokens = len(seq.tokens)
+                self._set_in(seq, parked)
         else:
             self.parked.kept += 1
-        seq.pacing = parked.pacing  # the session's own drafting pace, wherever its tokens come from
+            seq.pacing = parked.pacing  # the session's own drafting pace, wherever its tokens come from
         self.parked.seconds += time.perf_counter() - started
 
     def _reach(self, tokens: list[int], kept: list[Checkpoint], full: list[int]) -> int:

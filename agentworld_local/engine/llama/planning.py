@@ -104,7 +104,7 @@ def announce_estimate(
         f"memory estimate for {layout(gpu_layers, n_ctx)}: {format_bytes(estimate.total_bytes)} "
         f"({format_bytes(estimate.weights_bytes)} weights, {format_bytes(estimate.kv_bytes)} KV cache, "
         f"{format_bytes(estimate.recurrent_bytes)} recurrent state, {format_bytes(estimate.compute_bytes)} compute, "
-        f"up to {format_bytes(estimate.held_bytes)} turn checkpoints and held prompt states)"
+        f"up to {format_bytes(estimate.held_bytes)} turn checkpoints, held prompt states and parked session states)"
         + (f"; {format_bytes(ram)} RAM available" if ram is not None else "")
         + (". It may not fit: try a smaller `--ctx` or quantization." if ram is not None and estimate.total_bytes > ram else "")
     )
