@@ -41,6 +41,7 @@ def test_real_model_loads_streams_and_keeps_an_append_only_context(gemma):
     assert second.tokens["prompt_evaluated"] < second.tokens["prompt_total"] // 3
 
 
+@pytest.mark.slow  # real weights: the default tier keeps the test above; undo on the fixtures is in test_append_only_context
 def test_real_model_undo_reproduces_the_turn(gemma):
     gemma.reset()
     settings = SessionSettings(sampling=SamplingConfig(max_tokens=12), think=ThinkBudget.parse("off"), seed=9)

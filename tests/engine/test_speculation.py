@@ -129,6 +129,7 @@ def _rules():
 
 
 
+@pytest.mark.slow  # real weights: the fixtures' identity tests above run in the default tier
 def test_greedy_answers_are_the_same_with_speculation_on_gemma(gemma_gguf):
     pair = both(gemma_gguf)
     try:
@@ -140,7 +141,7 @@ def test_greedy_answers_are_the_same_with_speculation_on_gemma(gemma_gguf):
             backend.close()
 
 
-@pytest.mark.parametrize("pair_name", ["llama_pair", "qwen_pair"])
+@pytest.mark.parametrize("pair_name", ["llama_pair", pytest.param("qwen_pair", marks=pytest.mark.slow)])  # auto never drafts on hybrids
 def test_a_rule_that_ends_the_turn_inside_a_verified_draft_drops_the_rest(pair_name, request, monkeypatch):
     # As a closed observation does: the turn ends at token N even when N lands inside a batch
     # of accepted draft tokens; the context must end there as it does without drafts.

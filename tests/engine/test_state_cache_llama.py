@@ -30,7 +30,7 @@ def snapshot(backend: LlamaBackend) -> tuple[list[int], list[tuple[int, bytes | 
     return backend.evaluated_tokens, [(c.n_tokens, c.state) for c in backend.sequence.checkpoints]
 
 
-@pytest.fixture(params=["qwen_gguf", "llama_gguf", "gemma"])
+@pytest.fixture(params=["qwen_gguf", "llama_gguf", pytest.param("gemma", marks=pytest.mark.slow)])  # real weights: slow tier
 def model(request):
     if request.param != "gemma":
         return request.getfixturevalue(request.param)

@@ -106,6 +106,7 @@ def test_a_tied_head_is_counted_once_on_the_cpu_as_llama_cpp_maps_it(files):
     assert estimate.cpu_bytes(-1) == estimate.input_bytes + estimate.held_bytes
 
 
+@pytest.mark.slow  # the stock gguf reader parses Gemma's 262k-token vocabulary: 20 s of CPU; the fixtures above stay
 def test_the_plan_of_the_reported_gemma_file_adds_up(gemma_gguf):
     target = gemma_gguf
     facts = collect(str(target), plan=True, ctx=4096)
