@@ -19,6 +19,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
@@ -120,24 +121,15 @@ async def rest(url: str, n: int, turns: int, hooks: Hooks | None = None) -> Run:
 
     sids = await asyncio.gather(*(open_one(number) for number in range(n)))
     await hooks.opened()
-    counter = Turns(run, n * turns // 2, hooks)
 
-    async def play(number: int, sid: str) -> None:
-        done = 0
-        for turn in range(1, turns + 1):
-            status, body = await connections[number].call("POST", f"/sessions/{sid}/step",
-                                                         {"action": f"echo {sid[-8:]}-{turn}"})
-            if status != 200:
-                run.failed("step", status, body.decode(errors="replace"))
-                continue
-            done += 1
-            counter.done()
-        run.turns_by_session[sid] = done
+    async def step(number: int, sid: str, turn: int) -> bool:
+        status, body = await connections[number].call("POST", f"/sessions/{sid}/step",
+                                                     {"action": f"echo {sid[-8:]}-{turn}"})
+        if status != 200:
+            run.failed("step", status, body.decode(errors="replace"))
+        return status == 200
 
-    started, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(play(number, sid) for number, sid in enumerate(sids) if sid))
-    run.seconds, run.cpu = time.perf_counter() - started, time.process_time() - cpu
-    hooks.played()
+    await _play_all(run, sids, turns, hooks, step)
 
     async def close(number: int, sid: str) -> None:
         status, body = await connections[number].call("DELETE", f"/sessions/{sid}")
@@ -180,24 +172,16 @@ async def websocket(url: str, n: int, turns: int, hooks: Hooks | None = None) ->
 
     episodes = await asyncio.gather(*(open_one(number) for number in range(n)))
     await hooks.opened()
-    counter = Turns(run, n * turns // 2, hooks)
 
-    async def play(number: int, episode: str) -> None:
-        done = 0
-        for turn in range(1, turns + 1):
-            answer = await ask(number, {"type": "step", "data": {"action": f"echo {episode}-{turn}"}})
-            data = answer.get("data") or {}
-            if answer.get("type") != "observation" or data.get("observation", {}).get("invalid_action"):
-                run.failed("step", 0, json.dumps(data))
-                continue
-            done += 1
-            counter.done()
-        run.turns_by_session[episode] = done
+    async def step(number: int, episode: str, turn: int) -> bool:
+        answer = await ask(number, {"type": "step", "data": {"action": f"echo {episode}-{turn}"}})
+        data = answer.get("data") or {}
+        if answer.get("type") != "observation" or data.get("observation", {}).get("invalid_action"):
+            run.failed("step", 0, json.dumps(data))
+            return False
+        return True
 
-    started, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(play(number, episode) for number, episode in enumerate(episodes) if episode))
-    run.seconds, run.cpu = time.perf_counter() - started, time.process_time() - cpu
-    hooks.played()
+    await _play_all(run, episodes, turns, hooks, step)
 
     async def close(number: int) -> None:
         socket = sockets[number]
@@ -207,6 +191,26 @@ async def websocket(url: str, n: int, turns: int, hooks: Hooks | None = None) ->
 
     await asyncio.gather(*(close(number) for number in range(n)))
     return run
+
+
+async def _play_all(run: Run, ids: list[str | None], turns: int, hooks: Hooks,
+                    step: Callable[[int, str, int], Awaitable[bool]]) -> None:
+    """Every opened episode plays its turns one after the other, all episodes at once: `step`
+    sends one (number, id, turn) and says whether it was done. Times the whole; calls the hooks."""
+    counter = Turns(run, len(ids) * turns // 2, hooks)
+
+    async def play(number: int, key: str) -> None:
+        done = 0
+        for turn in range(1, turns + 1):
+            if await step(number, key, turn):
+                done += 1
+                counter.done()
+        run.turns_by_session[key] = done
+
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(play(number, key) for number, key in enumerate(ids) if key))
+    run.seconds, run.cpu = time.perf_counter() - started, time.process_time() - cpu
+    hooks.played()
 
 
 def main(face: str, url: str, n: int, turns: int) -> None:
