@@ -21,19 +21,9 @@ from agentworld_local.engine.llama.prefix_tokens import shared_length
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
+from tests.engine.test_prefetch import CancelAfter
 
 ACTIONS = ["ls -la", "cd src", "cat main.py", "python main.py", "git status", "pwd", "make test", "git diff"]
-
-
-class CancelAfter:
-    """A cancel flag that reads set after `checks` reads: a prefetch stopped between chunks."""
-
-    def __init__(self, checks: int) -> None:
-        self.checks = checks
-
-    def is_set(self) -> bool:
-        self.checks -= 1
-        return self.checks < 0
 
 
 def settings(think: str) -> SessionSettings:
