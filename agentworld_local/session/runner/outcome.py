@@ -62,7 +62,11 @@ class Sent:
     @property
     def done(self) -> bool:
         with self._changed:
-            return bool(self._said) and isinstance(self._said[-1][1], TERMINAL)
+            return self._ended()
+
+    def _ended(self) -> bool:
+        """Whether the last event came (the caller holds `_changed`)."""
+        return bool(self._said) and isinstance(self._said[-1][1], TERMINAL)
 
     def watch(self, callback: Callable[[str | None, events.SessionEvent], None]) -> None:
         """`callback(session, event)` for every event: those that came already at once, the
@@ -103,8 +107,7 @@ class Sent:
         if on_event is None and on_wait is None:  # woken once, by the last event
             timeout = _poll(0.1, None)
             with self._changed:
-                while not self._changed.wait_for(lambda: bool(self._said) and isinstance(self._said[-1][1], TERMINAL),
-                                                 timeout):
+                while not self._changed.wait_for(self._ended, timeout):
                     pass
                 return Outcome([event for _, event in self._said])
         said = []
