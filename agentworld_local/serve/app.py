@@ -26,6 +26,8 @@ import asyncio
 import contextlib
 import hmac
 import importlib.util
+import inspect
+import os
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
@@ -51,6 +53,7 @@ from agentworld_local.serve import errors
 from agentworld_local.serve.bridge import AsyncRunnerBridge
 from agentworld_local.serve.errors import responses
 from agentworld_local.serve.security import BodyLimit, HostOriginGuard
+from agentworld_local.serve.step_shortcut import StepShortcut
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner.outcome import Outcome
 from agentworld_local.serve.limits import HttpProblem, ServeLimits
@@ -151,8 +154,16 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
 
     app = FastAPI(title="awl serve", summary="Simulated environments from a language world model, over HTTP.",
                   lifespan=lifespan, dependencies=[Depends(bearer(token))] if token else [],
-                  docs_url=None, redoc_url=None, default_response_class=errors.JsonAnswer)
+                  docs_url=None, redoc_url=None, default_response_class=errors.JsonAnswer, **_telemetry())
     app.state.registry = registry
+
+    async def step_once(sid: str, body: StepRequest, request: Request | None = None) -> dict[str, Any]:
+        turn = registry.turn(sid, "step", body.action, final=body.final)
+        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect),
+                            reveal_simulator)
+
+    # Innermost of the layers in front (added first): a plain step skips FastAPI's machinery.
+    app.add_middleware(StepShortcut, step=step_once, body_model=StepRequest, token=token)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     app.add_middleware(HostOriginGuard, allowed_hosts=limits.allowed_hosts)
     errors.install(app, RequestValidationError)
@@ -206,9 +217,7 @@ def make_app(*, folder: Path, limits: ServeLimits = ServeLimits(), token: str | 
     async def step(sid: str, body: StepRequest, request: Request) -> dict[str, Any]:
         """One turn: the action goes to the world model; the saved turn comes back. Beyond the
         model's `parallel` it waits its turn (in order); it is never refused for other sessions."""
-        turn = registry.turn(sid, "step", body.action, final=body.final)
-        return _turn_result(registry, sid, await _collect(turn, request, registry, sid, body.cancel_on_disconnect),
-                            reveal_simulator)
+        return await step_once(sid, body, request)
 
     @app.post("/sessions/{sid}/step/stream", response_class=EventSourceResponse,
               responses={**_STREAMED, **responses(*turn, json_route=False)})
@@ -370,7 +379,7 @@ def _think_within(body: CreateSession, ceiling: int | None) -> str | None:
 _DISCONNECT_POLL_S = 0.1
 
 
-async def _collect(turn: AsyncIterator[events.SessionEvent], request: Request, registry: SessionRegistry, sid: str,
+async def _collect(turn: AsyncIterator[events.SessionEvent], request: Request | None, registry: SessionRegistry, sid: str,
                    cancel_on_disconnect: bool) -> Outcome:
     outcome = Outcome()
     if not cancel_on_disconnect:  # read here: the command runs in a task of its own either way (bridge.py)
@@ -467,6 +476,17 @@ async def _reap(registry: SessionRegistry) -> None:
             await registry.close_idle()
         except Exception:  # noqa: BLE001 - the next round tries again; requests are not affected
             continue
+
+
+def _telemetry() -> dict[str, Any]:
+    """FastAPI's OpenTelemetry instrumentation (newer FastAPI) asks three OpenTelemetry providers
+    whether they are configured on every request: a tenth of a turn's CPU at thousands of turns
+    a second (bench/fleet_scale.py). Off unless the environment configures OpenTelemetry."""
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        return {}
+    if any(name.startswith("OTEL_") for name in os.environ) or os.environ.get("FASTAPI_OTEL_AUTO_CONFIGURE"):
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
 
 
 def bearer(token: str) -> Any:

@@ -89,6 +89,23 @@ class AsyncRunnerBridge:
         self.runner.close(timeout)
 
 
+async def ended(sent: Sent) -> None:
+    """Until `sent`'s last event has come, awaited on the running loop (woken once, by that event)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def watch(_session: str | None, event: events.SessionEvent) -> None:
+        if isinstance(event, TERMINAL):
+            loop.call_soon_threadsafe(settle)
+
+    sent.watch(watch)
+    await asyncio.shield(done)  # a waiter cancelled meanwhile leaves the command running to its end
+
+
 class _Arrivals:
     """A command's events, from the runner's thread to the event loop, in order. The loop is
     woken once per batch, not once per event: a turn streams an event per piece of its answer,

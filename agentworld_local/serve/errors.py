@@ -128,17 +128,21 @@ def _methods(request: Request) -> list[str]:
     return sorted(methods)
 
 
+def refusal(error: HttpProblem | AwlError) -> JsonAnswer:
+    """The answer to the app's own refusals: an HttpProblem as it says, an AwlError a 400."""
+    if isinstance(error, HttpProblem):
+        return JsonAnswer(error.body(), status_code=error.status, headers=error.headers)
+    return JsonAnswer({"error": for_http(error.message), "hint": for_http(error.hint or "")}, status_code=400)
+
+
 def install(app: Any, validation_error: type[Exception]) -> None:
     """The handlers that turn every refusal and failure into the error contract, on a FastAPI
     app (`validation_error`: its RequestValidationError; only serve/app imports FastAPI)."""
 
     @app.exception_handler(HttpProblem)
-    async def refused(request: Request, error: HttpProblem) -> JsonAnswer:
-        return JsonAnswer(error.body(), status_code=error.status, headers=error.headers)
-
     @app.exception_handler(AwlError)
-    async def bad_input(request: Request, error: AwlError) -> JsonAnswer:
-        return JsonAnswer({"error": for_http(error.message), "hint": for_http(error.hint or "")}, status_code=400)
+    async def refused(request: Request, error: HttpProblem | AwlError) -> JsonAnswer:
+        return refusal(error)
 
     @app.exception_handler(validation_error)
     async def malformed(request: Request, error: Any) -> JsonAnswer:

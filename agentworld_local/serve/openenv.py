@@ -55,6 +55,7 @@ from agentworld_local.engine import events
 from agentworld_local.env.simulated import CUT_SHORT, control_list
 from agentworld_local.errors import ActionError, AwlError, Cancelled, InputError
 from agentworld_local.scenarios import scenario_by_name
+from agentworld_local.serve.bridge import ended
 from agentworld_local.serve.openenv_routes import add_awl_routes
 from agentworld_local.serve.openenv_wire import WebSocketGuard, quiet_protocol_errors
 from agentworld_local.serve.security import BodyLimit, HostOriginGuard
@@ -62,7 +63,7 @@ from agentworld_local.serve.limits import ServeLimits
 from agentworld_local.serve.statuses import SHUTTING_DOWN, status_of
 from agentworld_local.session.rewards import reward_hook
 from agentworld_local.session.runner import NewSession, SessionRunner
-from agentworld_local.session.runner.outcome import TERMINAL, Outcome, Sent
+from agentworld_local.session.runner.outcome import Outcome, Sent
 from agentworld_local.session.spec import SessionSpec
 from agentworld_local.terminal_text import shorten
 from agentworld_local.worlds.names import check_world_name
@@ -141,16 +142,8 @@ class OpenEnvHub:
 
     async def send_async(self, send: Callable[[SessionRunner], Sent]) -> Outcome:
         """One command, awaited on the event loop (woken once, by its last event)."""
-        loop = asyncio.get_running_loop()
-        ended = loop.create_future()
-
-        def watch(_session: str | None, event: events.SessionEvent) -> None:
-            if isinstance(event, TERMINAL):
-                loop.call_soon_threadsafe(_settle, ended)
-
         sent = send(self.runner)
-        sent.watch(watch)
-        await asyncio.shield(ended)  # a client gone meanwhile leaves the command running to its end
+        await ended(sent)  # a client gone meanwhile leaves the command running to its end
         return sent.wait()
 
     def call(self, send: Callable[[SessionRunner], Sent]) -> list[events.SessionEvent]:
@@ -353,11 +346,6 @@ class AwlWorld(Environment[AwlAction, AwlObservation, State]):
     def _unread(self, reason: str, *, done: bool = False) -> AwlObservation:
         """No turn ran: the reason is the observation, so an agent can correct itself."""
         return self._observation(reason, done=done, reward=0.0, invalid_action=reason)
-
-
-def _settle(ended: asyncio.Future[None]) -> None:
-    if not ended.done():
-        ended.set_result(None)
 
 
 class Refusal(HTTPException):

@@ -98,17 +98,23 @@ class BodyLimit:
             if len(body) > self.limit:
                 await self._refuse(send)
                 return
-        replayed = False
-
-        async def read() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return first or {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
-        await self.app(scope, read, send)
+        await self.app(scope, replayed(first or {"type": "http.request", "body": bytes(body), "more_body": False},
+                                       receive), send)
 
     async def _refuse(self, send: Any) -> None:
         await send_problem(send, 413, f"The request is larger than this server takes ({self.limit} bytes).",
                            "Send less (the server's --max-body-bytes).")
+
+
+def replayed(first: dict[str, Any], receive: Any) -> Any:
+    """`receive` that gives `first` (a body read already) before anything else."""
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return first
+        return await receive()
+
+    return replay

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import ipaddress
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld_local.errors import InputError
+
+if TYPE_CHECKING:
+    from agentworld_local.session.runner.outcome import Sent
 
 
 def is_loopback(host: str) -> bool:
@@ -65,18 +70,33 @@ def bind(host: str, port: int) -> socket.socket:
 DRAIN_S = 10
 
 
-def run(app: Any, sock: socket.socket, *, log_level: str = "warning", on_exit: Callable[[], object] | None = None) -> None:
+def run(app: Any, sock: socket.socket, *, log_level: str = "warning",
+        on_exit: Callable[[], Sent | None] | None = None) -> None:
     """Serve `app` on `sock` until SIGINT/SIGTERM; the app's shutdown closes every session (saved).
     `on_exit` runs when the shutdown begins, before uvicorn drains the requests in flight: the
     runner stops its turns there, so a client mid-turn gets its 503 within the drain instead of
-    a request uvicorn kills."""
+    a request uvicorn kills. What it returns (the runner's closing) is awaited, within the
+    drain, before uvicorn closes any connection: uvicorn closes a WebSocket at once (1012), and
+    an episode mid-turn must first get its "shutting down" message."""
     import uvicorn
 
+    from agentworld_local.serve.bridge import ended
+
     class Server(uvicorn.Server):
+        closing: Sent | None = None
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             if on_exit is not None and not self.should_exit:
-                on_exit()  # quick: it cancels and returns; the app's shutdown waits for the rest
+                self.closing = on_exit()  # quick: it cancels and returns; the app's shutdown waits for the rest
             super().handle_exit(sig, frame)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if self.closing is not None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(DRAIN_S):
+                        await ended(self.closing)
+                await asyncio.sleep(0)  # the faces' answers to the turns it stopped go out first
+            await super().shutdown(sockets)
 
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=DRAIN_S)
     Server(config).run(sockets=[sock])

@@ -1,8 +1,13 @@
 """Terminal actions: friendly commands, control keys, raw JSON, clear errors."""
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentworld_local.domains import get_domain
+from agentworld_local.domains.terminal import keystrokes_text
 from agentworld_local.errors import ActionError, InputError
 
 
@@ -100,3 +105,12 @@ def test_hostile_json_actions_are_clear_errors(terminal, text, fragment):
     with pytest.raises(ActionError) as caught:
         terminal.parse_action(text)
     assert fragment in caught.value.message
+
+
+@given(st.lists(st.builds(lambda keys, seconds: {"keystrokes": keys, "duration": seconds},
+                          st.text(), st.floats(min_value=0, max_value=1e6)), max_size=4))
+def test_the_action_is_written_as_json_writes_it_indented(payload):
+    """keystrokes_text writes the array itself (json's indented writer is pure Python): the
+    same text, byte for byte, for any keystrokes and duration a parsed action can hold."""
+    expected = "```json\n" + json.dumps(payload, ensure_ascii=False, indent=2) + "\n```"
+    assert keystrokes_text(payload) == expected

@@ -354,12 +354,18 @@ class FleetView:
         self._closed = threading.Event()
         self.parallel = fleet.parallel
         self._turns = 0  # turns begun: round-robin moves every one after the first
+        self._info: tuple[ModelInfo, int, ModelInfo] | None = None  # `info` made from (server's, context)
 
     @property
     def info(self) -> ModelInfo:
         """Its server's (the endpoint a new session's file records), with the fleet's context."""
         backend = self._server.backend
-        return self._fleet.info if backend is None else replace(backend.info, n_ctx=self._fleet.info.n_ctx)
+        if backend is None:
+            return self._fleet.info
+        made = (backend.info, self._fleet.info.n_ctx)  # asked every turn: a copy only when either changed
+        if self._info is None or self._info[0] is not made[0] or self._info[1] != made[1]:
+            self._info = (*made, replace(backend.info, n_ctx=made[1]))
+        return self._info[2]
 
     @property
     def server_separates(self) -> bool:

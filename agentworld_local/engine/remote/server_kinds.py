@@ -116,37 +116,45 @@ def server_root(base_url: str) -> str:
 
 
 class TurnGate:
-    """Turns beyond `slots` wait here, in order, for a server that must never see more requests
-    at once (one that cuts an answer when another arrives). The runner already keeps to the
-    backend's `parallel`; this holds for every other caller too (bench predict's --concurrency)."""
+    """At most `slots` turns at once, the rest waiting in order (a server that must never see more
+    requests at once, one that cuts an answer when another arrives; a fleet server's places). The
+    runner already keeps to the backend's `parallel`; this holds for every other caller too
+    (bench predict's --concurrency) and for a fleet, whose sessions stay on their server.
+
+    A turn that leaves hands its slot straight to the first waiting one, which alone is woken: a
+    wake-up of every waiter at each leave (hundreds, with a fleet's thousands of episodes) cost
+    more CPU than the turns. A waiter looks at `cancelled` every `poll_s`."""
 
     def __init__(self, slots: int, poll_s: float) -> None:
-        self._slots = slots
         self._poll_s = poll_s
-        self._running = 0
-        self._waiting: collections.deque[object] = collections.deque()
-        self._changed = threading.Condition()
+        self._free = slots
+        self._waiting: collections.deque[threading.Event] = collections.deque()
+        self._lock = threading.Lock()
 
     def enter(self, cancelled: Callable[[], bool]) -> bool:
         """Wait for a slot, first come first served; False (no slot taken) when cancelled first."""
-        ticket = object()
-        with self._changed:
-            self._waiting.append(ticket)
-            while self._waiting[0] is not ticket or self._running >= self._slots:
-                if cancelled():
-                    self._waiting.remove(ticket)
-                    self._changed.notify_all()
-                    return False
-                self._changed.wait(self._poll_s)
-            self._waiting.popleft()
-            self._running += 1
-            self._changed.notify_all()
-            return True
+        with self._lock:
+            if self._free > 0 and not self._waiting:
+                self._free -= 1
+                return True
+            handed = threading.Event()
+            self._waiting.append(handed)
+        while not handed.wait(0 if cancelled() else self._poll_s):
+            if cancelled():
+                with self._lock:
+                    if not handed.is_set():  # still waiting: leave the line
+                        self._waiting.remove(handed)
+                        return False
+                self.leave()  # a slot was handed over meanwhile: pass it on
+                return False
+        return True
 
     def leave(self) -> None:
-        with self._changed:
-            self._running -= 1
-            self._changed.notify_all()
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()  # the slot goes to the first in line, taken
+            else:
+                self._free += 1
 
 
 def server_report(options: RemoteOptions) -> dict[str, Any]:
