@@ -7,7 +7,9 @@ own check would refuse it."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -164,3 +166,20 @@ def test_hostile_steps_on_a_real_server_get_the_error_contract_and_save_nothing(
         assert plain.status_code == routed.status_code == 200
         assert set(plain.json()) == set(routed.json()) and (plain.json()["turn"], routed.json()["turn"]) == (1, 2)
         assert plain.headers["content-type"] == routed.headers["content-type"] == "application/json"
+
+
+def test_fastapis_opentelemetry_is_off_unless_the_environment_configures_it(monkeypatch):
+    """FastAPI (0.165 on) asks OpenTelemetry's providers on every request; awl serve turns that
+    off where nobody configured OpenTelemetry, and leaves it as FastAPI has it where somebody did."""
+    from fastapi import FastAPI
+
+    from agentworld_local.serve.app import _telemetry
+
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        pytest.skip("this FastAPI has no OpenTelemetry instrumentation")
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("FASTAPI_OTEL_AUTO_CONFIGURE", raising=False)
+    assert _telemetry() == {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert _telemetry() == {}
