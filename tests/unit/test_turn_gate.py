@@ -42,14 +42,20 @@ def test_turns_beyond_the_slots_wait_and_enter_in_order():
     assert gate._free == 2 and not gate._waiting
 
 
-def test_a_cancelled_waiter_leaves_the_line_without_a_slot():
-    gate = TurnGate(1, poll_s=0.01)
+def _full_with_a_waiter(poll_s: float) -> tuple[TurnGate, threading.Event, threading.Thread, list[bool]]:
+    """A gate of one slot, taken, and a turn waiting in line that `cancel` cancels."""
+    gate = TurnGate(1, poll_s=poll_s)
     assert gate.enter(lambda: False)
     cancel = threading.Event()
     result: list[bool] = []
     waiter = threading.Thread(target=lambda: result.append(gate.enter(cancel.is_set)))
     waiter.start()
     _waiting(gate, 1)
+    return gate, cancel, waiter, result
+
+
+def test_a_cancelled_waiter_leaves_the_line_without_a_slot():
+    gate, cancel, waiter, result = _full_with_a_waiter(0.01)
     cancel.set()
     waiter.join(60)
     assert result == [False] and not gate._waiting
@@ -60,13 +66,7 @@ def test_a_cancelled_waiter_leaves_the_line_without_a_slot():
 def test_a_cancel_racing_the_hand_over_never_loses_a_slot():
     """A waiter cancelled as a leave hands it the slot passes the slot on; run many times."""
     for _ in range(300):
-        gate = TurnGate(1, poll_s=0.0005)
-        assert gate.enter(lambda: False)
-        cancel = threading.Event()
-        results: list[bool] = []
-        waiter = threading.Thread(target=lambda: results.append(gate.enter(cancel.is_set)))
-        waiter.start()
-        _waiting(gate, 1)
+        gate, cancel, waiter, results = _full_with_a_waiter(0.0005)
         releaser = threading.Thread(target=gate.leave)
         releaser.start()
         cancel.set()
