@@ -380,7 +380,7 @@ class LlamaBackend(PromptEvaluation, Prefetching, SampleLoop, Parking):
         the last): the context's own with one sequence, else the copy (batching.sample_row)."""
         if seq.logits is None:
             return sampler.sample(self._llm._ctx, index)
-        return sample_row(sampler, seq.logits[index])
+        return sample_row(sampler, seq.logits[index], greedy=seq.greedy)
 
     def _copy_state(self, seq: Sequence) -> bytes:
         with self._batcher.exclusive():

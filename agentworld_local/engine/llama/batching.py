@@ -284,9 +284,19 @@ class _BatchRows:
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data
 
 
-def sample_row(sampler: Any, logits: Any) -> int:
+def sample_row(sampler: Any, logits: Any, *, greedy: bool = False) -> int:
     """What llama_sampler_sample does with the context's logits, from a copied row: the
-    candidates in token order, the chain applied, the pick accepted (the same draws)."""
+    candidates in token order, the chain applied, the pick accepted (the same draws).
+
+    `greedy`: the chain is llama.cpp's greedy sampler alone, whose pick is the first largest
+    logit: that is the row's argmax, without the candidate array (a Gemma row is 262k tokens:
+    building it cost more per token than the argmax by fifteen times). A row whose largest value
+    is not a number takes the chain's own way."""
+    if greedy:
+        token = int(np.argmax(logits))
+        if not np.isnan(logits[token]):
+            llama_cpp.llama_sampler_accept(sampler.sampler, token)
+            return token
     candidates = np.empty(len(logits), dtype=_TOKEN_DATA)
     candidates["id"] = np.arange(len(logits), dtype=np.int32)
     candidates["logit"] = logits

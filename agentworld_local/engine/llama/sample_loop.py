@@ -34,7 +34,7 @@ class SampleLoop:
 
     def _make_sampler(self, sampling: SamplingConfig, seed: int) -> Any:
         sampler = llama_internals.LlamaSampler()
-        if sampling.temperature <= 0:
+        if _greedy(sampling):
             sampler.add_greedy()
             return sampler
         sampler.add_top_k(sampling.top_k)
@@ -61,6 +61,7 @@ class SampleLoop:
         stats: GenerationStats,
     ) -> Iterator[GenerationEvent]:
         sampler = self._make_sampler(sampling, seed)
+        seq.greedy = _greedy(sampling)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         rules = AnswerRules(think_open=think_open, think=think, sampling=sampling, stats=stats)
         forced_end = self.tokenize(FORCED_THINK_END)
@@ -201,3 +202,8 @@ class SampleLoop:
             raise GenerationError("llama.cpp refused to roll back a rejected draft.",
                                   "Run the turn again with `--speculate off`.")
         self._decode(seq, tokens)
+
+
+def _greedy(sampling: SamplingConfig) -> bool:
+    """The sampler is llama.cpp's greedy one alone (batching.sample_row then takes the argmax)."""
+    return sampling.temperature <= 0

@@ -43,6 +43,7 @@ class Sequence:
     reserved: bool = False  # its owner's turn evaluated its start here and generates next: not lent
     live: bool = True  # its live state holds exactly `tokens` (False after a failed decode)
     logits: Any = None  # the last decode's logits, copied out when other sequences decode too
+    greedy: bool = False  # its generation samples greedily (sample_loop.py): a copied row's pick is its argmax
     #: `--speculate auto`'s run of rejected drafts and pause, across its owner's turns.
     pacing: DraftPacing = field(default_factory=DraftPacing)
     #: The state of the owner it was just taken from, to copy out before its new owner uses it (parking.py).
