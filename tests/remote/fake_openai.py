@@ -33,6 +33,9 @@ class Reply:
     delay_s: float = 0.0
     #: Drop the connection after this many pieces, without finishing (a server that died).
     die_after: int | None = None
+    #: After its finish chunk, send nothing more and keep the stream open until this is set (a
+    #: server that never ends a finished answer's stream).
+    hang_after_finish: threading.Event | None = None
 
 
 def _cut(text: str, sizes: tuple[int, ...]) -> list[str]:
@@ -269,6 +272,9 @@ class FakeOpenAI:
                     time.sleep(reply.delay_s)
                 event({name: text}, sent=number + 1)
             event({}, finish, sent=len(pieces))
+            if reply.hang_after_finish is not None:
+                reply.hang_after_finish.wait()
+                return
             if self.reports_usage and options.get("include_usage"):
                 event({}, usage=counts(len(pieces)))
             handler.wfile.write(b"data: [DONE]\n\n")

@@ -71,6 +71,12 @@ BACKEND_NAME = "openai"
 _WATCH_S = 0.02
 #: Tokens a continuation may add beyond the answer's own cap (the closing tags).
 _SLACK_TOKENS = 16
+#: Seconds the rest of a stream may take once the server has ended its message (`finish_reason`:
+#: only usage and `[DONE]` follow, at once from any real server): one that sends nothing more and
+#: keeps the stream open is cut then (its counts lost, the answer whole), not at --timeout. Long
+#: enough that a server slowed by a loaded machine still ends its request before awl gives its
+#: place to the next turn (a server that still counts it would refuse that one as busy).
+_TAIL_S = 30.0
 #: Chunks read after the observation closed, for the server's last one (`usage`): the model
 #: ends its message right there, so these are the end-of-message and usage chunks; a model
 #: that runs on costs the server at most this many tokens before the stream is closed.
@@ -295,7 +301,7 @@ class OpenAIBackend:
         finish = None  # set by the server's finish_reason: a stream that ends without one was cut
         first = True
         room = self._room(request)
-        with _closed_on(cancel, stream):
+        with _closed_on(cancel, stream) as tail_due:
             chunks = iter(stream)
             while True:
                 try:
@@ -309,6 +315,8 @@ class OpenAIBackend:
                 except Exception as error:  # noqa: BLE001 - reading the stream: the transport's errors vary
                     if cancel.is_set():
                         return "cancelled"
+                    if finish is not None:  # the message had ended: only its tail was lost (or cut at _TAIL_S)
+                        break
                     raise self._broken(error, stream) from None
                 if first and not continuation:
                     stats.prompt_s = time.perf_counter() - started
@@ -325,8 +333,10 @@ class OpenAIBackend:
                         return "length"
                     if choice.finish_reason:
                         finish = "length" if choice.finish_reason == "length" else "stop"
+                        tail_due()
                     rules = answer.rules
                     if rules is not None and rules.finish:
+                        tail_due()
                         _read_tail(chunks, served, cancel, counted=counted, ended=finish is not None)
                         return rules.finish
                     if rules is not None and rules.budget_spent and not continuation:
@@ -444,8 +454,8 @@ def _read_tail(chunks: Iterator[Any], served: ServedCounts, cancel: Any, *, coun
 
 
 class _Watcher:
-    """One thread that closes each stream in flight as soon as its cancel is set (a read
-    blocked on the socket then ends), for every stream of the process: a thread per stream,
+    """One thread that closes each stream in flight as soon as its cancel is set or its deadline
+    passes (a read blocked on the socket then ends), for every stream of the process: a thread per stream,
     each waking every _WATCH_S, cost hundreds of wake-ups a second with hundreds of turns in
     flight. It runs while a stream is open, and ends when none is."""
 
@@ -455,14 +465,14 @@ class _Watcher:
     def _forget(self) -> None:
         """Nothing watched, no thread. Also in a forked child, where the watching thread is gone."""
         self._lock = threading.Lock()
-        self._streams: dict[int, tuple[Any, Any]] = {}
+        self._streams: dict[int, list[Any]] = {}  # key -> [cancel, stream, deadline or None]
         self._next = 0
         self._running = False
 
     def add(self, cancel: Any, stream: Any) -> int:
         with self._lock:
             self._next += 1
-            self._streams[self._next] = (cancel, stream)
+            self._streams[self._next] = [cancel, stream, None]  # None: no deadline
             if not self._running:
                 self._running = True
                 threading.Thread(target=self._watch, name="awl-remote-cancel", daemon=True).start()
@@ -472,6 +482,13 @@ class _Watcher:
         with self._lock:
             self._streams.pop(key, None)
 
+    def end_by(self, key: int, seconds: float) -> None:
+        """Close the stream `seconds` from now unless it is done by then (a deadline set once)."""
+        with self._lock:
+            entry = self._streams.get(key)
+            if entry is not None and entry[2] is None:
+                entry[2] = time.monotonic() + seconds
+
     def _watch(self) -> None:
         while True:
             time.sleep(_WATCH_S)
@@ -480,7 +497,9 @@ class _Watcher:
                     self._running = False
                     return
                 watched = list(self._streams.items())  # looked at outside the lock: streams come and go meanwhile
-            cancelled = [key for key, (cancel, _) in watched if cancel.is_set()]
+            now = time.monotonic()
+            cancelled = [key for key, (cancel, _, due) in watched
+                         if cancel.is_set() or (due is not None and now >= due)]
             if cancelled:
                 with self._lock:
                     shut = [self._streams.pop(key)[1] for key in cancelled if key in self._streams]
@@ -494,12 +513,14 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 @contextlib.contextmanager
-def _closed_on(cancel: Any, stream: Any) -> Iterator[None]:
+def _closed_on(cancel: Any, stream: Any) -> Iterator[Callable[[], None]]:
     """Close `stream` as soon as `cancel` is set (a read blocked on the socket then ends),
-    and always when the block ends (an early stop frees the server's slot)."""
+    and always when the block ends (an early stop frees the server's slot). What it gives,
+    called once the server's message has ended, closes the stream _TAIL_S later if it is
+    still open then."""
     key = _WATCHER.add(cancel, stream)
     try:
-        yield
+        yield lambda: _WATCHER.end_by(key, _TAIL_S)
     finally:
         _WATCHER.remove(key)
         with contextlib.suppress(Exception):
