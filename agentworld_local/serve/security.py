@@ -87,23 +87,31 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await self._refuse(send)
             return
-        body, more, first = bytearray(), True, None
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                first = message  # the client went away: the app sees it
-                break
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.limit:
-                await self._refuse(send)
-                return
-        await self.app(scope, replayed(first or {"type": "http.request", "body": bytes(body), "more_body": False},
-                                       receive), send)
+        read = await read_body(receive, self.limit)
+        if read is None:
+            await self._refuse(send)
+            return
+        await self.app(scope, replayed(read[1], receive), send)
 
     async def _refuse(self, send: Any) -> None:
         await send_problem(send, 413, f"The request is larger than this server takes ({self.limit} bytes).",
                            "Send less (the server's --max-body-bytes).")
+
+
+async def read_body(receive: Any, limit: int | None = None) -> tuple[bytes, dict[str, Any]] | None:
+    """The request's whole body, and the message that gives it again to the app behind
+    (`replayed`): one holding the whole body, or, when the client went away meanwhile, the
+    message that says so (the app sees it). None once the body passes `limit` bytes."""
+    body, more = bytearray(), True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body), message
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if limit is not None and len(body) > limit:
+            return None
+    return bytes(body), {"type": "http.request", "body": bytes(body), "more_body": False}
 
 
 def replayed(first: dict[str, Any], receive: Any) -> Any:

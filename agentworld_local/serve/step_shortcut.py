@@ -27,7 +27,7 @@ from typing import Any
 from agentworld_local.errors import AwlError
 from agentworld_local.serve.errors import JsonAnswer, refusal
 from agentworld_local.serve.limits import HttpProblem
-from agentworld_local.serve.security import replayed
+from agentworld_local.serve.security import read_body, replayed
 
 #: The route's path; `{sid}` as Starlette matches a path parameter (anything but a slash).
 _STEP_PATH = re.compile(r"/sessions/([^/]+)/step")
@@ -47,11 +47,12 @@ class StepShortcut:
         if matched is None:
             await self.app(scope, receive, send)
             return
-        body, other = await _read(receive)
-        request = self._plain_step(scope, body) if other is None else None
+        read = await read_body(receive)
+        assert read is not None  # no limit here: the body limit in front has read it whole already
+        body, first = read
+        request = self._plain_step(scope, body) if first["type"] == "http.request" else None
         if request is None:
-            await self.app(scope, replayed(other or {"type": "http.request", "body": body, "more_body": False},
-                                            receive), send)
+            await self.app(scope, replayed(first, receive), send)
             return
         try:
             answer = JsonAnswer(await self._step(matched, request))
@@ -93,16 +94,3 @@ def _first_headers(scope: dict[str, Any]) -> dict[bytes, bytes]:
     for name, value in scope.get("headers") or ():
         headers.setdefault(name.lower(), value)
     return headers
-
-
-async def _read(receive: Any) -> tuple[bytes, dict[str, Any] | None]:
-    """The whole body (the body limit in front has read it already); or the first message that
-    was not part of it (the client went away), for FastAPI to see."""
-    body, more = bytearray(), True
-    while more:
-        message = await receive()
-        if message["type"] != "http.request":
-            return bytes(body), message
-        body += message.get("body", b"")
-        more = message.get("more_body", False)
-    return bytes(body), None
