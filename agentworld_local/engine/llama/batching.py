@@ -28,6 +28,8 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
+from agentworld_local.engine.llama.compute_thread import ComputeThread
+
 
 class DecodeFailed(Exception):
     """llama_decode refused a round (its return code): the context has no room, or it failed."""
@@ -80,6 +82,7 @@ class BatchDecoder:
         self._active = 0
         self.gather_s = gather_s
         self.stats = BatchStats()
+        self._compute = ComputeThread()  # every llama_decode on one thread (compute_thread.py)
 
     @contextlib.contextmanager
     def generating(self) -> Iterator[None]:
@@ -204,7 +207,7 @@ class BatchDecoder:
                      request.all_logits, request.output)
             i += count
         batch.n_tokens = i
-        code = _decode_on_threads(self._context.ctx, batch, parts)
+        code = self._compute.call(lambda: _decode_on_threads(self._context.ctx, batch, parts))
         self.stats.rounds += 1
         self.stats.tokens += i
         self.stats.sequences += len(parts)
@@ -231,6 +234,7 @@ class BatchDecoder:
             if self._batch is not None:
                 llama_cpp.llama_batch_free(self._batch)
                 self._batch = None
+            self._compute.close()
 
 
 def _decode_on_threads(ctx: Any, batch: Any, parts: list[tuple[_Request, int, int]]) -> int:
