@@ -4,6 +4,8 @@ libgomp keeps a pool of OpenMP workers per thread that starts a parallel region;
 pooled workers than CPUs it throttles the spin at each barrier, and a decode of two rows took
 twice its time on a 2-core machine once a second thread had decoded (compute_thread.py). The
 runner's turns run on whichever worker thread is free, so the decodes are handed to one thread.
+A decode that llama.cpp runs on one thread starts no team: it runs where it is asked (a lone
+session's tokens on a 2-core machine pay no hand-over).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from agentworld_local.engine.llama import LlamaBackend, batching
 from agentworld_local.engine.settings import SessionSettings
 from agentworld_local.engine.types import SamplingConfig, ThinkBudget
 from agentworld_local.engine.world import World
+from agentworld_local.models.offload_options import OffloadOptions
 
 
 @pytest.fixture
 def backend(llama_gguf):
-    backend = LlamaBackend(llama_gguf, n_ctx=4096, gpu_layers=0, parallel=2)
+    # No drafting: a draft's verify runs on the one-row threads (test_verify_threads.py).
+    backend = LlamaBackend(llama_gguf, n_ctx=4096, gpu_layers=0, parallel=2, offload=OffloadOptions(speculate="off"))
     yield backend
     backend.close()
 
@@ -32,12 +36,16 @@ def world(backend, seed: int) -> World:
     return World(backend, get_domain("terminal"), settings)
 
 
-def test_turns_on_many_threads_decode_on_one_thread_of_the_context(backend, monkeypatch):
-    deciders: list[threading.Thread] = []
+@pytest.mark.parametrize("counts", [(2, 2), (1, 2)], ids=["every-decode-on-two-threads", "one-row-on-one-thread"])
+def test_turns_on_many_threads_decode_on_one_thread_of_the_context(backend, monkeypatch, counts):
+    deciders: list[threading.Thread] = []  # of the decodes that run on more than one thread
+    inline: list[threading.Thread] = []  # of those that run on one
     decode = batching.llama_cpp.llama_decode
+    batching.llama_cpp.llama_set_n_threads(backend._ctx, *counts)  # (one row, more rows)
 
     def spy(ctx, batch):
-        deciders.append(threading.current_thread())
+        one = batch.n_tokens == 1 and counts[0] == 1
+        (inline if one else deciders).append(threading.current_thread())
         return decode(ctx, batch)
 
     monkeypatch.setattr(batching.llama_cpp, "llama_decode", spy)
@@ -64,3 +72,7 @@ def test_turns_on_many_threads_decode_on_one_thread_of_the_context(backend, monk
     assert len(deciders) > 10 and len(callers) == 5
     assert len(set(deciders)) == 1, "llama_decode ran on more than one thread"
     assert all(deciders[0] is not caller for caller in callers), "a turn's own thread decoded"
+    if counts[0] == 1:  # single rows on one thread: on the turns' own threads, no hand-over
+        assert len(inline) > 10 and all(any(thread is caller for caller in callers) for thread in inline)
+    else:
+        assert not inline
