@@ -51,6 +51,7 @@ SECTIONS = (
     "speculation",
     "serve_throughput",
     "serve_parallel",
+    "swap_places",  # llama-server with as many slots; measured without it where none is found
     "serve_load",
     "mailbox_drain",
     "serve_remote_overhead",
