@@ -3,6 +3,8 @@ and a caller interrupted by Ctrl+C still waits for its call to end."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import signal
 import threading
 
@@ -90,3 +92,17 @@ def test_ctrl_c_while_a_call_runs_is_raised_only_once_the_call_is_over(compute):
         release.set()
         helper.join()
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+def test_a_forked_child_gets_a_compute_thread_of_its_own(compute):
+    """Gymnasium's AsyncVectorEnv forks a runner's process: the thread stays in the parent."""
+    assert compute.call(lambda: 1) == 1
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    child = context.Process(target=lambda: result.put(compute.call(lambda: os.getpid())))
+    child.start()
+    got = result.get(timeout=120)  # a bound for a hang, not a pace: the child answers at once
+    child.join()
+    assert got == child.pid and child.exitcode == 0
+    assert compute.call(lambda: 2) == 2

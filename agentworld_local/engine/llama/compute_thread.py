@@ -16,6 +16,7 @@ about 0.1 ms, a tenth of a token on the small fixtures.
 from __future__ import annotations
 
 import _thread
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -28,10 +29,15 @@ class ComputeThread:
     """Runs calls one at a time on a thread of its own (`call`), for as long as it is open."""
 
     def __init__(self, name: str = "awl-decode") -> None:
-        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._name = name
         self._lock = threading.Lock()  # a call is queued before the stop or refused
         self._closed = False
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._start()
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
         self._thread.start()
 
     def call(self, work: Callable[[], Any]) -> Any:
@@ -46,6 +52,8 @@ class ComputeThread:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the compute thread is closed")
+            if self._pid != os.getpid():  # a forked child: the thread stayed in the parent
+                self._start()
             self._calls.put((work, done, box))
         interrupted: BaseException | None = None
         while True:
