@@ -209,10 +209,12 @@ class BatchDecoder:
         batch.n_tokens = i
         ctx = self._context.ctx
         verify = _is_verify(parts)
-        if _threads_of(ctx, i, verify) == 1:  # no OpenMP team: any thread may run it (no hand-over)
-            code = _decode_on_threads(ctx, batch, verify)
+        threads, batch_threads = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
+        most = threads if i == 1 or verify else max(threads, batch_threads)  # what llama.cpp runs the round on
+        if most == 1:  # no OpenMP team: any thread may run it (no hand-over)
+            code = _decode_on_threads(ctx, batch, verify, threads, batch_threads)
         else:
-            code = self._compute.call(lambda: _decode_on_threads(ctx, batch, verify))
+            code = self._compute.call(lambda: _decode_on_threads(ctx, batch, verify, threads, batch_threads))
         self.stats.rounds += 1
         self.stats.tokens += i
         self.stats.sequences += len(parts)
@@ -247,18 +249,12 @@ def _is_verify(parts: list[tuple[_Request, int, int]]) -> bool:
     return any(r.all_logits for r, _, _ in parts) and all(r.all_logits or len(r.tokens) == 1 for r, _, _ in parts)
 
 
-def _threads_of(ctx: Any, n_tokens: int, verify: bool) -> int:
-    """The most threads llama.cpp runs a round of `n_tokens` rows on (_decode_on_threads)."""
-    threads = llama_cpp.llama_n_threads(ctx)
-    return threads if n_tokens == 1 or verify else max(threads, llama_cpp.llama_n_threads_batch(ctx))
-
-
-def _decode_on_threads(ctx: Any, batch: Any, verify: bool) -> int:
+def _decode_on_threads(ctx: Any, batch: Any, verify: bool, threads: int, batch_threads: int) -> int:
     """llama_decode of a round. llama.cpp runs one row on `n_threads` and more on `n_threads_batch`
     (llama-cpp-python's defaults: half the CPUs, all of them); a round of a draft's verify and no
     prompt chunk replaces one-token decodes, so it runs on theirs: on the batch's it cost 4 to 8
-    of them on a busy 2-core machine, drafting 3 to 6 times slower than none (issue 45)."""
-    threads, batch_threads = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
+    of them on a busy 2-core machine, drafting 3 to 6 times slower than none (issue 45).
+    `threads`, `batch_threads`: the context's, read once by the round."""
     if not verify or threads == batch_threads:
         return llama_cpp.llama_decode(ctx, batch)
     llama_cpp.llama_set_n_threads(ctx, threads, threads)
