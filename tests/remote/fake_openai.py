@@ -231,6 +231,10 @@ class FakeOpenAI:
             with self._lock:
                 self.active -= 1
 
+    def _finishing(self, handler: BaseHTTPRequestHandler) -> None:
+        """Called just before the finish event is written: a real server frees the request's
+        place before its last chunks reach the client (a subclass that counts places hooks here)."""
+
     def _stream(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: Reply,
                 pieces: list[tuple[str, str]], finish: str) -> None:
         if self.delay:
@@ -271,6 +275,7 @@ class FakeOpenAI:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 event({name: text}, sent=number + 1)
+            self._finishing(handler)
             event({}, finish, sent=len(pieces))
             if reply.hang_after_finish is not None:
                 reply.hang_after_finish.wait()

@@ -121,6 +121,7 @@ class FleetServer(FakeOpenAI):
                 self.refused += 1
             else:
                 self._in += 1
+                handler._place_freed = False  # type: ignore[attr-defined]  # per request: a connection may carry several
                 self._connections.add(handler.connection)
         if busy:
             return self._json(handler, 429, {"error": {"message": "all places are busy", "type": "busy"}},
@@ -130,9 +131,19 @@ class FleetServer(FakeOpenAI):
         try:
             super()._answer(handler, body)
         finally:
+            self._finishing(handler)
             with self._lock:
-                self._in -= 1
                 self._connections.discard(handler.connection)
+
+    def _finishing(self, handler: BaseHTTPRequestHandler) -> None:
+        """The place is free before the finish event is written (once per request): counted out
+        after the last write, a client that read the finish and sent its next request at once
+        could find its own finished request still holding the place (429 seen in CI)."""
+        with self._lock:
+            if handler._place_freed:  # type: ignore[attr-defined]
+                return
+            handler._place_freed = True  # type: ignore[attr-defined]
+            self._in -= 1
 
     def actions(self) -> list[str]:
         """The last user message of each chat request it took (what each turn sent), in order."""

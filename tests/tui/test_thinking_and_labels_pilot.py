@@ -94,8 +94,16 @@ async def test_two_recent_sessions_with_the_same_name_are_told_apart(tmp_path, m
 async def test_replays_footer_keeps_quit_at_80_columns():
     app = ReplayApp(read_trajectory(pick_example("terminal").path))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        footer = screen_text(app).splitlines()[-1]
-        for key in ("Play/pause", "Step", "Speed", "Go to turn", "q Quit"):
+        # the footer recomposes after the first frame (blank for a few frames): read it once it
+        # shows its first key, and check the rest of that same line
+        footer = ""
+
+        def footer_shown() -> bool:
+            nonlocal footer
+            footer = screen_text(app).splitlines()[-1]
+            return "Play/pause" in footer
+
+        await wait_for(footer_shown)
+        for key in ("Step", "Speed", "Go to turn", "q Quit"):
             assert key in footer, footer
         await pilot.press("q")
