@@ -106,3 +106,33 @@ def test_a_forked_child_gets_a_compute_thread_of_its_own(compute):
     child.join()
     assert got == child.pid and child.exitcode == 0
     assert compute.call(lambda: 2) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+def test_a_child_forked_while_another_thread_queues_a_call_is_not_stuck(compute):
+    """The fork copies the lock a parent thread held while queueing: the child must not inherit it."""
+    holding, fork_done = threading.Event(), threading.Event()
+
+    def queue_a_call() -> None:
+        with compute._lock:  # the moment inside `call` where a caller queues its work
+            holding.set()
+            fork_done.wait()
+
+    queuer = threading.Thread(target=queue_a_call)
+    queuer.start()
+    holding.wait()
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    child = context.Process(target=lambda: result.put(compute.call(lambda: os.getpid())))
+    child.start()
+    fork_done.set()
+    queuer.join()
+    try:
+        got = result.get(timeout=120)  # a bound for a hang, not a pace: the child answers at once
+    except BaseException:
+        child.kill()  # stuck on the inherited lock: do not leave it behind
+        raise
+    finally:
+        child.join()
+    assert got == child.pid and child.exitcode == 0
+    assert compute.call(lambda: 2) == 2

@@ -19,10 +19,13 @@ import _thread
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 _STOP = object()
+#: Every compute thread not yet closed: a forked child gives each a fresh lock (below).
+_OPEN: weakref.WeakSet[ComputeThread] = weakref.WeakSet()
 
 
 class ComputeThread:
@@ -33,6 +36,7 @@ class ComputeThread:
         self._lock = threading.Lock()  # a call is queued before the stop or refused
         self._closed = False
         self._start()
+        _OPEN.add(self)
 
     def _start(self) -> None:
         self._pid = os.getpid()
@@ -76,6 +80,7 @@ class ComputeThread:
             if self._closed:
                 return
             self._closed = True
+            _OPEN.discard(self)
             self._calls.put(_STOP)
         if threading.current_thread() is not self._thread:
             self._thread.join()
@@ -92,3 +97,14 @@ class ComputeThread:
                 box[:] = [False, error]
             finally:
                 done.release()
+
+
+def _after_fork_in_child() -> None:
+    """A thread of the parent may have held a compute thread's lock at the fork; in the child
+    nothing would ever release it, and the first call would wait forever."""
+    for compute in list(_OPEN):
+        compute._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
