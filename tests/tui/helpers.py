@@ -119,6 +119,20 @@ async def wait_for(condition: Any, timeout_s: float | None = None) -> None:
     await asyncio.sleep(0.05)  # let a new screen compose and mount
 
 
+async def footer_with(app: AwlApp, words: str) -> str:
+    """The footer's line once it shows `words`: the footer recomposes when the keys change and
+    is blank for a few frames meanwhile (a read right after a pause saw it blank in CI)."""
+    line = ""
+
+    def shown() -> bool:
+        nonlocal line
+        line = screen_text(app).splitlines()[-1]
+        return words in line
+
+    await wait_for(shown)
+    return line
+
+
 def tree_labels(tree: Any) -> list[str]:
     """Every node label of a Textual Tree (the timeline, the file panel), depth first."""
     labels: list[str] = []

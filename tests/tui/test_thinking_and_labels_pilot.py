@@ -17,7 +17,7 @@ from agentworld_local.session.files import remember_session
 from agentworld_local.trajectory.reader import read_trajectory
 from agentworld_local.tui.app import make_app
 from agentworld_local.tui.replay import ReplayApp
-from tests.tui.helpers import screen_text, session_app, session_opened, type_action, wait_for, widget_text
+from tests.tui.helpers import footer_with, screen_text, session_app, session_opened, type_action, wait_for, widget_text
 from tests.unit.test_thinking_cut_is_said import LONG_THINKING
 
 pytestmark = pytest.mark.anyio
@@ -94,16 +94,7 @@ async def test_two_recent_sessions_with_the_same_name_are_told_apart(tmp_path, m
 async def test_replays_footer_keeps_quit_at_80_columns():
     app = ReplayApp(read_trajectory(pick_example("terminal").path))
     async with app.run_test(size=(80, 24)) as pilot:
-        # the footer recomposes after the first frame (blank for a few frames): read it once it
-        # shows its first key, and check the rest of that same line
-        footer = ""
-
-        def footer_shown() -> bool:
-            nonlocal footer
-            footer = screen_text(app).splitlines()[-1]
-            return "Play/pause" in footer
-
-        await wait_for(footer_shown)
+        footer = await footer_with(app, "Play/pause")
         for key in ("Step", "Speed", "Go to turn", "q Quit"):
             assert key in footer, footer
         await pilot.press("q")
