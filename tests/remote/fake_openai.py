@@ -220,6 +220,7 @@ class FakeOpenAI:
             })
         with self._lock:
             self.active += 1
+            handler._running = True  # type: ignore[attr-defined]  # per request: a connection may carry several
             self.most_at_once = max(self.most_at_once, self.active)
             if self.hold_until is not None and self.active >= self.hold_until:
                 self._held.set()
@@ -228,12 +229,17 @@ class FakeOpenAI:
         try:
             self._stream(handler, body, reply, pieces, finish)
         finally:
-            with self._lock:
-                self.active -= 1
+            self._finishing(handler)
 
     def _finishing(self, handler: BaseHTTPRequestHandler) -> None:
-        """Called just before the finish event is written: a real server frees the request's
-        place before its last chunks reach the client (a subclass that counts places hooks here)."""
+        """The request stops counting as running (once), just before its finish event is written,
+        as a real server frees its slot before the last chunks reach the client: counted out
+        after the last write, a client that read the finish and sent its next request at once
+        could find its own finished request still counted (one more than it ever sent at once)."""
+        with self._lock:
+            if getattr(handler, "_running", False):
+                handler._running = False  # type: ignore[attr-defined]
+                self.active -= 1
 
     def _stream(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: Reply,
                 pieces: list[tuple[str, str]], finish: str) -> None:

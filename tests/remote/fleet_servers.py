@@ -136,9 +136,9 @@ class FleetServer(FakeOpenAI):
                 self._connections.discard(handler.connection)
 
     def _finishing(self, handler: BaseHTTPRequestHandler) -> None:
-        """The place is free before the finish event is written (once per request): counted out
-        after the last write, a client that read the finish and sent its next request at once
-        could find its own finished request still holding the place (429 seen in CI)."""
+        """Its place is free before the finish event is written, as the fake's count (a 429 from
+        a client's own finished request was seen in CI)."""
+        super()._finishing(handler)
         with self._lock:
             if handler._place_freed:  # type: ignore[attr-defined]
                 return
