@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -98,14 +99,7 @@ def test_ctrl_c_while_a_call_runs_is_raised_only_once_the_call_is_over(compute):
 def test_a_forked_child_gets_a_compute_thread_of_its_own(compute):
     """Gymnasium's AsyncVectorEnv forks a runner's process: the thread stays in the parent."""
     assert compute.call(lambda: 1) == 1
-    context = multiprocessing.get_context("fork")
-    result = context.Queue()
-    child = context.Process(target=lambda: result.put(compute.call(lambda: os.getpid())))
-    child.start()
-    got = result.get(timeout=120)  # a bound for a hang, not a pace: the child answers at once
-    child.join()
-    assert got == child.pid and child.exitcode == 0
-    assert compute.call(lambda: 2) == 2
+    _a_forked_child_calls(compute)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
@@ -121,16 +115,22 @@ def test_a_child_forked_while_another_thread_queues_a_call_is_not_stuck(compute)
     queuer = threading.Thread(target=queue_a_call)
     queuer.start()
     holding.wait()
+    _a_forked_child_calls(compute, forked=fork_done.set)
+    queuer.join()
+
+
+def _a_forked_child_calls(compute: ComputeThread, forked: Callable[[], None] = lambda: None) -> None:
+    """A forked child's call runs in the child (its pid comes back) and the parent's calls go on;
+    `forked` runs in the parent once the child is started."""
     context = multiprocessing.get_context("fork")
     result = context.Queue()
     child = context.Process(target=lambda: result.put(compute.call(lambda: os.getpid())))
     child.start()
-    fork_done.set()
-    queuer.join()
+    forked()
     try:
         got = result.get(timeout=120)  # a bound for a hang, not a pace: the child answers at once
     except BaseException:
-        child.kill()  # stuck on the inherited lock: do not leave it behind
+        child.kill()  # stuck: do not leave it behind
         raise
     finally:
         child.join()

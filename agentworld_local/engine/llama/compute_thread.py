@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 _STOP = object()
-#: Every compute thread not yet closed: a forked child gives each a fresh lock (below).
+#: Every compute thread not yet closed: a forked child resets each (below).
 _OPEN: weakref.WeakSet[ComputeThread] = weakref.WeakSet()
 
 
@@ -39,9 +39,8 @@ class ComputeThread:
         _OPEN.add(self)
 
     def _start(self) -> None:
-        self._pid = os.getpid()
         self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+        self._thread: threading.Thread | None = threading.Thread(target=self._serve, name=self._name, daemon=True)
         self._thread.start()
 
     def call(self, work: Callable[[], Any]) -> Any:
@@ -56,7 +55,7 @@ class ComputeThread:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the compute thread is closed")
-            if self._pid != os.getpid():  # a forked child: the thread stayed in the parent
+            if self._thread is None:  # a forked child's first call (_after_fork_in_child)
                 self._start()
             self._calls.put((work, done, box))
         interrupted: BaseException | None = None
@@ -81,9 +80,12 @@ class ComputeThread:
                 return
             self._closed = True
             _OPEN.discard(self)
+            thread = self._thread
+            if thread is None:  # a forked child that never called: no thread of its own to stop
+                return
             self._calls.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+        if threading.current_thread() is not thread:
+            thread.join()
 
     def _serve(self) -> None:
         while True:
@@ -100,10 +102,11 @@ class ComputeThread:
 
 
 def _after_fork_in_child() -> None:
-    """A thread of the parent may have held a compute thread's lock at the fork; in the child
-    nothing would ever release it, and the first call would wait forever."""
+    """The thread stayed in the parent (Gymnasium's AsyncVectorEnv forks a runner's process): a
+    child starts its own at its first call. A thread of the parent may have held the lock at the
+    fork, and nothing in the child would ever release it: a fresh one."""
     for compute in list(_OPEN):
-        compute._lock = threading.Lock()
+        compute._lock, compute._thread = threading.Lock(), None
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
