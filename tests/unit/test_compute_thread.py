@@ -73,13 +73,20 @@ def test_ctrl_c_while_a_call_runs_is_raised_only_once_the_call_is_over(compute):
         return "done"
 
     def on_sigint(signum, frame):
+        if delivered.is_set():  # a signal sent again that crossed the first: nothing more to say
+            return
         delivered.set()
         raise KeyboardInterrupt
 
     def interrupt() -> None:
         started.wait()
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        delivered.wait()  # the caller was interrupted while its call runs: only now may the call end
+        # A signal that lands before the caller blocks on its lock is handled only once the lock
+        # is released (the wait does not check for it first), so it is sent again until handled:
+        # the caller was interrupted while its call runs, and only then may the call end.
+        while True:
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if delivered.wait(0.05):  # how often to send, not a deadline
+                break
         release.set()
 
     previous = signal.signal(signal.SIGINT, on_sigint)
